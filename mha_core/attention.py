@@ -1,0 +1,255 @@
+"""Multi-head attention in NumPy: one big projection, then a reshape that exposes the heads.
+
+Shapes use B (batch), n (sequence), d_model, h (n_heads), h_kv (n_kv_heads), d_k (d_head).
+Weights follow the x @ W convention: W_Q is [d_model, h·d_k], W_O is [h·d_k, d_model].
+Every function keeps the input's floating dtype: float32 in, float32 out.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def _array(name: str, a, ndim: tuple[int, ...] = (), values: str = "finite") -> np.ndarray:
+    """a as a floating ndarray (no copy), or a ValueError naming the argument.
+
+    values: "finite" refuses NaN and ±inf, "no +inf" lets -inf through (masked scores), "any" does
+    not look at the numbers (split and merge only move them).
+    """
+    try:
+        a = np.asarray(a)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{name} is not a numeric array: {error}") from None
+    if a.dtype.kind != "f":
+        raise ValueError(f"{name} must hold floating-point numbers, got dtype {a.dtype}")
+    if ndim and a.ndim not in ndim:
+        raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimensions, got shape {a.shape}")
+    if values != "any" and not np.isfinite(a.sum()):  # cheap test first, element-wise only if it fails
+        bad = np.isnan(a) | (np.isposinf(a) if values == "no +inf" else np.isinf(a))
+        if bad.any():
+            raise ValueError(f"{name} contains NaN or {'+inf' if values == 'no +inf' else 'infinite'} values")
+    return a
+
+
+def _min_ndim(name: str, a: np.ndarray, ndim: int) -> None:
+    if a.ndim < ndim:
+        raise ValueError(f"{name} must have at least {ndim} dimensions, got shape {a.shape}")
+
+
+def _count(name: str, value) -> int:
+    """A positive int (bools and floats refused), or a ValueError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _heads_divide(x: np.ndarray, n_heads: int, name: str = "x") -> None:
+    if x.shape[-1] % n_heads:
+        raise ValueError(f"{name}'s last axis ({x.shape[-1]}) is not divisible by n_heads={n_heads}")
+
+
+def _softmax_(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Softmax in place along axis (x is overwritten and returned)."""
+    with np.errstate(invalid="ignore"):  # a row of only -inf gives NaN, as documented in softmax
+        x -= x.max(axis=axis, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=axis, keepdims=True)
+    return x
+
+
+def softmax(x, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax along axis; returns a new array of x's dtype.
+
+    The row maximum is subtracted first, so large entries cannot overflow and -inf entries (masked
+    positions) get exactly 0. A row whose entries are all -inf (every position masked) has no
+    distribution: its result is NaN, as with torch.softmax. NaN or +inf in x is a ValueError.
+    """
+    x = _array("x", x, values="no +inf")
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -x.ndim <= axis < max(x.ndim, 1):
+        raise ValueError(f"axis must be an integer in [{-x.ndim}, {x.ndim}), got {axis!r}")
+    return _softmax_(x.copy(), axis=axis)
+
+
+# --8<-- [start:split_heads]
+def split_heads(x, n_heads: int) -> np.ndarray:
+    """[B, n, d_model] -> [B, h, n, d_k], a view of x (no data is copied).
+
+    The reshape relabels each token's d_model numbers as h contiguous slices of d_k; the transpose
+    puts the head axis before the sequence axis. Also works unbatched: [n, d_model] -> [h, n, d_k].
+    """
+    x, n_heads = _array("x", x, ndim=(2, 3), values="any"), _count("n_heads", n_heads)
+    _heads_divide(x, n_heads)
+    d_k = x.shape[-1] // n_heads
+    x = x.reshape(*x.shape[:-1], n_heads, d_k)  # [B, n, d_model] -> [B, n, h, d_k]
+    return np.swapaxes(x, -2, -3)  # [B, n, h, d_k] -> [B, h, n, d_k]
+# --8<-- [end:split_heads]
+
+
+# --8<-- [start:merge_heads]
+def merge_heads(z) -> np.ndarray:
+    """[B, h, n, d_k] -> [B, n, h·d_k], the inverse of split_heads.
+
+    Transpose back, then reshape. z as attention computes it is stored head by head; after the
+    transpose one token's heads are not next to each other in memory, so the reshape has to copy
+    (unless h or n is 1). (merge_heads(split_heads(x)) is a view of x again: x was token by token.)
+    """
+    z = _array("z", z, ndim=(3, 4), values="any")
+    z = np.swapaxes(z, -2, -3)  # [B, h, n, d_k] -> [B, n, h, d_k]
+    return z.reshape(*z.shape[:-2], -1)  # [B, n, h, d_k] -> [B, n, h·d_k]
+# --8<-- [end:merge_heads]
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
+# --8<-- [start:attend]
+def _causal_mask(n_q: int, n_k: int) -> np.ndarray:
+    """[n_q, n_k] bool: query i may attend to key j when j <= i."""
+    return np.tri(n_q, n_k, dtype=bool)
+
+
+def _attend(q, k, v, causal: bool = False, mask=None):
+    """Attention without argument checks: the shared kernel of the two public functions."""
+    d_k = q.shape[-1]
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))  # [..., n_q, d_k] @ [..., d_k, n_k] -> [..., n_q, n_k]
+    scores *= scores.dtype.type(1 / math.sqrt(d_k))  # a dtype scalar: float32 stays float32
+    if causal:
+        allowed = _causal_mask(*scores.shape[-2:])
+        mask = allowed if mask is None else mask & allowed
+    if mask is not None:
+        np.copyto(scores, -np.inf, where=~mask)
+    weights = _softmax_(scores)  # in place: weights reuses the scores buffer
+    return np.matmul(weights, v), weights  # [..., n_q, n_k] @ [..., n_k, d_v] -> [..., n_q, d_v]
+# --8<-- [end:attend]
+
+
+# --8<-- [start:scaled_dot_product_attention]
+def scaled_dot_product_attention(q, k, v, causal: bool = False, mask=None):
+    """softmax(q kᵀ / √d_k) v -> (out [..., n_q, d_v], weights [..., n_q, n_k]).
+
+    q is [..., n_q, d_k], k is [..., n_k, d_k], v is [..., n_k, d_v]; leading axes broadcast.
+    mask is a bool array broadcastable to [..., n_q, n_k], True where a query may attend to a key.
+    causal=True also masks every key after the query (key j > query i). A query with every key
+    masked gets NaN weights (see softmax).
+    """
+    q, k, v = _array("q", q), _array("k", k), _array("v", v)
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        _min_ndim(name, a, 2)
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k's last axis ({k.shape[-1]}) must equal q's (d_k={q.shape[-1]})")
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v has {v.shape[-2]} positions but k has {k.shape[-2]}")
+    try:
+        scores_shape = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]), q.shape[-2], k.shape[-2])
+    except ValueError:
+        raise ValueError(f"the leading axes of q {q.shape}, k {k.shape} and v {v.shape} do not broadcast") from None
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise ValueError(f"mask must be a bool array (True = may attend), got dtype {mask.dtype}")
+        if not _broadcasts_to(mask.shape, scores_shape):
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {scores_shape}")
+    return _attend(q, k, v, causal=_flag("causal", causal), mask=mask)
+# --8<-- [end:scaled_dot_product_attention]
+
+
+def _check_weights(x, n_heads, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O) -> tuple:
+    """Validate multi_head_attention's arguments; return them as arrays plus the fused Q/K/V bias."""
+    d_model = x.shape[-1]
+    W_Q, W_K, W_V, W_O = (_array(name, W, ndim=(2,)) for name, W in
+                          (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)))
+    if W_Q.shape[1] < n_heads or W_Q.shape[1] % n_heads:
+        raise ValueError(f"W_Q has {W_Q.shape[1]} columns, not a positive multiple of n_heads={n_heads}")
+    d_k = W_Q.shape[1] // n_heads
+    if W_Q.shape[0] != d_model or W_K.shape[0] != d_model:
+        raise ValueError(f"W_Q {W_Q.shape} and W_K {W_K.shape} must have d_model={d_model} rows (x's last axis)")
+    if W_K.shape[1] < d_k or W_K.shape[1] % d_k or n_heads % (W_K.shape[1] // d_k):
+        raise ValueError(f"W_K {W_K.shape} must be [d_model, h_kv·d_k] with d_k={d_k} and h_kv dividing n_heads={n_heads}")
+    if W_V.shape != W_K.shape:
+        raise ValueError(f"W_V {W_V.shape} must have W_K's shape {W_K.shape}")
+    if W_O.shape != (W_Q.shape[1], d_model):
+        raise ValueError(f"W_O {W_O.shape} must be [h·d_k, d_model] = {(W_Q.shape[1], d_model)}")
+    sizes = {"b_Q": W_Q.shape[1], "b_K": W_K.shape[1], "b_V": W_V.shape[1], "b_O": d_model}
+    given = {name: _array(name, b) for name, b in zip(sizes, (b_Q, b_K, b_V, b_O)) if b is not None}
+    for name, b in given.items():
+        if b.shape != (sizes[name],):
+            raise ValueError(f"{name} must have shape ({sizes[name]},), got {b.shape}")
+    b_QKV = None
+    if given.keys() & {"b_Q", "b_K", "b_V"}:
+        b_QKV = np.concatenate([given.get(name, np.zeros(sizes[name], W_Q.dtype))
+                                for name in ("b_Q", "b_K", "b_V")])  # [d_q + 2·d_kv]
+    return W_Q, W_K, W_V, W_O, b_QKV, given.get("b_O")
+
+
+# --8<-- [start:grouped_attention]
+def _grouped_attention(q_heads, k_heads, v_heads, causal: bool):
+    """[B, h, n, d_k] queries, [B, h_kv, n, d_k] keys/values -> z [B, h, n, d_k], weights [B, h, n, n].
+
+    Query heads g·j .. g·j + g - 1 share key/value head j (g = h / h_kv), as in grouped-query
+    attention; with h_kv = h this is plain multi-head attention.
+    """
+    B, h, n, d_k = q_heads.shape
+    h_kv = k_heads.shape[1]
+    q_groups = q_heads.reshape(B, h_kv, h // h_kv, n, d_k)  # [B, h, n, d_k] -> [B, h_kv, g, n, d_k] (a view)
+    z, weights = _attend(q_groups, k_heads[:, :, None], v_heads[:, :, None], causal)  # [B, h_kv, g, n, d_k]
+    return z.reshape(B, h, n, d_k), weights.reshape(B, h, n, n)  # [B, h_kv, g, ...] -> [B, h, ...] (views)
+# --8<-- [end:grouped_attention]
+
+
+# --8<-- [start:multi_head_attention]
+def _forward_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[str, np.ndarray]:
+    """Every intermediate array of one forward pass, by name (arguments already checked).
+
+    x is [B, n, d_model]. The softmax runs in place, so "scores" and "weights" are one buffer
+    (holding the weights); shape_report reads this dict to find which steps are views.
+    """
+    d_q, d_kv = W_Q.shape[1], W_K.shape[1]
+    h_kv = d_kv // (d_q // n_heads)
+    W_QKV = np.concatenate((W_Q, W_K, W_V), axis=1)  # [d_model, d_q + 2·d_kv]: one big projection
+    qkv = np.matmul(x, W_QKV)  # [B, n, d_model] @ [d_model, d_q + 2·d_kv] -> [B, n, d_q + 2·d_kv]
+    if b_QKV is not None:
+        qkv += b_QKV
+    q, k, v = qkv[..., :d_q], qkv[..., d_q:d_q + d_kv], qkv[..., d_q + d_kv:]  # views: [B, n, d_q], [B, n, d_kv] ×2
+    q_heads = split_heads(q, n_heads)  # [B, n, h·d_k] -> [B, h, n, d_k]
+    k_heads = split_heads(k, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
+    v_heads = split_heads(v, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
+    z, weights = _grouped_attention(q_heads, k_heads, v_heads, causal)  # [B, h, n, d_k], [B, h, n, n]
+    merged = merge_heads(z)  # [B, h, n, d_k] -> [B, n, h·d_k]
+    out = np.matmul(merged, W_O)  # [B, n, h·d_k] @ [h·d_k, d_model] -> [B, n, d_model]
+    if b_O is not None:
+        out += b_O
+    return {"x": x, "q": q, "k": k, "v": v, "q_heads": q_heads, "k_heads": k_heads, "v_heads": v_heads,
+            "scores": weights, "weights": weights, "z": z, "merged": merged, "out": out}
+
+
+def multi_head_attention(x, W_Q, W_K, W_V, W_O, n_heads: int, b_Q=None, b_K=None, b_V=None, b_O=None,
+                         causal: bool = False):
+    """Multi-head self-attention -> (out [B, n, d_model], weights [B, h, n, n]).
+
+    x is [B, n, d_model] or unbatched [n, d_model] (then out is [n, d_model], weights [h, n, n]).
+    W_Q is [d_model, h·d_k] and W_O [h·d_k, d_model]; W_K and W_V are [d_model, h_kv·d_k], so
+    h_kv = h is multi-head attention and a narrower W_K/W_V is grouped-query (h_kv heads) or
+    multi-query (h_kv = 1) attention. Biases are optional. The three projections run as one matmul
+    over the concatenated weights; the heads are then only a reshape of its result.
+    """
+    x, n_heads = _array("x", x, ndim=(2, 3)), _count("n_heads", n_heads)
+    W_Q, W_K, W_V, W_O, b_QKV, b_O = _check_weights(x, n_heads, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O)
+    batched = x.ndim == 3
+    steps = _forward_steps(x if batched else x[None], W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O,
+                           _flag("causal", causal))
+    out, weights = steps["out"], steps["weights"]  # [B, n, d_model], [B, h, n, n]
+    return (out, weights) if batched else (out[0], weights[0])
+# --8<-- [end:multi_head_attention]

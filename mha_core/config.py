@@ -1,0 +1,187 @@
+"""The attention layer's configuration and the check that its numbers fit together.
+
+Vocabulary (TransformerLens): d_model is the width of the residual stream, n_heads (h) the number of
+query heads, n_kv_heads (h_kv) the number of key/value heads (h for plain multi-head attention, 1 for
+multi-query attention, in between for grouped-query attention) and d_head (d_k) the width of one head.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+# Upper bounds: far above any published model, low enough that every count stays a readable number.
+LIMITS = {
+    "d_model": 1_048_576,  # 2**20
+    "n_heads": 65_536,
+    "n_kv_heads": 65_536,
+    "d_head": 65_536,
+    "seq_len": 16_777_216,  # 2**24 tokens
+    "batch": 65_536,
+}
+
+
+class ConfigError(ValueError):
+    """An attention configuration whose numbers do not fit together (the message says why)."""
+
+
+def _show(value) -> str:
+    """A short, readable rendering of any value for an error message."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**15:
+        return f"a {len(str(abs(int(value))))}-digit number"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def whole_number(name: str, value, limit: int | None = None) -> tuple[int | None, str | None]:
+    """(value as an int, None) if value is a whole number in 1..limit, else (None, why not)."""
+    limit = LIMITS[name] if limit is None else limit
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None, f"{name} must be a whole number, got {_show(value)}."
+    try:
+        if not isinstance(value, numbers.Integral) and not (math.isfinite(value) and value == math.floor(value)):
+            return None, f"{name} must be a whole number, got {_show(value)}."
+        number = int(value)
+    except (OverflowError, ValueError, TypeError):
+        return None, f"{name} must be a whole number, got {_show(value)}."
+    if number < 1:
+        return None, f"{name} must be at least 1, got {number}."
+    if number > limit:
+        return None, f"{name} must be at most {limit:,}, got {_show(number)}."
+    return number, None
+
+
+def _divisors(n: int) -> list[int]:
+    """All divisors of n, ascending (trial division up to sqrt(n): at most 1,024 steps here)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _nearest(target: int, candidates) -> list[int]:
+    """The closest candidate below target and the closest above, closest first (ties: smaller first)."""
+    below = [c for c in candidates if c < target]
+    above = [c for c in candidates if c > target]
+    picks = ([max(below)] if below else []) + ([min(above)] if above else [])
+    return sorted(picks, key=lambda c: (abs(c - target), c))
+
+
+def _multiples_near(target: int, step: int, limit: int) -> list[int]:
+    """The multiples of step just below and just above target, within 1..limit."""
+    low = (target // step) * step
+    return _nearest(target, [m for m in (low, low + step) if 1 <= m <= limit and m != target])
+
+
+def _result(ok: bool, message: str, **suggestions) -> dict:
+    empty = {"n_heads": [], "d_model": [], "n_kv_heads": []}
+    return {"ok": ok, "message": message, "suggestions": {**empty, **suggestions}}
+
+
+def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict | None]:
+    """(check, resolved ints {d_model, n_heads, n_kv_heads, d_head} or None)."""
+    values = {}
+    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads), ("d_head", d_head)):
+        if value is None and name in ("n_kv_heads", "d_head"):
+            continue
+        values[name], error = whole_number(name, value)
+        if error:
+            return _result(False, error), None
+    d, h = values["d_model"], values["n_heads"]
+    h_kv = values.get("n_kv_heads", h)
+    step = values.get("n_kv_heads", 1)  # an explicit n_kv_heads must divide the suggested n_heads
+    if "d_head" in values:  # d_model need not divide: any multiple of step works
+        good_heads = _multiples_near(h, step, LIMITS["n_heads"])
+    else:  # a divisor of d_model
+        good_heads = _nearest(h, [c for c in _divisors(d) if c % step == 0])
+    if h % h_kv:
+        return _result(
+            False,
+            f"n_heads={h} is not divisible by n_kv_heads={h_kv}: each key/value head must serve "
+            "the same number of query heads.",
+            n_kv_heads=_nearest(h_kv, _divisors(h)),
+            n_heads=good_heads,
+        ), None
+    if "d_head" not in values and d % h:
+        return _result(
+            False,
+            f"d_model={d} is not divisible by n_heads={h}: {d} / {h} = {d / h:.2f} is not a whole number, "
+            "so the heads cannot split the width into equal slices.",
+            n_heads=good_heads,
+            d_model=_multiples_near(d, h, LIMITS["d_model"]),
+        ), None
+    d_k = values.get("d_head", d // h)
+    message = f"OK: {h} heads of width d_head={d_k}"
+    message += f", sharing {h_kv} key/value heads." if h_kv != h else "."
+    return _result(True, message), {"d_model": d, "n_heads": h, "n_kv_heads": h_kv, "d_head": d_k}
+
+
+def check_config(d_model, n_heads, n_kv_heads=None, d_head=None) -> dict:
+    """Check an attention configuration; never raises.
+
+    Returns {"ok": bool, "message": str, "suggestions": {"n_heads": [...], "d_model": [...],
+    "n_kv_heads": [...]}}: when ok is False, the message says why in one sentence and the suggestions
+    are the nearest values that would work, closest first (d_model=512, n_heads=6 -> n_heads [4, 8],
+    d_model [510, 516]). Every value must be a whole number from 1 up to LIMITS[name]. With an
+    explicit d_head (Gemma-7B: 3072 wide, 16 heads of 256) d_model need not divide by n_heads; with
+    n_kv_heads, n_heads must divide by it.
+    """
+    try:
+        return _resolve(d_model, n_heads, n_kv_heads, d_head)[0]
+    except Exception as error:  # a value whose comparisons misbehave; still an answer, not a crash
+        return _result(False, f"could not check this configuration: {_show(error)}.")
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One attention layer's sizes; raises ConfigError (a ValueError) when they do not fit together.
+
+    n_kv_heads and d_head default to n_heads and d_model // n_heads; after construction both hold ints.
+    """
+
+    d_model: int
+    n_heads: int
+    n_kv_heads: int | None = None
+    d_head: int | None = None
+    bias: bool = True
+
+    def __post_init__(self):
+        check, resolved = _resolve(self.d_model, self.n_heads, self.n_kv_heads, self.d_head)
+        if resolved is None:
+            raise ConfigError(check["message"])
+        if not isinstance(self.bias, bool):
+            raise ConfigError(f"bias must be True or False, got {_show(self.bias)}.")
+        for name, value in resolved.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def d_q(self) -> int:
+        """Width of all query heads together: h·d_k (= d_model unless d_head is explicit)."""
+        return self.n_heads * self.d_head
+
+    @property
+    def d_kv(self) -> int:
+        """Width of all key (or value) heads together: h_kv·d_k."""
+        return self.n_kv_heads * self.d_head
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per key/value head: 1 for multi-head, n_heads for multi-query attention."""
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Shape of every learned array, x @ W convention; biases only when bias is True."""
+        shapes = {
+            "W_Q": (self.d_model, self.d_q),
+            "W_K": (self.d_model, self.d_kv),
+            "W_V": (self.d_model, self.d_kv),
+            "W_O": (self.d_q, self.d_model),
+        }
+        if self.bias:
+            shapes.update(b_Q=(self.d_q,), b_K=(self.d_kv,), b_V=(self.d_kv,), b_O=(self.d_model,))
+        return shapes
+
+    @property
+    def param_count(self) -> int:
+        """Learned numbers in the layer: the sizes of weight_shapes added up (see shapes.param_count)."""
+        return sum(math.prod(shape) for shape in self.weight_shapes.values())

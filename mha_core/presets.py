@@ -1,0 +1,60 @@
+"""Attention layers of published models, each with the configuration it was taken from.
+
+Bias policy: `bias` says whether the model's Q/K/V/O projections have bias vectors, as its released
+code builds them. GPT-2, BERT and GPT-3 (the GPT-2 architecture, per its paper) have them; Llama,
+Mistral, Falcon and Gemma do not. The original Transformer's equations have no bias terms, and its
+authors' tensor2tensor code builds the four projections with use_bias=False, so its preset has none
+(PyTorch's nn.MultiheadAttention, by default, would add 4·d_model of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .config import AttentionConfig
+
+
+@dataclass(frozen=True)
+class Preset:
+    key: str
+    label: str
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    bias: bool
+    source: str  # where the numbers are published
+
+    @property
+    def config(self) -> AttentionConfig:
+        """The layer as an AttentionConfig (d_head passed explicitly, as the source gives it)."""
+        return AttentionConfig(self.d_model, self.n_heads, self.n_kv_heads, self.d_head, self.bias)
+
+
+_PRESETS = (
+    Preset("transformer-base", "Transformer base (2017)", 512, 8, 8, 64, False,
+           "https://arxiv.org/abs/1706.03762"),
+    Preset("gpt2-small", "GPT-2 small (124M)", 768, 12, 12, 64, True,
+           "https://huggingface.co/openai-community/gpt2/blob/main/config.json"),
+    Preset("bert-base", "BERT-base", 768, 12, 12, 64, True,
+           "https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json"),
+    Preset("gpt3-175b", "GPT-3 175B", 12288, 96, 96, 128, True,
+           "https://arxiv.org/abs/2005.14165"),
+    Preset("llama2-7b", "Llama 2 7B", 4096, 32, 32, 128, False,
+           "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"),
+    Preset("llama3-8b", "Llama 3 8B (grouped-query)", 4096, 32, 8, 128, False,
+           "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
+    Preset("mistral-7b", "Mistral 7B (grouped-query)", 4096, 32, 8, 128, False,
+           "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json"),
+    Preset("falcon-7b", "Falcon 7B (multi-query)", 4544, 71, 1, 64, False,
+           "https://huggingface.co/tiiuae/falcon-7b/blob/main/config.json"),
+    Preset("gemma-7b", "Gemma 7B (explicit d_head)", 3072, 16, 16, 256, False,
+           "https://huggingface.co/google/gemma-7b/blob/main/config.json"),
+)
+
+PRESETS: dict[str, Preset] = {p.key: p for p in _PRESETS}
+
+
+def presets() -> list[dict]:
+    """Every preset as a plain dict, in display order, with its layer's param_count."""
+    return [{**asdict(p), "param_count": p.config.param_count} for p in _PRESETS]

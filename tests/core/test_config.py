@@ -1,0 +1,129 @@
+"""check_config and AttentionConfig: the divisibility check, suggestions, and bad input."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mha_core import LIMITS, AttentionConfig, ConfigError, check_config
+
+
+def test_512_into_6_heads_names_both_numbers_and_suggests_neighbours():
+    check = check_config(512, 6)
+    assert check["ok"] is False
+    assert check["message"].startswith("d_model=512 is not divisible by n_heads=6")
+    assert check["suggestions"]["n_heads"] == [4, 8]
+    assert check["suggestions"]["d_model"] == [510, 516]
+
+
+@pytest.mark.parametrize("d_model, n_heads, n_kv_heads, d_head", [
+    (512, 8, None, None), (768, 12, None, None), (4096, 32, 8, None), (4544, 71, 1, None),
+    (3072, 16, 16, 256), (1, 1, None, None), (LIMITS["d_model"], 1, None, None),
+])
+def test_valid_configs(d_model, n_heads, n_kv_heads, d_head):
+    check = check_config(d_model, n_heads, n_kv_heads, d_head)
+    assert check["ok"] is True, check["message"]
+    assert check["suggestions"] == {"n_heads": [], "d_model": [], "n_kv_heads": []}
+
+
+def test_explicit_d_head_lifts_divisibility():
+    assert check_config(3072, 16)["ok"] is True  # 3072 / 16 = 192 also works
+    assert check_config(3072, 15)["ok"] is False
+    assert check_config(3072, 15, d_head=256)["ok"] is True
+
+
+def test_grouped_query_heads_must_divide():
+    check = check_config(4096, 32, n_kv_heads=5)
+    assert not check["ok"]
+    assert "n_heads=32 is not divisible by n_kv_heads=5" in check["message"]
+    assert check["suggestions"]["n_kv_heads"] == [4, 8]
+    check = check_config(512, 8, n_kv_heads=16)
+    assert not check["ok"] and check["suggestions"]["n_kv_heads"] == [8]
+
+
+@pytest.mark.parametrize("value, words", [
+    (True, "whole number"), (False, "whole number"), (float("nan"), "whole number"),
+    (float("inf"), "whole number"), ("512", "whole number"), (None, "whole number"), ([512], "whole number"),
+    (3.5, "whole number"), (0, "at least 1"), (-8, "at least 1"), (1e12, "at most 1,048,576"),
+    (10**20, "21-digit"), (np.float64("nan"), "whole number"), (complex(512, 0), "whole number"),
+])
+def test_bad_d_model_gives_a_message_not_an_exception(value, words):
+    check = check_config(value, 8)
+    assert check["ok"] is False
+    assert check["message"].startswith("d_model ") and words in check["message"]
+    assert len(check["message"]) < 200
+
+
+@pytest.mark.parametrize("field", ["n_heads", "n_kv_heads", "d_head"])
+def test_every_field_is_checked(field):
+    args = {"d_model": 512, "n_heads": 8, field: 2.5}
+    check = check_config(**args)
+    assert not check["ok"] and check["message"].startswith(f"{field} must be a whole number")
+    args[field] = LIMITS[field] + 1
+    assert f"at most {LIMITS[field]:,}" in check_config(**args)["message"]
+
+
+def test_whole_floats_and_numpy_ints_are_accepted():
+    assert check_config(512.0, np.int64(8))["ok"]
+
+
+def _nearest_valid(value, ok, top):
+    """Brute force: the closest v < value and v > value (up to top) with ok(v)."""
+    below = next((v for v in range(value - 1, 0, -1) if ok(v)), None)
+    above = next((v for v in range(value + 1, top + 1) if ok(v)), None)
+    return [v for v in (below, above) if v is not None]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 2000), st.integers(1, 64))
+def test_suggestions_are_the_nearest_valid_values(d_model, n_heads):
+    check = check_config(d_model, n_heads)
+    assert check["ok"] == (d_model % n_heads == 0)
+    if check["ok"]:
+        return
+    heads = check["suggestions"]["n_heads"]
+    assert sorted(heads) == _nearest_valid(n_heads, lambda h: d_model % h == 0, d_model)
+    assert heads == sorted(heads, key=lambda h: (abs(h - n_heads), h))  # closest first
+    assert sorted(check["suggestions"]["d_model"]) == _nearest_valid(d_model, lambda d: d % n_heads == 0, d_model + n_heads)
+    for h in heads:
+        assert check_config(d_model, h)["ok"]
+
+
+anything = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
+                     st.complex_numbers(), st.lists(st.integers(), max_size=2), st.decimals(),
+                     st.fractions())
+
+
+@settings(max_examples=300, deadline=None)
+@given(anything, anything, st.one_of(st.none(), anything), st.one_of(st.none(), anything))
+def test_check_config_never_raises(d_model, n_heads, n_kv_heads, d_head):
+    check = check_config(d_model, n_heads, n_kv_heads, d_head)
+    assert isinstance(check["ok"], bool) and isinstance(check["message"], str) and check["message"]
+
+
+def test_attention_config_derives_sizes_and_is_frozen():
+    cfg = AttentionConfig(4096, 32, n_kv_heads=8)
+    assert (cfg.d_head, cfg.n_kv_heads, cfg.d_q, cfg.d_kv, cfg.group_size) == (128, 8, 4096, 1024, 4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.d_model = 1
+    plain = AttentionConfig(512, 8)
+    assert (plain.n_kv_heads, plain.d_head) == (8, 64)
+    assert plain.param_count == 4 * 512 * 512 + 4 * 512
+    assert AttentionConfig(512, 8, bias=False).param_count == 4 * 512 * 512
+    assert AttentionConfig(3072, 16, d_head=256).weight_shapes["W_Q"] == (3072, 4096)
+
+
+def test_attention_config_raises_the_check_message():
+    with pytest.raises(ConfigError) as info:
+        AttentionConfig(512, 6)
+    assert isinstance(info.value, ValueError)
+    assert str(info.value) == check_config(512, 6)["message"]
+    with pytest.raises(ConfigError, match="bias must be True or False"):
+        AttentionConfig(512, 8, bias="yes")
+
+
+def test_ints_are_normalised():
+    cfg = AttentionConfig(np.int64(512), 8.0)
+    assert type(cfg.d_model) is int and type(cfg.n_heads) is int and math.prod(cfg.weight_shapes["W_O"]) == 512 * 512

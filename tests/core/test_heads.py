@@ -1,0 +1,208 @@
+"""Constructed heads: each pattern against an ideal written here, the circuit, and the weights."""
+
+import timeit
+import unicodedata
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mha_core import HEAD_KINDS, head_patterns, head_weights, tokenize
+
+SENTENCES = [
+    "The cat sat on the mat. The cat ran, and the dog sat.",
+    "Harry Potter went to Hogwarts; later, Harry Potter left Hogwarts.",
+    "A B C D A B C D E A B",
+    "no punctuation at all here but repeats here at all",
+    "¿Qué? ¡Sí! Qué bien, sí.",
+    "مرحبا بالعالم . مرحبا بالعالم 😀 😀",
+    "one",
+    "x x x x",
+]
+
+
+# ---------------------------------------------------------------- the ideal patterns, independently
+
+def keys(tokens):
+    return [t.lower() for t in tokens]
+
+
+def is_delimiter(token):
+    return all(unicodedata.category(c)[0] == "P" for c in token)
+
+
+def previous_targets(tokens, i):
+    return {i - 1} if i > 0 else None
+
+
+def positional_targets(tokens, i):
+    return {max([j for j in range(i + 1) if is_delimiter(tokens[j])], default=0)}
+
+
+def content_targets(tokens, i):
+    earlier = {j for j in range(i) if keys(tokens)[j] == keys(tokens)[i]}
+    return earlier or None
+
+
+def induction_targets(tokens, i):
+    k = keys(tokens)
+    earlier = [j for j in range(i) if k[j] == k[i]]
+    if not any(j < i - 1 for j in earlier):  # not seen before, or only immediately before
+        return None
+    return {j + 1 for j in earlier}
+
+
+ORACLES = {"previous_token": previous_targets, "positional": positional_targets,
+           "content": content_targets, "induction": induction_targets}
+
+
+def check_against_oracles(tokens, heads):
+    for kind, oracle in ORACLES.items():
+        pattern = heads[kind]
+        for i in range(len(tokens)):
+            targets = oracle(tokens, i)
+            if targets is not None:
+                mass = pattern[i, sorted(targets)].sum()
+                assert mass >= 0.9, (kind, i, tokens[i], mass)
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_each_head_does_its_job(text):
+    result = head_patterns(text)
+    tokens = result["tokens"]
+    assert tokens == tokenize(text) and set(result["heads"]) == set(HEAD_KINDS)
+    check_against_oracles(tokens, result["heads"])
+    for kind, pattern in result["heads"].items():
+        assert pattern.shape == (len(tokens), len(tokens))
+        assert np.allclose(pattern.sum(axis=1), 1.0)
+        assert np.all(np.triu(pattern, 1) == 0), kind  # causal: nothing from the future
+
+
+vocab = st.sampled_from(["a", "A", "b", "c", "dog", "Dog", ".", ",", "!", "x"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(vocab, min_size=1, max_size=64))
+def test_heads_on_random_token_lists(tokens):
+    check_against_oracles(tokens, head_patterns(tokens)["heads"])
+
+
+def test_averaged_is_the_mean_of_the_four():
+    heads = head_patterns(SENTENCES[0])["heads"]
+    four = [heads[k] for k in ("previous_token", "positional", "induction", "content")]
+    assert np.allclose(heads["averaged"], np.mean(four, axis=0))
+    assert HEAD_KINDS == ("previous_token", "positional", "induction", "content", "averaged")
+
+
+@pytest.mark.parametrize("text", SENTENCES[:3])
+def test_ablating_the_previous_token_head_breaks_induction(text):
+    normal, ablated = head_patterns(text), head_patterns(text, ablate=("previous_token",))
+    tokens = normal["tokens"]
+    checked = 0
+    for i in range(len(tokens)):
+        targets = induction_targets(tokens, i)
+        if targets and i not in targets:
+            assert normal["heads"]["induction"][i, sorted(targets)].sum() >= 0.9
+            assert ablated["heads"]["induction"][i, sorted(targets)].sum() < 0.1
+            checked += 1
+    assert checked >= 2
+    for kind in ("previous_token", "positional", "content"):  # layer 0 itself is unchanged
+        assert np.array_equal(normal["heads"][kind], ablated["heads"][kind])
+
+
+@pytest.mark.parametrize("ablate", [("averaged",), ("nope",), "previous_token", None, (1,)])
+def test_bad_ablate(ablate):
+    with pytest.raises(ValueError, match="ablate"):
+        head_patterns("a b a b", ablate=ablate)
+
+
+# ---------------------------------------------------------------- recompute by hand
+
+def by_hand(inp, head):
+    """softmax(causal(inp W_Q (inp W_K)ᵀ / √d_head)) with plain numpy."""
+    q, k = inp @ np.array(head["W_Q"]), inp @ np.array(head["W_K"])
+    scores = q @ k.T / np.sqrt(head["d_head"])
+    scores[np.triu_indices(len(inp), 1)] = -np.inf
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("ablate", [(), ("previous_token",)])
+def test_patterns_recomputed_from_the_exposed_weights(ablate):
+    text = SENTENCES[0]
+    w, patterns = head_weights(text, ablate=ablate), head_patterns(text, ablate=ablate)["heads"]
+    x = np.array(w["x"])
+    assert x.shape == (len(w["tokens"]), len(w["features"]))
+    # the residual stream layer 1 reads: the embeddings plus every layer-0 head's z @ W_O
+    residual = x.copy()
+    for kind in ("previous_token", "positional", "content"):
+        head = w["heads"][kind]
+        residual += by_hand(x, head) @ (x @ head["W_V"]) @ head["W_O"]
+    assert np.allclose(residual, w["residual"])
+    for kind in ("previous_token", "positional", "content", "induction"):
+        head = w["heads"][kind]
+        inp = {"x": x, "residual": residual}[head["input"]]
+        assert np.allclose(by_hand(inp, head), patterns[kind], atol=1e-12), kind
+        assert head["q_reads"] and head["k_reads"] and head["explanation"]
+    assert "W_Q" not in w["heads"]["averaged"] and w["heads"]["averaged"]["explanation"]
+
+
+def test_embeddings_are_token_position_and_boundary():
+    w = head_weights("Hi . hi")
+    features, x = w["features"], w["x"]
+    assert features[:2] == ["token:hi", "token:."] and "boundary" in features
+    row = dict(zip(features, x[2]))
+    assert row["token:hi"] == 1 and row["position:2"] == 1 and row["boundary"] == 0
+    assert dict(zip(features, x[1]))["boundary"] == 1 and dict(zip(features, x[0]))["boundary"] == 1
+    assert x[:, [f.startswith("previous:") for f in features]].sum() == 0  # layer 0 fills these
+    assert np.abs(np.array(w["residual"])[2, features.index("previous:.")] - 1) < 1e-3
+
+
+# ---------------------------------------------------------------- text handling
+
+def test_tokenize_words_and_punctuation():
+    assert tokenize("Hello, world! It's 3.5") == ["Hello", ",", "world", "!", "It", "'", "s", "3", ".", "5"]
+    assert tokenize("👍🏽 שלום עולם") == ["👍", "🏽", "שלום", "עולם"]
+
+
+@pytest.mark.parametrize("bad", ["", "   \n\t", [], ["a", ""], ["a", 3], 42, None])
+def test_empty_or_bad_text(bad):
+    with pytest.raises(ValueError, match="text"):
+        head_patterns(bad)
+
+
+def test_tokenize_empty():
+    with pytest.raises(ValueError, match="text is empty"):
+        tokenize(" ")
+
+
+def best_time(fn):
+    """The fastest of three runs: a busy shared machine only ever adds time."""
+    return min(timeit.repeat(fn, number=1, repeat=3))
+
+
+def test_long_text_is_truncated_and_fast():
+    text = "the cat, " * 2500  # 22,500 characters, 7,500 tokens
+    assert best_time(lambda: head_patterns(text)) < 0.05
+    result = head_patterns(text)
+    assert len(result["tokens"]) == 64 and result["truncated"] is True and result["n_tokens_given"] == 7500
+    assert len(tokenize(text)) == 64
+    short = head_patterns("the cat")
+    assert short["truncated"] is False and short["n_tokens_given"] == 2
+
+
+def test_absurdly_long_text_is_refused_quickly():
+    text, tokens = "a" * 1_000_000, ["a"] * 1_000_000
+    with pytest.raises(ValueError, match="text is too long: 1,000,000 characters"):
+        head_patterns(text)
+    with pytest.raises(ValueError, match="text_or_tokens must be"):
+        head_patterns(tokens)
+    assert best_time(lambda: pytest.raises(ValueError, head_patterns, text)) < 0.05
+
+
+def test_token_list_input_equals_text_input():
+    text = SENTENCES[1]
+    a, b = head_patterns(text), head_patterns(tokenize(text))
+    assert a["tokens"] == b["tokens"] and all(np.array_equal(a["heads"][k], b["heads"][k]) for k in HEAD_KINDS)
+    many = head_patterns(["a"] * 70)
+    assert many["truncated"] and many["n_tokens_given"] == 70 and len(many["tokens"]) == 64

@@ -1,0 +1,82 @@
+"""Presets against the published configurations they cite."""
+
+import pytest
+import torch
+
+from mha_core import PRESETS, check_config, param_count, presets
+
+# key: (d_model, n_heads, n_kv_heads, d_head, bias), each from the publication named beside it.
+PUBLISHED = {
+    # Vaswani et al. 2017, arXiv:1706.03762, Table 3 "base": d_model 512, h 8, d_k = d_v = 64.
+    # No bias: the paper's equations have none and tensor2tensor's compute_attention_component and
+    # output_transform use use_bias=False.
+    "transformer-base": (512, 8, 8, 64, False),
+    # openai-community/gpt2 config.json: n_embd 768, n_head 12; c_attn and c_proj have biases.
+    "gpt2-small": (768, 12, 12, 64, True),
+    # google-bert/bert-base-uncased config.json: hidden_size 768, num_attention_heads 12; Linear with bias.
+    "bert-base": (768, 12, 12, 64, True),
+    # Brown et al. 2020, arXiv:2005.14165, Table 2.1: d_model 12288, n_heads 96, d_head 128
+    # ("the same model and architecture as GPT-2", so biases as GPT-2).
+    "gpt3-175b": (12288, 96, 96, 128, True),
+    # meta-llama/Llama-2-7b-hf config.json: hidden_size 4096, num_attention_heads 32,
+    # num_key_value_heads 32, attention_bias false.
+    "llama2-7b": (4096, 32, 32, 128, False),
+    # meta-llama/Meta-Llama-3-8B config.json: hidden_size 4096, heads 32, num_key_value_heads 8.
+    "llama3-8b": (4096, 32, 8, 128, False),
+    # mistralai/Mistral-7B-v0.1 config.json: hidden_size 4096, heads 32, num_key_value_heads 8.
+    "mistral-7b": (4096, 32, 8, 128, False),
+    # tiiuae/falcon-7b config.json: hidden_size 4544, n_head 71, multi_query true, bias false.
+    "falcon-7b": (4544, 71, 1, 64, False),
+    # google/gemma-7b config.json: hidden_size 3072, num_attention_heads 16, num_key_value_heads 16,
+    # head_dim 256, attention_bias false.
+    "gemma-7b": (3072, 16, 16, 256, False),
+}
+
+
+def test_every_model_named_in_the_issue_is_there():
+    assert set(PRESETS) == set(PUBLISHED)
+    assert [p["key"] for p in presets()] == list(PRESETS)
+
+
+@pytest.mark.parametrize("key", PUBLISHED)
+def test_preset_matches_publication(key):
+    p = PRESETS[key]
+    assert (p.d_model, p.n_heads, p.n_kv_heads, p.d_head, p.bias) == PUBLISHED[key]
+    assert p.source.startswith("https://") and p.label
+    assert check_config(p.d_model, p.n_heads, p.n_kv_heads, p.d_head)["ok"]
+
+
+@pytest.mark.parametrize("key", [k for k in PUBLISHED if k != "gemma-7b"])
+def test_d_head_follows_from_d_model_except_for_gemma(key):
+    p = PRESETS[key]
+    assert p.d_model // p.n_heads == p.d_head and p.d_model % p.n_heads == 0
+
+
+def test_gemma_needs_its_explicit_d_head():
+    p = PRESETS["gemma-7b"]
+    assert p.d_model / p.n_heads == 192 != p.d_head
+    assert p.config.weight_shapes["W_Q"] == (3072, 16 * 256)
+
+
+def test_gpt2_small_attention_matches_torch_parameter_count():
+    layer = torch.nn.MultiheadAttention(768, 12)  # biases on, as GPT-2's c_attn and c_proj
+    torch_count = sum(p.numel() for p in layer.parameters())
+    assert torch_count == 4 * 768 * 768 + 4 * 768 == 2_362_368
+    assert PRESETS["gpt2-small"].config.param_count == torch_count
+
+
+def test_transformer_base_without_and_with_torch_biases():
+    assert PRESETS["transformer-base"].config.param_count == 4 * 512 * 512
+    layer = torch.nn.MultiheadAttention(512, 8, bias=False)
+    assert sum(p.numel() for p in layer.parameters()) == param_count(512, 8, bias=False)
+
+
+def test_grouped_and_multi_query_counts_match_the_released_projection_shapes():
+    # Llama-3-8B: q_proj 4096->4096, k_proj and v_proj 4096->1024, o_proj 4096->4096, no bias
+    assert PRESETS["llama3-8b"].config.param_count == 4096 * 4096 * 2 + 4096 * 1024 * 2
+    # Falcon-7B: fused query_key_value 4544 -> 4544 + 2·64, dense 4544 -> 4544, no bias
+    assert PRESETS["falcon-7b"].config.param_count == 4544 * (4544 + 2 * 64) + 4544 * 4544
+
+
+def test_gpt3_layer_count():
+    assert presets()[[p["key"] for p in presets()].index("gpt3-175b")]["param_count"] == 604_028_928
