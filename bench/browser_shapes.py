@@ -1,0 +1,142 @@
+"""Benchmark of the shapes widget in headless Chromium, on the built site served from 127.0.0.1.
+
+    python bench/browser_shapes.py [--site DIR] [--runs 5] [--changes 100]
+
+Prints, as measured: navigation -> <html data-mha-runtime="ready"> (cold and warm cache), the widget's
+first paint (Element Timing), input change -> updated DOM (median, p95, max) and main-thread long
+tasks (PerformanceObserver "longtask") during start-up, also with the Python worker blocked (what the
+page costs without the runtime), and during the changes.
+Targets: ready <= 3 s, p95 <= 16 ms, no main-thread task over 50 ms caused by the runtime.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
+from conftest import build_into, launch_chromium, pages_with, serve  # noqa: E402
+
+# Runs before the page's own scripts: record long tasks, the widget's paint and the moment of "ready".
+OBSERVE = """
+window.__bench = { longtasks: [], element: null, ready: null };
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) __bench.longtasks.push([e.startTime, e.duration]);
+}).observe({ type: "longtask", buffered: true });
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if (e.identifier === "mha-shapes") __bench.element ??= e.renderTime || e.loadTime;
+}).observe({ type: "element", buffered: true });
+new MutationObserver(() => {
+  if (document.documentElement.dataset.mhaRuntime === "ready") __bench.ready ??= performance.now();
+}).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-mha-runtime"] });
+"""
+
+# Moves the seq_len slider n times, each time once the previous frame has been drawn; waits for the x row
+# to show the new n (one shape_report round trip through the worker) and records the milliseconds from
+# the input event to that DOM update.
+CHANGES = """async (n) => {
+  const root = document.querySelector('[data-mha-widget="shapes"]');
+  const slider = root.querySelector('input[type="range"][name="seq_len"]');
+  const row = root.querySelector('[data-tensor="x"]');
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const value = String(16 + i);
+    const updated = new Promise((resolve, reject) => {
+      setTimeout(() => reject(new Error(`n=${value} was not shown within 5 s`)), 5000);
+      const observer = new MutationObserver(() => {
+        if (row.dataset.shape.split(",")[1] === value) { observer.disconnect(); resolve(performance.now()); }
+      });
+      observer.observe(row, { attributes: true, attributeFilter: ["data-shape"] });
+    });
+    const t0 = performance.now();
+    slider.value = value;
+    slider.dispatchEvent(new Event("input", { bubbles: true }));
+    times.push((await updated) - t0);
+    await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))); // after the frame
+  }
+  return times;
+}"""
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def load(page, url: str, reload: bool = False) -> dict:
+    page.reload() if reload else page.goto(url)
+    page.wait_for_function("() => window.__bench.ready !== null && window.__bench.element !== null", timeout=30_000)
+    return page.evaluate("({...window.__bench, fcp: performance.getEntriesByName('first-contentful-paint')[0]?.startTime})")
+
+
+def without_runtime(browser, url: str) -> list:
+    """Long tasks of the same page with the Python worker blocked: what the rest of the page costs."""
+    context = browser.new_context()
+    context.add_init_script(OBSERVE)
+    context.route(re.compile(r".*/runtime/worker\.js$"), lambda route: route.abort())
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_function("() => document.documentElement.dataset.mhaRuntime === 'error' && window.__bench.element !== null")
+    page.wait_for_timeout(3000)  # the page's own start-up work (a bench, not a test: a plain wait is fine)
+    entries = page.evaluate("window.__bench.longtasks")
+    context.close()
+    return entries
+
+
+def tasks(entries: list, since: float = 0.0) -> str:
+    durations = [d for start, d in entries if start >= since]
+    return f"{len(durations)} (longest {max(durations):.0f} ms)" if durations else "none"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--site", type=Path, help="a built site (default: build one now)")
+    parser.add_argument("--runs", type=int, default=5, help="cold-cache page loads")
+    parser.add_argument("--changes", type=int, default=100, help="slider changes timed")
+    args = parser.parse_args()
+    site = args.site or build_into(Path(tempfile.mkdtemp()) / "site")
+    server, base = serve(site)
+    url = base + pages_with(site, 'data-mha-widget="shapes"')[0] + "#mha-shapes-1"  # in view: Element Timing
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        cold, warm, paints = [], [], []
+        for _ in range(args.runs):
+            context = browser.new_context()
+            context.add_init_script(OBSERVE)
+            page = context.new_page()
+            first = load(page, url)
+            cold.append(first["ready"])
+            paints.append(first["element"])
+            warm.append(load(page, url, reload=True)["ready"])
+            context.close()
+        baseline = without_runtime(browser, url)
+        context = browser.new_context()
+        context.add_init_script(OBSERVE)
+        page = context.new_page()
+        complaints = []
+        page.on("console", lambda m: m.type in ("error", "warning") and complaints.append(m.text))
+        start = load(page, url)
+        since = page.evaluate("performance.now()")
+        times = page.evaluate(CHANGES, args.changes)
+        after = page.evaluate("window.__bench.longtasks")
+        browser.close()
+    server.shutdown()
+    print(f"page: {url}")
+    print(f"navigation -> data-mha-runtime=ready: cold cache median {statistics.median(cold):.0f} ms "
+          f"(min {min(cold):.0f}, max {max(cold):.0f}, {args.runs} loads); warm cache median {statistics.median(warm):.0f} ms")
+    print(f"widget first paint (Element Timing): median {statistics.median(paints):.0f} ms; "
+          f"first contentful paint {start['fcp']:.0f} ms")
+    print(f"input change -> updated DOM ({len(times)} slider moves): median {statistics.median(times):.1f} ms, "
+          f"p95 {percentile(times, 95):.1f} ms, max {max(times):.1f} ms")
+    print(f"main-thread long tasks (> 50 ms): start-up {tasks(start['longtasks'])} "
+          f"[same page, Python worker blocked: {tasks(baseline)}]; during the changes {tasks(after, since)}")
+    print(f"console errors and warnings: {len(complaints)}" + "".join(f"\n  {c}" for c in complaints[:5]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""`python build.py --out DIR`, run twice: a complete, self-contained, reproducible site."""
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import mha_core
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+import build  # noqa: E402
+
+URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
+EXTERNAL_OK = re.compile(r'<a [^>]*href="https?://')  # links a reader may follow; nothing loads them
+
+
+def run_build(out: Path) -> Path:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run([sys.executable, "build.py", "--out", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory):
+    base = tmp_path_factory.mktemp("builds")
+    return run_build(base / "one"), run_build(base / "two")
+
+
+def pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def differing(a: Path, b: Path) -> list[str]:
+    cmp = filecmp.dircmp(a, b)
+    out = [str(a / n) for n in cmp.left_only + cmp.right_only + cmp.diff_files + cmp.funny_files]
+    for sub in cmp.common_dirs:
+        out += differing(a / sub, b / sub)
+    return out
+
+
+def test_two_builds_give_identical_files(sites):
+    one, two = sites
+    assert differing(one, two) == []
+    filecmp.clear_cache()
+    mismatched = [p for p in one.rglob("*") if p.is_file() and
+                  not filecmp.cmp(p, two / p.relative_to(one), shallow=False)]
+    assert mismatched == []
+
+
+def test_pyodide_numpy_katex_and_the_wheel_are_in_the_site(sites):
+    site = sites[0]
+    for name, pin in {**build.PYODIDE_FILES, build.NUMPY_WHEEL: build.NUMPY_SHA256}.items():
+        assert build.sha256(site / "assets" / "pyodide" / name) == pin
+    for name in ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js", "fonts/KaTeX_Main-Regular.woff2"):
+        assert (site / "assets" / "katex" / name).is_file()
+    wheels = list((site / "assets" / "wheels").glob("mha_core-*-py3-none-any.whl"))
+    config = (site / "assets" / "widgets" / "runtime" / "config.js").read_text()
+    assert len(wheels) == 1 and build.sha256(wheels[0]) in config and '"pyodide": null' in config
+
+
+def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(sites):
+    for page in pages(sites[0]):
+        html = page.read_text(encoding="utf-8")
+        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+        assert csp and build.INLINE_HASHES not in html, page
+        assert "'wasm-unsafe-eval'" in csp.group(1) and "'unsafe-eval'" not in csp.group(1).replace("'wasm-unsafe-eval'", "")
+        for attrs, body in build.INLINE_SCRIPT.findall(html):
+            assert "application/json" in attrs or build.inline_hashes(f"<script>{body}</script>") in csp.group(1)
+        stripped = EXTERNAL_OK.sub("<a ", html)
+        assert [u for u in URL_ATTR.findall(stripped) if re.match(r"(https?:)?//", u)] == [], page
+
+
+def test_only_pages_with_widgets_load_the_runtime(sites):
+    site = sites[0]
+    for page in pages(site):
+        html = page.read_text(encoding="utf-8")
+        has_widget = "data-mha-widget=" in html
+        assert ("assets/widgets/runtime/bridge.js" in html) == has_widget, page
+        for name in re.findall(r'data-mha-widget="(\w+)"', html):
+            assert f"assets/widgets/{name}/{name}.js" in html
+
+
+def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
+    found = 0
+    for page in pages(sites[0]):
+        html = page.read_text(encoding="utf-8")
+        for widget in re.findall(r'<div class="mha-shapes".*?data-output="flops"[^>]*>', html, re.S):
+            found += 1
+            form = dict(re.findall(r'<input type="number" id="[^"]+" name="(\w+)"[^>]*value="(\d+)"', widget))
+            report = mha_core.shape_report(**{k: int(v) for k, v in form.items()})
+            assert 'data-state="initial"' in widget
+            assert f'data-output="params" data-value="{report["params"]["total"]}"' in widget
+            for t in report["tensors"]:
+                assert f'data-tensor="{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
+    assert found, "no page holds a shapes widget"
