@@ -1,0 +1,107 @@
+"""How fast does the heads widget answer, in headless Chromium, on a 40-token sentence?
+
+Two figures, each from the reader's action to the updated heatmap painted (the next frame after it):
+  - head switch: a click on a head button (rendered from the cached result, no Python);
+  - sentence change: a new sentence applied on change (head_patterns in the page's Python worker).
+Each sentence is new to the widget (none comes from its cache). The budget is p95 ≤ 50 ms.
+
+    python bench/browser_heads.py [--rounds N] [--site DIR]   (without --site, the site is built first)
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]
+from conftest import build_into, launch_chromium, pages_with, serve  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from mha_core import tokenize  # noqa: E402
+
+PHRASE = "the old keeper of the light waved at the ships , and"
+N_TOKENS = 40
+BUDGET_MS = 50
+
+MEASURE = """async ({ kinds, sentences, rounds }) => {
+  const root = document.querySelector('[data-mha-widget="heads"]');
+  const field = root.querySelector('textarea[name="sentence"]');
+  const painted = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  const live = () => new Promise((resolve) => {
+    const observer = new MutationObserver(() => root.dataset.state === "live" && (observer.disconnect(), resolve()));
+    observer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
+  });
+  const times = { switchDom: [], switchPainted: [], sentence: [] };
+  for (const sentence of sentences) {
+    const done = live();
+    const t0 = performance.now();
+    field.value = sentence;
+    field.dispatchEvent(new Event("change", { bubbles: true }));
+    await done;
+    await painted();
+    times.sentence.push(performance.now() - t0);
+  }
+  for (let i = 0; i < rounds; i++) {
+    const button = root.querySelector(`button[data-head="${kinds[(i + 1) % kinds.length]}"]`);
+    await painted();
+    const t0 = performance.now();
+    button.click();
+    times.switchDom.push(performance.now() - t0);
+    await painted();
+    times.switchPainted.push(performance.now() - t0);
+  }
+  return times;
+}"""
+
+
+def sentence(i: int) -> str:
+    """A 40-token sentence with repeats, different for each i (so the widget has no cached answer)."""
+    words = (PHRASE + " ") * 4
+    text = " ".join(tokenize(words)[:N_TOKENS - 1] + [f"w{i}"])
+    assert len(tokenize(text)) == N_TOKENS
+    return text
+
+
+def summary(name: str, times: list[float]) -> str:
+    p95 = statistics.quantiles(times, n=20, method="inclusive")[18]
+    verdict = "within" if p95 <= BUDGET_MS else "OVER"
+    return f"  {name:<44} median {statistics.median(times):6.1f} ms   p95 {p95:6.1f} ms   ({verdict} the {BUDGET_MS} ms budget)"
+
+
+def measure(site: Path, rounds: int) -> dict:
+    server, base = serve(site)
+    try:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.goto(base + pages_with(site, 'data-mha-widget="heads"')[0])
+            page.wait_for_selector('html[data-mha-runtime="ready"]', timeout=30_000)
+            kinds = page.eval_on_selector_all("button[data-head]", "bs => bs.map(b => b.dataset.head)")
+            times = page.evaluate(MEASURE, {"kinds": kinds, "sentences": [sentence(i) for i in range(rounds // 2)],
+                                            "rounds": rounds})
+            browser.close()
+    finally:
+        server.shutdown()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=100, help="head switches (sentence changes: half as many)")
+    parser.add_argument("--site", type=Path, help="an already built site (default: build one now)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        site = args.site or build_into(Path(tmp) / "site")
+        times = measure(site, args.rounds)
+    print(f"heads widget, {N_TOKENS}-token sentence, headless Chromium: {args.rounds} head switches, "
+          f"{args.rounds // 2} sentence changes")
+    print(summary("head switch: click -> heatmap in the DOM", times["switchDom"]))
+    print(summary("head switch: click -> heatmap painted", times["switchPainted"]))
+    print(summary("sentence change: change -> heatmap painted", times["sentence"]))
+
+
+if __name__ == "__main__":
+    main()

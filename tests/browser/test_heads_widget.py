@@ -1,0 +1,281 @@
+"""The heads widget in Chromium. Each head's pattern, read from the DOM after a real sentence change,
+follows its rule as stated by an oracle written here (not mha_core's code), on the test's own sentence;
+the knock-out removes the induction stripe; reader text stays text; text past 64 tokens is capped with
+a notice. conftest fails a test on any page error, console error or request off 127.0.0.1."""
+from __future__ import annotations
+
+import re
+
+import mha_core
+import pytest
+from playwright.sync_api import expect
+
+from conftest import READY_TIMEOUT_MS, PageLog, pages_with
+
+SENTENCE = "Mary gave John a book; later, Mary gave John a pen."
+KINDS = ("previous_token", "positional", "induction", "content", "averaged")
+TOKEN = re.compile(r"\w+|[^\w\s]")  # words, and each other non-space character alone
+HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & "quotes"'
+
+READ = """root => ({
+  cells: [...root.querySelectorAll("td[data-q][data-k][data-weight]")].map(td => [+td.dataset.q, +td.dataset.k, td.dataset.weight]),
+  masked: [...root.querySelectorAll("td[data-masked]")].length,
+  labels: [...root.querySelectorAll("[data-token-index]")].map(el => [el.dataset.axis, +el.dataset.tokenIndex, el.textContent]),
+})"""
+
+
+# ---------------------------------------------------------------- the oracle: each head's rule, stated directly
+
+def tokens_of(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+def is_delimiter(token: str) -> bool:
+    return re.fullmatch(r"[^\w\s]+", token) is not None
+
+
+def rule_rows(kind: str, tokens: list[str]) -> dict[int, set[int]]:
+    """{query: the keys that must hold ≥ 0.9 of its attention in total} for the rows the rule speaks of."""
+    low = [t.lower() for t in tokens]
+    rows = {}
+    for q, t in enumerate(low):
+        if kind == "previous_token":
+            rows[q] = {max(q - 1, 0)}
+        elif kind == "positional":
+            rows[q] = {max([j for j in range(q + 1) if is_delimiter(tokens[j])], default=0)}
+        elif kind == "content" and t in low[:q]:
+            rows[q] = {p for p in range(q) if low[p] == t}
+        elif kind == "induction" and t in low[:max(q - 1, 0)] and low[q - 1] != t:
+            rows[q] = {p + 1 for p in range(q - 1) if low[p] == t}
+    return rows
+
+
+def heatmap(read: dict, n: int) -> list[list[float | None]]:
+    """[n, n] weights from the DOM cells; None where nothing is drawn."""
+    W = [[None] * n for _ in range(n)]
+    for q, k, weight in read["cells"]:
+        assert re.fullmatch(r"\d\.\d{4}", weight), weight  # 4 decimals
+        W[q][k] = float(weight)
+    return W
+
+
+def check_layout(read: dict, tokens: list[str]) -> list[list[float | None]]:
+    """Token labels on both axes (and in the sentence), the causal triangle drawn, the rest masked."""
+    n = len(tokens)
+    for axis in ("query", "key", "sentence"):
+        assert [(i, text) for a, i, text in read["labels"] if a == axis] == list(enumerate(tokens)), axis
+    W = heatmap(read, n)
+    assert all((W[q][k] is None) == (k > q) for q in range(n) for k in range(n))
+    assert read["masked"] == n * (n - 1) // 2
+    for row in W:
+        assert sum(w for w in row if w is not None) == pytest.approx(1, abs=1e-3 * n)
+    return W
+
+
+def check_rule(kind: str, W, tokens: list[str], others=None) -> int:
+    """Assert kind's rule on W; return how many rows it spoke of."""
+    if kind == "averaged":
+        mean = [[sum(others[h][q][k] for h in KINDS[:4]) / 4 for k in range(q + 1)] for q in range(len(W))]
+        assert all(W[q][k] == pytest.approx(mean[q][k], abs=2e-4) for q in range(len(W)) for k in range(q + 1))
+        return len(W)
+    rows = rule_rows(kind, tokens)
+    for q, keys in rows.items():
+        assert sum(W[q][k] for k in keys) >= 0.9, (kind, q, tokens[q], keys, W[q])
+    return len(rows)
+
+
+# ---------------------------------------------------------------- driving the widget
+
+@pytest.fixture(scope="session")
+def heads_path(built_site) -> str:
+    """The first page with a heads widget (what-heads-learn/ holds <!-- widget: heads -->)."""
+    return (pages_with(built_site, 'data-mha-widget="heads"') or pytest.fail("no page holds a heads widget"))[0]
+
+
+def open_widget(page, site_url, path, query=""):
+    page.goto(site_url + path + query)
+    return page.locator('[data-mha-widget="heads"]').first
+
+
+def wait_ready(page):
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=READY_TIMEOUT_MS)
+
+
+def show_sentence(widget, text: str) -> None:
+    """Type a sentence and leave the field, as a reader does (applied on change); wait for its patterns."""
+    field = widget.locator('textarea[name="sentence"]')
+    field.fill(text)
+    field.press("Tab")
+    expect(widget).to_have_attribute("data-state", "live")
+
+
+def select_head(widget, kind: str) -> dict:
+    widget.locator(f'button[data-head="{kind}"]').click()
+    expect(widget.locator(f'button[data-head="{kind}"]')).to_have_attribute("aria-pressed", "true")
+    expect(widget).to_have_attribute("data-head", kind)
+    return widget.evaluate(READ)
+
+
+@pytest.fixture(scope="module")
+def shown(browser, site_url, heads_path) -> dict:
+    """{kind: [n, n] weights} as the widget draws them for SENTENCE, one page for all five heads."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page, log = context.new_page(), PageLog()
+    log.watch(context, page)
+    try:
+        widget = open_widget(page, site_url, heads_path)
+        wait_ready(page)
+        show_sentence(widget, SENTENCE)
+        tokens = tokens_of(SENTENCE)
+        patterns = {kind: check_layout(select_head(widget, kind), tokens) for kind in KINDS}
+        assert [b.get_attribute("aria-pressed") for b in widget.locator("button[data-head]").all()].count("true") == 1
+    finally:
+        context.close()
+    assert not log.problems, "\n".join(log.problems)
+    return patterns
+
+
+# ---------------------------------------------------------------- tests
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_head_follows_its_rule_on_a_sentence_of_its_own(shown, kind):
+    assert check_rule(kind, shown[kind], tokens_of(SENTENCE), shown) >= 2
+
+
+def test_first_paint_is_the_default_sentence_where_every_head_shows(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    assert widget.get_attribute("data-state") == "initial"
+    sentence = widget.locator('textarea[name="sentence"]').input_value()
+    tokens = tokens_of(sentence)
+    core = mha_core.head_patterns(sentence)
+    for kind in KINDS:  # before Python has started, from the pre-rendered data
+        W = check_layout(select_head(widget, kind), tokens)
+        assert all(W[q][k] == pytest.approx(core["heads"][kind][q][k], abs=1e-4)
+                   for q in range(len(tokens)) for k in range(q + 1))
+    drawn = {kind: heatmap(select_head(widget, kind), len(tokens)) for kind in KINDS}
+    for kind in KINDS:  # every head has rows to show its rule on, and follows it
+        assert check_rule(kind, drawn[kind], tokens, drawn) >= 1, kind
+    assert any(keys != {0} for keys in rule_rows("positional", tokens).values())  # a delimiter after the first token
+
+
+def test_ablating_the_previous_token_head_removes_the_induction_stripe(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    show_sentence(widget, SENTENCE)
+    tokens = tokens_of(SENTENCE)
+    rows = rule_rows("induction", tokens)
+    box = widget.locator('input[type="checkbox"][name="ablate"][value="previous_token"]')
+    box.check()
+    expect(widget).to_have_attribute("data-ablate", "true")
+    expect(widget).to_have_attribute("data-state", "live")
+    W = check_layout(select_head(widget, "induction"), tokens)
+    for q, keys in rows.items():
+        assert sum(W[q][k] for k in keys) <= 0.1, (q, W[q])
+        assert W[q][q] >= 0.9  # with nothing to match, the query rests on itself
+    check_rule("previous_token", heatmap(select_head(widget, "previous_token"), len(tokens)), tokens)
+    expect(widget.locator('[data-output="ablated"]')).to_be_visible()
+    box.uncheck()
+    expect(widget).to_have_attribute("data-ablate", "false")
+    check_rule("induction", heatmap(select_head(widget, "induction"), len(tokens)), tokens)
+
+
+@pytest.mark.parametrize("text", [HOSTILE, "שלום עולם, שלום 😀 🇫🇷 e\u0301 !!! ¿?", "!!! ... ???"])
+def test_reader_text_is_shown_as_plain_text(page, site_url, heads_path, text):
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    show_sentence(widget, text)
+    check_layout(widget.evaluate(READ), tokens_of(text))
+    assert page.evaluate("window.__pwned") is None
+    assert widget.locator("img, b, script:not([data-heads-data])").count() == 0
+    assert widget.locator('textarea[name="sentence"]').input_value() == text
+
+
+def test_html_in_the_link_is_text_and_junk_is_ignored_with_a_note(page, site_url, heads_path):
+    query = "?" + "&".join(["sentence=%3Cscript%3Ewindow.__pwned%3D1%3C%2Fscript%3E%20hi%20hi",
+                            "head=%3Cb%3Ex%3C%2Fb%3E", "ablate=maybe"])
+    widget = open_widget(page, site_url, heads_path, query)
+    expect(widget).to_have_attribute("data-state", "live")
+    check_layout(widget.evaluate(READ), tokens_of("<script>window.__pwned=1</script> hi hi"))
+    expect(widget.locator('[data-output="note"]')).to_have_text("Ignored in the link: head=<b>x</b>, ablate=maybe.")
+    assert page.evaluate("window.__pwned") is None
+    assert widget.get_attribute("data-head") == "induction"
+
+
+def test_state_is_kept_in_the_link(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    show_sentence(widget, SENTENCE)
+    select_head(widget, "content")
+    widget.locator('input[name="ablate"]').check()
+    expect(widget).to_have_attribute("data-ablate", "true")
+    page.reload()
+    widget = page.locator('[data-mha-widget="heads"]').first
+    expect(widget).to_have_attribute("data-state", "live")
+    assert widget.get_attribute("data-head") == "content"
+    assert widget.locator('input[name="ablate"]').is_checked()
+    assert widget.locator('textarea[name="sentence"]').input_value() == SENTENCE
+
+
+@pytest.mark.parametrize("words", [100, 2000])  # 2,000 words: 10,000 characters
+def test_text_past_64_tokens_is_cut_with_a_notice(page, site_url, heads_path, words):
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    text = " ".join(f"w{i % 50:03d}" for i in range(words))
+    show_sentence(widget, text)
+    notice = widget.locator('[data-output="notice"]')
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text(f"first 64 of the {words:,} tokens")
+    check_layout(widget.evaluate(READ), tokens_of(text)[:64])
+    show_sentence(widget, SENTENCE)
+    expect(notice).to_be_hidden()
+
+
+def test_hover_keyboard_and_the_query_row_in_the_sentence(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    show_sentence(widget, SENTENCE)
+    tokens = tokens_of(SENTENCE)
+    select_head(widget, "induction")
+    readout = widget.locator('[data-output="cell"]')
+
+    def expect_cell(q, k):
+        weight = widget.locator(f'td[data-q="{q}"][data-k="{k}"]').get_attribute("data-weight")
+        expect(readout).to_have_text(f"“{tokens[q]}” ({q}) → “{tokens[k]}” ({k}): {weight}")
+
+    widget.locator('td[data-q="5"][data-k="2"]').hover()
+    expect_cell(5, 2)
+    widget.locator('td[data-q="8"][data-k="0"]').click()  # choosing a cell chooses its query row
+    expect_cell(8, 0)
+    expect(widget).to_have_attribute("data-query", "8")
+    for key, (q, k) in [("ArrowRight", (8, 1)), ("ArrowDown", (9, 1)), ("End", (9, 9)), ("ArrowRight", (9, 9)),
+                        ("ArrowUp", (8, 8)), ("Home", (8, 0))]:
+        page.keyboard.press(key)
+        expect_cell(q, k)
+        expect(widget.locator(f'td[data-q="{q}"][data-k="{k}"]')).to_be_focused()
+    assert widget.locator('td[tabindex="0"]').count() == 1  # roving tabindex
+    sentence = widget.locator('[data-output="sentence"]')
+    expect(sentence.locator("[data-query]")).to_have_attribute("data-token-index", "8")
+    assert sentence.locator("[data-future]").count() == len(tokens) - 9
+    # Mary (8) follows Mary (0): the induction head sends it to "gave" (1), which the sentence highlights
+    strongest = sentence.evaluate("el => [...el.children].map(s => +s.style.getPropertyValue('--w'))")
+    assert max(range(len(strongest)), key=strongest.__getitem__) == 1
+
+
+def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    info = mha_core.HEAD_INFO
+    for kind in KINDS:
+        select_head(widget, kind)
+        expect(widget.locator('[data-output="explanation"]')).to_have_text(info[kind]["explanation"])
+        expect(widget.locator('[data-output="k_reads"]')).to_have_text(info[kind]["k_reads"])
+        expect(widget.locator('[data-output="averaged"]')).to_be_visible(visible=kind == "averaged")
+    select_head(widget, "previous_token")
+    widget.locator('[data-output="weights-details"] summary').click()
+    weights = widget.locator('[data-output="weights"]')
+    expect(weights.locator("table")).to_have_count(4)
+    for name in ("W_Q", "W_K", "W_V", "W_O"):
+        expect(weights.locator("caption", has_text=name)).to_have_count(1)
+    assert "position:1" in weights.locator("table").first.inner_text()  # W_Q reads positions
+    select_head(widget, "averaged")
+    expect(weights).to_contain_text("no weights of its own")

@@ -1,0 +1,109 @@
+// The heatmap: a table with queries as rows and keys as columns, the tokens on both axes, and the
+// masked triangle (k > q) left empty. Nodes are kept and reused: a new sentence adds or removes rows
+// and cells, a new head rewrites only the cells whose weight changed. One cell at a time is in the
+// tab order (roving tabindex); the arrow keys move within the drawn triangle.
+
+const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+
+export function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+function label(axis, index, scope) {
+  const th = document.createElement("th");
+  th.scope = scope;
+  const span = th.appendChild(document.createElement("span"));
+  span.dataset.tokenIndex = String(index);
+  span.dataset.axis = axis;
+  span.dir = "auto";
+  return th;
+}
+
+function cell(q, k) {
+  const td = document.createElement("td");
+  if (k > q) {
+    td.dataset.masked = "";
+  } else {
+    td.dataset.q = String(q);
+    td.dataset.k = String(k);
+    td.tabIndex = -1;
+  }
+  return td;
+}
+
+/** The pre-rendered table as {n, corner, cols: [th], rows: [{tr, label, cells: [td]}], active: {q, k}}. */
+export function adoptGrid(table) {
+  const [corner, ...cols] = table.tHead.rows[0].cells;
+  const rows = [...table.tBodies[0].rows].map((tr) => {
+    const [th, ...cells] = tr.cells;
+    return { tr, label: th, cells };
+  });
+  const focusable = table.querySelector('td[tabindex="0"]');
+  const active = focusable ? { q: Number(focusable.dataset.q), k: Number(focusable.dataset.k) } : { q: 0, k: 0 };
+  return { table, n: rows.length, corner, cols, rows, active };
+}
+
+export const cellAt = (g, q, k) => (q < g.n && k <= q ? g.rows[q].cells[k] : null);
+
+/** Show tokens on both axes, with n = tokens.length rows of n cells. */
+export function setTokens(g, tokens) {
+  const n = tokens.length;
+  for (let i = g.cols.length; i < n; i++) g.cols.push(label("key", i, "col"));
+  for (let q = g.rows.length; q < n; q++) {
+    g.rows.push({ tr: document.createElement("tr"), label: label("query", q, "row"), cells: [] });
+  }
+  if (g.n !== n) {
+    for (const [q, row] of g.rows.slice(0, n).entries()) {
+      for (let k = row.cells.length; k < n; k++) row.cells.push(cell(q, k));
+      row.tr.replaceChildren(row.label, ...row.cells.slice(0, n));
+    }
+    g.table.tHead.rows[0].replaceChildren(g.corner, ...g.cols.slice(0, n));
+    g.table.tBodies[0].replaceChildren(...g.rows.slice(0, n).map((row) => row.tr));
+    g.n = n;
+  }
+  tokens.forEach((token, i) => {
+    setText(g.cols[i].firstChild, token);
+    setText(g.rows[i].label.firstChild, token);
+  });
+  if (!cellAt(g, g.active.q, g.active.k)) setActive(g, 0, 0);
+}
+
+/** Colour each drawn cell by its weight (pattern: [n, n], row = query) and record it to 4 decimals. */
+export function paint(g, pattern, colour) {
+  for (let q = 0; q < g.n; q++) {
+    const cells = g.rows[q].cells;
+    const row = pattern[q];
+    for (let k = 0; k <= q; k++) {
+      const text = row[k].toFixed(4);
+      if (cells[k].dataset.weight === text) continue;
+      cells[k].dataset.weight = text;
+      cells[k].style.backgroundColor = colour(row[k]);
+    }
+  }
+}
+
+/** Make cell (q, k) the one in the tab order, and mark its row and column. */
+export function setActive(g, q, k) {
+  const old = cellAt(g, g.active.q, g.active.k);
+  if (old) old.tabIndex = -1;
+  g.cols[g.active.k]?.removeAttribute("data-active");
+  g.active = { q, k };
+  cellAt(g, q, k).tabIndex = 0;
+  g.cols[k].dataset.active = "";
+}
+
+/** Mark row q as the selected query. */
+export function selectRow(g, q) {
+  g.rows.forEach((row, i) => row.tr.toggleAttribute("data-selected", i === q));
+}
+
+/** The cell a key press moves to from (q, k), or null if the key is not a move. */
+export function moveFrom(g, q, k, event) {
+  const last = g.n - 1;
+  if (event.key === "Home") return event.ctrlKey ? [0, 0] : [q, 0];
+  if (event.key === "End") return event.ctrlKey ? [last, last] : [q, q];
+  const move = MOVES[event.key];
+  if (!move) return null;
+  const to = Math.min(Math.max(q + move[0], 0), last);
+  return [to, Math.min(Math.max(k + move[1], 0), to)];
+}

@@ -1,0 +1,155 @@
+// The heads widget: the constructed heads' attention patterns on a sentence, as a heatmap, small
+// multiples and highlights in the sentence, with the knock-out of the previous-token head. This module
+// wires the events and asks Python (head_patterns, head_weights); render.js draws. One head_patterns
+// call answers all five heads, so switching heads renders from the result in hand, without Python.
+// The page arrives pre-rendered (data-state="initial"); this module keeps it live.
+import { call, onStatus } from "../runtime/bridge.js";
+import "../runtime/status.js";
+import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
+import { makePalette } from "./palette.js";
+import { ABLATED, renderHead, selectQuery, showCell, showResult } from "./render.js";
+import { readURL, writeURL } from "./state.js";
+import { output, showMessage } from "./view.js";
+import { renderWeights } from "./weights.js";
+
+const CACHE_SIZE = 8; // results kept, by sentence and knock-out
+
+const keyOf = (job) => JSON.stringify([job.sentence, job.ablate]);
+const argsOf = (job) => ({ text_or_tokens: job.sentence, ablate: job.ablate ? [ABLATED] : [] });
+
+/** The result for job: from the cache at once, else from Python (requests made meanwhile: latest wins). */
+async function request(w, job) {
+  w.wanted = job;
+  const hit = w.cache.get(keyOf(job));
+  if (hit) return finish(w, job, hit);
+  w.root.dataset.state = "busy";
+  if (w.pending) return;
+  w.pending = true;
+  while (w.pending) {
+    const asked = w.wanted;
+    try {
+      const result = await call("head_patterns", argsOf(asked));
+      w.cache.set(keyOf(asked), result);
+      if (w.cache.size > CACHE_SIZE) w.cache.delete(w.cache.keys().next().value);
+      if (asked === w.wanted) finish(w, asked, result);
+    } catch (err) {
+      if (asked === w.wanted) fail(w, err);
+    }
+    w.pending = asked !== w.wanted && !w.cache.has(keyOf(w.wanted));
+  }
+}
+
+function keepInURL(w) {
+  if (!w.urlState) return;
+  const search = writeURL(location.search, { ...w.job, head: w.head }, w.data.sentence);
+  history.replaceState(history.state, "", search + location.hash);
+}
+
+function finish(w, job, result) {
+  showResult(w, job, result);
+  w.root.dataset.state = "live";
+  if (w.details.open) showWeights(w);
+  keepInURL(w);
+}
+
+function fail(w, err) {
+  w.root.dataset.state = "error";
+  showMessage(w.root, "error", `Could not compute the patterns of this sentence: ${err.message}`);
+}
+
+/** Apply the sentence field (on change or submit) and the knock-out box. */
+function apply(w) {
+  const sentence = w.textarea.value;
+  if (!sentence.trim()) return showMessage(w.root, "error", "Type a sentence: at least one word or punctuation mark.");
+  const job = { sentence, ablate: w.ablate.checked };
+  if (keyOf(job) !== keyOf(w.wanted) || w.root.dataset.state === "error") request(w, job);
+}
+
+const say = (el, text) => el.replaceChildren(Object.assign(document.createElement("p"), { textContent: text }));
+
+/** The selected head's matrices in the open details; one head_weights call per sentence, shared by all waiting. */
+async function showWeights(w) {
+  const el = output(w.root, "weights");
+  const key = keyOf(w.job);
+  if (w.weights?.key !== key) {
+    say(el, "Loading the matrices from Python…");
+    w.weights = { key, reply: call("head_weights", argsOf(w.job)) };
+  }
+  try {
+    const reply = await w.weights.reply;
+    if (key === keyOf(w.job)) renderWeights(el, reply, w.head); // else a newer sentence loads its own
+  } catch (err) {
+    if (w.weights?.key === key) w.weights = null;
+    say(el, `Could not load the matrices: ${err.message}`);
+  }
+}
+
+function selectHead(w, head) {
+  if (head === w.head) return;
+  w.head = head;
+  renderHead(w);
+  if (w.details.open) showWeights(w);
+  keepInURL(w);
+}
+
+function onGridKey(w, event) {
+  const td = event.target.closest("td[data-q]");
+  const to = td && moveFrom(w.grid, Number(td.dataset.q), Number(td.dataset.k), event);
+  if (!to) return;
+  event.preventDefault();
+  cellAt(w.grid, ...to).focus();
+}
+
+function onGridFocus(w, event) {
+  const td = event.target.closest("td[data-q]");
+  if (!td) return;
+  const [q, k] = [Number(td.dataset.q), Number(td.dataset.k)];
+  setActive(w.grid, q, k);
+  showCell(w, q, k);
+  if (q !== w.query) selectQuery(w, q);
+}
+
+function restoreFromURL(w) {
+  const { values, ignored } = readURL(location.search, [...w.buttons].map((b) => b.dataset.head));
+  if (ignored.length) showMessage(w.root, "note", `Ignored in the link: ${ignored.join(", ")}.`);
+  if (values.head) selectHead(w, values.head);
+  if (values.sentence === undefined && values.ablate === undefined) return;
+  if (values.sentence !== undefined) w.textarea.value = values.sentence;
+  if (values.ablate !== undefined) w.ablate.checked = values.ablate;
+  apply(w);
+}
+
+function mount(root) {
+  const data = JSON.parse(root.querySelector("[data-heads-data]").textContent);
+  const job = { sentence: data.sentence, ablate: false };
+  const w = {
+    root, data, job, wanted: job, result: data.result, head: root.dataset.head, query: Number(root.dataset.query),
+    palette: makePalette(data.palette, data.steps), layers: data.layers, grid: adoptGrid(root.querySelector("table")),
+    buttons: root.querySelectorAll("button[data-head]"), textarea: root.querySelector('textarea[name="sentence"]'),
+    ablate: root.querySelector('input[name="ablate"]'), details: output(root, "weights-details"),
+    cache: new Map([[keyOf(job), data.result]]), urlState: root.hasAttribute("data-url-state"), readout: null,
+  };
+  w.ablate.checked = false; // a reloaded page may keep the box ticked; the pre-rendered patterns are without
+  showResult(w, job, data.result);
+  root.querySelector("form").addEventListener("submit", (event) => { event.preventDefault(); apply(w); });
+  w.textarea.addEventListener("change", () => apply(w));
+  w.textarea.addEventListener("keydown", (event) => event.key === "Enter" && (event.ctrlKey || event.metaKey) && apply(w));
+  w.ablate.addEventListener("change", () => apply(w));
+  root.querySelector(".mha-heads__heads").addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-head]");
+    if (button) selectHead(w, button.dataset.head);
+  });
+  const table = root.querySelector("table");
+  table.addEventListener("focusin", (event) => onGridFocus(w, event));
+  table.addEventListener("keydown", (event) => onGridKey(w, event));
+  table.addEventListener("mouseover", (event) => {
+    const td = event.target.closest("td[data-q]");
+    if (td) showCell(w, Number(td.dataset.q), Number(td.dataset.k));
+  });
+  w.details.addEventListener("toggle", () => w.details.open && showWeights(w));
+  // After a failed start, the Retry that brings Python up recomputes what the reader last asked for.
+  onStatus(({ state }) => state === "ready" && root.dataset.state === "error" && request(w, w.wanted));
+  if (w.urlState) restoreFromURL(w);
+}
+
+document.querySelectorAll('[data-mha-widget="heads"]').forEach(mount);

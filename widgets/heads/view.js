@@ -1,0 +1,72 @@
+// The parts of the heads widget around the heatmap: the sentence with the selected query's attention
+// as highlights, the small multiples on the head buttons, the readouts and "How this head works".
+// Every token is the reader's text and goes in with textContent only.
+import { setText } from "./grid.js";
+
+const SHOWN_CHARS = 30;
+
+export const clip = (text) => (text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS - 1)}…` : text);
+export const output = (root, name) => root.querySelector(`[data-output="${name}"]`);
+
+/** Show text in a message element, or hide it when text is empty. */
+export function showMessage(root, name, text) {
+  const el = output(root, name);
+  el.hidden = !text;
+  setText(el, text);
+}
+
+/** The sentence as one span per token, reusing the spans it has. */
+export function setSentence(el, tokens) {
+  const spans = [...el.children];
+  for (let i = spans.length; i < tokens.length; i++) {
+    const span = document.createElement("span");
+    span.dataset.tokenIndex = String(i);
+    span.dataset.axis = "sentence";
+    span.dir = "auto";
+    spans.push(span);
+  }
+  if (el.children.length !== tokens.length) el.replaceChildren(...spans.slice(0, tokens.length));
+  tokens.forEach((token, i) => setText(spans[i], token));
+}
+
+/** Highlight, in the sentence, where query q attends (row: its weights; later tokens are masked). */
+export function highlight(el, tokens, row, q) {
+  [...el.children].forEach((span, j) => {
+    const w = j <= q ? row[j].toFixed(4) : "0";
+    if (span.style.getPropertyValue("--w") !== w) span.style.setProperty("--w", w);
+    span.toggleAttribute("data-query", j === q);
+    span.toggleAttribute("data-future", j > q);
+  });
+  return `Where the query “${clip(tokens[q])}” (position ${q}) attends, in the sentence:`;
+}
+
+export const cellText = (tokens, q, k, weight) =>
+  `“${clip(tokens[q])}” (${q}) → “${clip(tokens[k])}” (${k}): ${weight.toFixed(4)}`;
+
+/** Draw pattern ([n, n]) into a canvas of n × n pixels; masked cells stay transparent. */
+export function drawThumb(canvas, pattern, rgb) {
+  const n = pattern.length;
+  if (canvas.width !== n) canvas.width = canvas.height = n;
+  const ctx = canvas.getContext("2d");
+  const image = ctx.createImageData(n, n);
+  for (let q = 0; q < n; q++) {
+    for (let k = 0; k <= q; k++) {
+      const at = (q * n + k) * 4;
+      image.data.set(rgb(pattern[q][k]), at);
+      image.data[at + 3] = 255;
+    }
+  }
+  ctx.putImageData(image, 0, 0);
+}
+
+/** "How this head works" from the head's info (mha_core's HEAD_INFO), and its notes. */
+export function showInfo(root, info, layers, { averaged, ablated }) {
+  setText(output(root, "label"), info.label);
+  setText(output(root, "how-label"), info.label);
+  setText(output(root, "layer"), layers[String(info.layer ?? "None")]);
+  setText(output(root, "q_reads"), info.q_reads);
+  setText(output(root, "k_reads"), info.k_reads);
+  setText(output(root, "explanation"), info.explanation);
+  output(root, "averaged").hidden = !averaged;
+  output(root, "ablated").hidden = !ablated;
+}

@@ -1,0 +1,87 @@
+"""Build-time side of the heads widget: the option its marker takes and its first state.
+
+build.py calls context(**options) and renders heads.html.j2 with the result, so the page shows the
+constructed heads' patterns on the default sentence (computed here by mha_core, in CPython, through
+the same bridge the browser calls) before Python starts in the browser. The template also embeds
+that result as JSON: heads.js switches heads from it without waiting for Python.
+"""
+from __future__ import annotations
+
+import json
+from decimal import ROUND_HALF_UP, Decimal
+
+from mha_core import bridge
+from mha_core.heads import HEAD_KINDS, MAX_TOKENS
+
+# A phrase of distinct words said twice, with punctuation: every head has something to show.
+SENTENCE = "The old lighthouse keeper waved, and the old lighthouse keeper smiled."
+ABLATED = "previous_token"  # the head the knock-out zeroes
+
+# Viridis (matplotlib) at 0, 1/8, ..., 1: sequential, colour-blind safe, legible on light and dark.
+# palette.js builds the same 256 steps from this list.
+PALETTE = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
+STEPS = 255
+
+
+def head_kind(text: str) -> str:
+    if text not in HEAD_KINDS:
+        raise ValueError(text)
+    return text
+
+
+OPTIONS = {"head": head_kind}
+
+# What each layer's heads read (HEAD_INFO's "layer": 0, 1 or None for the averaged pattern).
+LAYERS = {"0": "0, reading the embeddings x",
+          "1": "1, reading the residual stream: x plus the output of layer 0",
+          "None": "none: this is the mean of the four patterns, not a head of the model"}
+
+
+def colour(weight: float) -> str:
+    """The palette's colour for a weight in [0, 1], on the same 256 steps as palette.js (rounding half up)."""
+    t = int(min(max(weight, 0.0), 1.0) * STEPS + 0.5) / STEPS * (len(PALETTE) - 1)
+    i = min(int(t), len(PALETTE) - 2)
+    a, b = (bytes.fromhex(PALETTE[j][1:]) for j in (i, i + 1))
+    return "#" + "".join(f"{int(x + (y - x) * (t - i) + 0.5):02x}" for x, y in zip(a, b))
+
+
+def fmt_weight(weight: float) -> str:
+    """4 decimals, rounding half up like JavaScript's toFixed."""
+    return str(Decimal(weight).quantize(Decimal("0.0001"), ROUND_HALF_UP))
+
+
+def first_query(result: dict) -> int:
+    """The row shown first: the first token seen before (the content head leaves its own position), else the last."""
+    content = result["heads"]["content"]
+    return next((i for i, row in enumerate(content) if row[i] < 0.5), len(content) - 1)
+
+
+def patterns(sentence: str) -> dict:
+    """head_patterns through the bridge: exactly the JSON the browser gets."""
+    reply = json.loads(bridge.call("head_patterns", json.dumps({"text_or_tokens": sentence})))
+    if not reply["ok"]:
+        raise ValueError(f"heads widget: {reply['error']}")
+    return reply["result"]
+
+
+def rows(result: dict, head: str) -> list[dict]:
+    """The heatmap's rows: each query's drawn cells (keys 0..q) and how many masked cells follow."""
+    n = len(result["tokens"])
+    return [{"token": token,
+             "cells": [{"weight": fmt_weight(w), "colour": colour(w)} for w in result["heads"][head][q][:q + 1]],
+             "masked": n - 1 - q} for q, token in enumerate(result["tokens"])]
+
+
+def context(head: str = "induction") -> dict:
+    """The template's variables: the default sentence's patterns, pre-rendered for head."""
+    result = patterns(SENTENCE)
+    query = first_query(result)
+    return {
+        "sentence": SENTENCE, "head": head, "kinds": HEAD_KINDS, "ablated": ABLATED, "max_tokens": MAX_TOKENS,
+        "result": result, "info": result["info"], "rows": rows(result, head), "query": query,
+        "attends": [fmt_weight(w) for w in result["heads"][head][query]],
+        "gradient": f"linear-gradient(to right, {', '.join(PALETTE)})",
+        "layers": LAYERS,
+        "data": {"sentence": SENTENCE, "ablate": [], "result": result, "palette": PALETTE, "steps": STEPS,
+                 "layers": LAYERS},
+    }
