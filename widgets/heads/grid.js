@@ -3,11 +3,9 @@
 // and cells, a new head rewrites only the cells whose weight changed. One cell at a time is in the
 // tab order (roving tabindex); the arrow keys move within the drawn triangle.
 
-const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+import { setText } from "../runtime/dom.js";
 
-export function setText(el, text) {
-  if (el.textContent !== text) el.textContent = text;
-}
+const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
 
 function label(axis, index, scope) {
   const th = document.createElement("th");

@@ -4,12 +4,12 @@
 // call answers all five heads, so switching heads renders from the result in hand, without Python.
 // The page arrives pre-rendered (data-state="initial"); this module keeps it live.
 import { call, onStatus } from "../runtime/bridge.js";
+import { output, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
 import { makePalette } from "./palette.js";
 import { ABLATED, renderHead, selectQuery, showCell, showResult } from "./render.js";
 import { readURL, writeURL } from "./state.js";
-import { output, showMessage } from "./view.js";
 import { renderWeights } from "./weights.js";
 
 const CACHE_SIZE = 8; // results kept, by sentence and knock-out
@@ -63,6 +63,7 @@ function apply(w) {
   if (!sentence.trim()) return showMessage(w.root, "error", "Type a sentence: at least one word or punctuation mark.");
   const job = { sentence, ablate: w.ablate.checked };
   if (keyOf(job) !== keyOf(w.wanted) || w.root.dataset.state === "error") request(w, job);
+  else showMessage(w.root, "error", ""); // the sentence asked for already: only a message about the field goes
 }
 
 const say = (el, text) => el.replaceChildren(Object.assign(document.createElement("p"), { textContent: text }));

@@ -1,8 +1,9 @@
 // Render the widget's state (w) into its nodes: the heatmap, the sentence highlights, the small
 // multiples, the readouts and "How this head works". Everything comes from a head_patterns result
 // already in hand; nothing here calls Python, so a head switch costs one paint of the heatmap.
+import { output, showMessage } from "../runtime/dom.js";
 import { paint, selectRow, setTokens } from "./grid.js";
-import { cellText, drawThumb, highlight, output, setSentence, showInfo, showMessage } from "./view.js";
+import { cellText, drawThumb, highlight, setSentence, showInfo } from "./view.js";
 
 export const ABLATED = "previous_token"; // the head the knock-out zeroes
 

@@ -1,19 +1,11 @@
 // The parts of the heads widget around the heatmap: the sentence with the selected query's attention
 // as highlights, the small multiples on the head buttons, the readouts and "How this head works".
 // Every token is the reader's text and goes in with textContent only.
-import { setText } from "./grid.js";
+import { output, setText } from "../runtime/dom.js";
 
 const SHOWN_CHARS = 30;
 
 export const clip = (text) => (text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS - 1)}…` : text);
-export const output = (root, name) => root.querySelector(`[data-output="${name}"]`);
-
-/** Show text in a message element, or hide it when text is empty. */
-export function showMessage(root, name, text) {
-  const el = output(root, name);
-  el.hidden = !text;
-  setText(el, text);
-}
 
 /** The sentence as one span per token, reusing the spans it has. */
 export function setSentence(el, tokens) {

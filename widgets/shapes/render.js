@@ -1,5 +1,7 @@
 // Render a shape_report into the widget's existing nodes: only the text and attributes that change
 // are written, so an update costs well under a frame. Formatters match widget.py's (build time).
+import { output, setData, setText } from "../runtime/dom.js";
+
 const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"];
 const FLOP_UNITS = ["FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP"];
 const SUGGESTED = { n_heads: "h", d_model: "d_model", n_kv_heads: "h_kv" };
@@ -19,14 +21,6 @@ export const fmtFlops = (n) => fmtScaled(n, 1000, FLOP_UNITS);
 
 export function attentionKind(hKv, h) {
   return hKv === h ? "multi-head" : hKv === 1 ? "multi-query" : "grouped-query";
-}
-
-function setText(el, text) {
-  if (el && el.textContent !== text) el.textContent = text;
-}
-
-function setData(el, key, value) {
-  if (el && el.dataset[key] !== value) el.dataset[key] = value;
 }
 
 function field(row, name) {
@@ -69,25 +63,25 @@ function renderParams(root, report) {
     setText(field(row, "shape"), w ? w.shape.join(" × ") : "none");
     setText(field(row, "numel"), fmtInt(report.params[row.dataset.param] ?? 0));
   }
-  const total = root.querySelector('[data-output="params"]');
+  const total = output(root, "params");
   setData(total, "value", String(report.params.total));
   setText(total, fmtInt(report.params.total));
   const bytes = report.weights.reduce((sum, w) => sum + w.bytes, 0);
-  setText(root.querySelector('[data-output="params-bytes"]'), fmtBytes(bytes));
+  setText(output(root, "params-bytes"), fmtBytes(bytes));
 }
 
 function renderTotal(root, name, value, format) {
-  const el = root.querySelector(`[data-output="${name}"]`);
+  const el = output(root, name);
   setData(el, "value", String(value));
   setText(el, format(value));
 }
 
 /** The check's message and one button per suggested value (built from data: textContent only). */
 export function renderCheck(root, check) {
-  const out = root.querySelector('[data-output="check"]');
+  const out = output(root, "check");
   setData(out, "ok", String(check.ok));
   setText(out, check.message);
-  const list = root.querySelector('[data-output="suggestions"]');
+  const list = output(root, "suggestions");
   const key = JSON.stringify(check.suggestions || {});
   if (list.dataset.key === key) return;
   list.dataset.key = key;
@@ -109,12 +103,12 @@ export function renderCheck(root, check) {
 /** Show report (a shape_report result); an invalid configuration dims the last valid numbers. */
 export function render(root, report) {
   renderCheck(root, report.check);
-  setData(root.querySelector('[data-output="results"]'), "stale", String(!report.ok));
+  setData(output(root, "results"), "stale", String(!report.ok));
   if (!report.ok) return;
   renderTensors(root, report.tensors);
   renderParams(root, report);
   renderTotal(root, "kv_cache", report.kv_cache_bytes, fmtBytes);
   renderTotal(root, "flops", report.flops, fmtFlops);
   const { n_kv_heads, n_heads } = report.config;
-  setText(root.querySelector('[data-output="kind"]'), attentionKind(n_kv_heads, n_heads));
+  setText(output(root, "kind"), attentionKind(n_kv_heads, n_heads));
 }

@@ -2,18 +2,13 @@
 // tensor's shape, the parameters, KV cache and FLOPs, computed by mha_core.shape_report in the page's
 // Python worker. The page arrives pre-rendered (data-state="initial"); this module keeps it live.
 import { call, onStatus } from "../runtime/bridge.js";
+import { output, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { render } from "./render.js";
 import { readConfig, readURL, writeURL, writeValues } from "./state.js";
 
 const PRESET_KEYS = ["d_model", "n_heads", "n_kv_heads", "d_head", "bias"];
 const URL_DELAY_MS = 250;
-
-function showMessage(root, name, text) {
-  const el = root.querySelector(`[data-output="${name}"]`);
-  el.hidden = !text;
-  if (el.textContent !== text) el.textContent = text;
-}
 
 /** Ask Python for w.next; changes made meanwhile coalesce into one more request (latest wins). */
 async function compute(w) {
@@ -45,7 +40,7 @@ function update(w) {
   const { config, errors } = readConfig(w.form);
   showMessage(w.root, "input-error", errors.join(" "));
   if (errors.length) {
-    w.root.querySelector('[data-output="results"]').dataset.stale = "true"; // until the input is valid again
+    output(w.root, "results").dataset.stale = "true"; // until the input is valid again
     return;
   }
   if (w.urlState) keepInURL(w, config);
@@ -96,7 +91,7 @@ function mount(root) {
   w.form.addEventListener("submit", (event) => event.preventDefault());
   w.form.addEventListener("input", (event) => onInput(w, event.target));
   w.form.addEventListener("change", (event) => onChange(w, event.target));
-  root.querySelector('[data-output="suggestions"]').addEventListener("click", (event) => {
+  output(root, "suggestions").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-name]");
     if (!button) return;
     writeValues(w.form, { [button.dataset.name]: button.dataset.value });
