@@ -71,20 +71,15 @@ def summary(name: str, times: list[float]) -> str:
     return f"  {name:<44} median {statistics.median(times):6.1f} ms   p95 {p95:6.1f} ms   ({verdict} the {BUDGET_MS} ms budget)"
 
 
-def measure(site: Path, rounds: int) -> dict:
-    server, base = serve(site)
-    try:
-        with sync_playwright() as p:
-            browser = launch_chromium(p)
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.goto(base + pages_with(site, 'data-mha-widget="heads"')[0])
-            page.wait_for_selector('html[data-mha-runtime="ready"]', timeout=30_000)
-            kinds = page.eval_on_selector_all("button[data-head]", "bs => bs.map(b => b.dataset.head)")
-            times = page.evaluate(MEASURE, {"kinds": kinds, "sentences": [sentence(i) for i in range(rounds // 2)],
-                                            "rounds": rounds})
-            browser.close()
-    finally:
-        server.shutdown()
+def measure(browser, url: str, rounds: int) -> dict:
+    """{switchDom, switchPainted, sentence: [ms]} on the heads widget's page at url."""
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(url)
+    page.wait_for_selector('html[data-mha-runtime="ready"]', timeout=30_000)
+    kinds = page.eval_on_selector_all("button[data-head]", "bs => bs.map(b => b.dataset.head)")
+    times = page.evaluate(MEASURE, {"kinds": kinds, "sentences": [sentence(i) for i in range(rounds // 2)],
+                                    "rounds": rounds})
+    page.close()
     return times
 
 
@@ -95,7 +90,14 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         site = args.site or build_into(Path(tmp) / "site")
-        times = measure(site, args.rounds)
+        server, base = serve(site)
+        try:
+            with sync_playwright() as p:
+                browser = launch_chromium(p)
+                times = measure(browser, base + pages_with(site, 'data-mha-widget="heads"')[0], args.rounds)
+                browser.close()
+        finally:
+            server.shutdown()
     print(f"heads widget, {N_TOKENS}-token sentence, headless Chromium: {args.rounds} head switches, "
           f"{args.rounds // 2} sentence changes")
     print(summary("head switch: click -> heatmap in the DOM", times["switchDom"]))

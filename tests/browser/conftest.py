@@ -1,13 +1,17 @@
 """Browser tests: the real site, built once per session, served on 127.0.0.1 under a sub-path (as GitHub
 Pages serves a project), driven in the system's Chromium by Playwright.
 
-Fixtures: built_site (the output folder), site_url (its base URL), browser (one per session) and page
-(a fresh context per test that fails the test on any page error, console error or request that
-leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test provokes).
+Fixtures: built_site (the output folder), site_url (its base URL), browser (one per session), widget_path
+(widget_path(name): the first page holding that widget), page (a fresh context per test that fails the test
+on any page error, console error, Content-Security-Policy violation or request that leaves 127.0.0.1;
+`page_log.allow(pattern)` accepts the console errors a test provokes) and live_widget (live_widget(name):
+that widget, with Python ready, on one page a test module shares, checked the same way test by test).
 Tests wait on the data-* markers, never on sleeps. They never skip: a missing Chromium is a failure.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import re
 import shutil
@@ -18,7 +22,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -92,11 +96,13 @@ def browser():
 
 
 class PageLog:
-    """What a page did that a test must not see: page errors, console errors, requests off 127.0.0.1."""
+    """What a page did that a test must not see: page errors, console errors, CSP violations, requests
+    off 127.0.0.1."""
 
     def __init__(self):
         self.problems: list[str] = []
         self.requests: list[str] = []
+        self.violations: list[str] = []
         self.allowed: list[re.Pattern] = []
 
     def allow(self, pattern: str) -> None:
@@ -113,11 +119,68 @@ class PageLog:
         if parts.scheme not in ("data", "blob", "about") and parts.hostname not in LOCAL_HOSTS:
             self.problems.append(f"request left 127.0.0.1: {request.url}")
 
+    def violation(self, source, text: str) -> None:
+        self.violations.append(text)
+
     def watch(self, context, page) -> None:
         page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
         page.on("console", lambda message: self.console("page", message))
         page.on("worker", lambda worker: worker.on("console", lambda message: self.console("worker", message)))
         context.on("request", self.request)
+        context.expose_binding("__mhaViolation", self.violation)
+        context.add_init_script(REPORT_VIOLATIONS)
+
+    def check(self) -> None:
+        problems = self.problems + [f"Content-Security-Policy violation: {v}" for v in self.violations]
+        assert not problems, "\n".join(problems)
+
+    def clear(self) -> None:
+        self.problems.clear()
+        self.violations.clear()
+        self.allowed.clear()
+
+
+# Runs before the page's own scripts: every securitypolicyviolation event is reported to the PageLog (and
+# kept in window.__mhaViolations, for a test that provokes one to wait on).
+REPORT_VIOLATIONS = """window.__mhaViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  const text = `${e.effectiveDirective} blocked ${e.blockedURI || "inline code"} (${e.sourceFile}:${e.lineNumber})`;
+  window.__mhaViolations.push(text);
+  window.__mhaViolation(text);
+});"""
+
+
+@contextlib.contextmanager
+def watched_page(browser, log: PageLog, **options):
+    """A page in a new context, watched by log; the context is closed on exit."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, **options)
+    page = context.new_page()
+    log.watch(context, page)
+    page.set_default_timeout(READY_TIMEOUT_MS)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def wait_ready(page) -> None:
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=READY_TIMEOUT_MS)
+
+
+def open_widget(page, url: str, name: str):
+    """Go to url; return its first NAME widget."""
+    page.goto(url)
+    return page.locator(f'[data-mha-widget="{name}"]').first
+
+
+def on_widget_page(page, url: str, name: str):
+    """The first NAME widget of the page at url with Python ready; goes there only if page is elsewhere
+    (or its Python is not ready), so that tests sharing a page share its Python."""
+    here = page.url.split("#")[0].split("?")[0] == url
+    if not here or page.locator("html").get_attribute("data-mha-runtime") != "ready":
+        open_widget(page, url, name)
+        wait_ready(page)
+    return page.locator(f'[data-mha-widget="{name}"]').first
 
 
 @pytest.fixture
@@ -127,19 +190,46 @@ def page_log() -> PageLog:
 
 @pytest.fixture
 def page(browser, page_log):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    page_log.watch(context, page)
-    page.set_default_timeout(READY_TIMEOUT_MS)
-    yield page
-    context.close()
-    assert not page_log.problems, "\n".join(page_log.problems)
+    with watched_page(browser, page_log) as page:
+        yield page
+    page_log.check()
 
 
 @pytest.fixture(scope="session")
-def shapes_path(built_site) -> str:
-    """The site-relative URL of the first page that holds a shapes widget."""
-    paths = pages_with(built_site, 'data-mha-widget="shapes"')
-    if not paths:
-        pytest.fail("no page of the built site holds a shapes widget (<!-- widget: shapes ... -->)", pytrace=False)
-    return paths[0]
+def widget_path(built_site):
+    """widget_path(name): the site-relative URL of the first page that holds a NAME widget."""
+    @functools.cache
+    def path(name: str) -> str:
+        paths = pages_with(built_site, f'data-mha-widget="{name}"')
+        if not paths:
+            pytest.fail(f"no page of the built site holds a {name} widget (<!-- widget: {name} ... -->)", pytrace=False)
+        return paths[0]
+    return path
+
+
+@pytest.fixture(scope="session")
+def shapes_path(widget_path) -> str:
+    return widget_path("shapes")
+
+
+@pytest.fixture(scope="session")
+def heads_path(widget_path) -> str:
+    return widget_path("heads")
+
+
+@pytest.fixture(scope="module")
+def module_page(browser):
+    """(page, log): one page for a test module's tests, so that Python starts once for them all."""
+    log = PageLog()
+    with watched_page(browser, log) as page:
+        yield page, log
+
+
+@pytest.fixture
+def live_widget(module_page, site_url, widget_path):
+    """live_widget(name): the module's shared page on NAME's page, Python ready; returns its first NAME
+    widget. Each test starts with a clean page log and fails on what it logged (as with `page`)."""
+    page, log = module_page
+    log.clear()
+    yield lambda name: on_widget_page(page, site_url + widget_path(name), name)
+    log.check()

@@ -1,7 +1,9 @@
 """The heads widget in Chromium. Each head's pattern, read from the DOM after a real sentence change,
 follows its rule as stated by an oracle written here (not mha_core's code), on the test's own sentence;
 the knock-out removes the induction stripe; reader text stays text; text past 64 tokens is capped with
-a notice. conftest fails a test on any page error, console error or request off 127.0.0.1."""
+a notice, and whatever the sentence, the answer comes within a second. conftest fails a test on any page
+error, console error, CSP violation or request off 127.0.0.1. Most tests share one page (live_widget), so
+that Python starts once for them."""
 from __future__ import annotations
 
 import re
@@ -10,18 +12,34 @@ import mha_core
 import pytest
 from playwright.sync_api import expect
 
-from conftest import READY_TIMEOUT_MS, PageLog, pages_with
+import conftest
+from conftest import on_widget_page, wait_ready
 
 SENTENCE = "Mary gave John a book; later, Mary gave John a pen."
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")
 TOKEN = re.compile(r"\w+|[^\w\s]")  # words, and each other non-space character alone
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & "quotes"'
+ANSWER_MS = 1000  # a sentence is answered within a second
 
 READ = """root => ({
   cells: [...root.querySelectorAll("td[data-q][data-k][data-weight]")].map(td => [+td.dataset.q, +td.dataset.k, td.dataset.weight]),
   masked: [...root.querySelectorAll("td[data-masked]")].length,
   labels: [...root.querySelectorAll("[data-token-index]")].map(el => [el.dataset.axis, +el.dataset.tokenIndex, el.textContent]),
 })"""
+# Times the next change of the sentence: from the change event (seen first, on the way down to the field)
+# to data-state="live", into window.__answeredMs.
+TIME_ANSWER = """root => {
+  window.__answer?.disconnect();
+  window.__answeredMs = null;
+  let t0 = null;
+  root.addEventListener("change", () => { t0 = performance.now(); }, { capture: true, once: true });
+  window.__answer = new MutationObserver(() => {
+    if (t0 === null || root.dataset.state !== "live") return;
+    window.__answeredMs = performance.now() - t0;
+    window.__answer.disconnect();
+  });
+  window.__answer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
+}"""
 
 
 # ---------------------------------------------------------------- the oracle: each head's rule, stated directly
@@ -86,27 +104,19 @@ def check_rule(kind: str, W, tokens: list[str], others=None) -> int:
 
 # ---------------------------------------------------------------- driving the widget
 
-@pytest.fixture(scope="session")
-def heads_path(built_site) -> str:
-    """The first page with a heads widget (what-heads-learn/ holds <!-- widget: heads -->)."""
-    return (pages_with(built_site, 'data-mha-widget="heads"') or pytest.fail("no page holds a heads widget"))[0]
-
-
 def open_widget(page, site_url, path, query=""):
-    page.goto(site_url + path + query)
-    return page.locator('[data-mha-widget="heads"]').first
+    return conftest.open_widget(page, site_url + path + query, "heads")
 
 
-def wait_ready(page):
-    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=READY_TIMEOUT_MS)
-
-
-def show_sentence(widget, text: str) -> None:
-    """Type a sentence and leave the field, as a reader does (applied on change); wait for its patterns."""
+def show_sentence(widget, text: str) -> float | None:
+    """Type a sentence and leave the field, as a reader does (applied on change); wait for its patterns.
+    Returns the milliseconds from the change to data-state="live" (None if the text was already there)."""
+    widget.evaluate(TIME_ANSWER)
     field = widget.locator('textarea[name="sentence"]')
     field.fill(text)
     field.press("Tab")
     expect(widget).to_have_attribute("data-state", "live")
+    return widget.evaluate("() => window.__answeredMs")
 
 
 def select_head(widget, kind: str) -> dict:
@@ -117,21 +127,16 @@ def select_head(widget, kind: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def shown(browser, site_url, heads_path) -> dict:
-    """{kind: [n, n] weights} as the widget draws them for SENTENCE, one page for all five heads."""
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page, log = context.new_page(), PageLog()
-    log.watch(context, page)
-    try:
-        widget = open_widget(page, site_url, heads_path)
-        wait_ready(page)
-        show_sentence(widget, SENTENCE)
-        tokens = tokens_of(SENTENCE)
-        patterns = {kind: check_layout(select_head(widget, kind), tokens) for kind in KINDS}
-        assert [b.get_attribute("aria-pressed") for b in widget.locator("button[data-head]").all()].count("true") == 1
-    finally:
-        context.close()
-    assert not log.problems, "\n".join(log.problems)
+def shown(module_page, site_url, heads_path) -> dict:
+    """{kind: [n, n] weights} as the widget draws them for SENTENCE, on the module's page."""
+    page, log = module_page
+    log.clear()
+    widget = on_widget_page(page, site_url + heads_path, "heads")
+    show_sentence(widget, SENTENCE)
+    tokens = tokens_of(SENTENCE)
+    patterns = {kind: check_layout(select_head(widget, kind), tokens) for kind in KINDS}
+    assert [b.get_attribute("aria-pressed") for b in widget.locator("button[data-head]").all()].count("true") == 1
+    log.check()
     return patterns
 
 
@@ -158,9 +163,8 @@ def test_first_paint_is_the_default_sentence_where_every_head_shows(page, site_u
     assert any(keys != {0} for keys in rule_rows("positional", tokens).values())  # a delimiter after the first token
 
 
-def test_ablating_the_previous_token_head_removes_the_induction_stripe(page, site_url, heads_path):
-    widget = open_widget(page, site_url, heads_path)
-    wait_ready(page)
+def test_ablating_the_previous_token_head_removes_the_induction_stripe(live_widget):
+    widget = live_widget("heads")
     show_sentence(widget, SENTENCE)
     tokens = tokens_of(SENTENCE)
     rows = rule_rows("induction", tokens)
@@ -180,12 +184,11 @@ def test_ablating_the_previous_token_head_removes_the_induction_stripe(page, sit
 
 
 @pytest.mark.parametrize("text", [HOSTILE, "שלום עולם, שלום 😀 🇫🇷 e\u0301 !!! ¿?", "!!! ... ???"])
-def test_reader_text_is_shown_as_plain_text(page, site_url, heads_path, text):
-    widget = open_widget(page, site_url, heads_path)
-    wait_ready(page)
-    show_sentence(widget, text)
+def test_reader_text_is_shown_as_plain_text(live_widget, text):
+    widget = live_widget("heads")
+    assert show_sentence(widget, text) <= ANSWER_MS
     check_layout(widget.evaluate(READ), tokens_of(text))
-    assert page.evaluate("window.__pwned") is None
+    assert widget.page.evaluate("window.__pwned") is None
     assert widget.locator("img, b, script:not([data-heads-data])").count() == 0
     assert widget.locator('textarea[name="sentence"]').input_value() == text
 
@@ -217,11 +220,10 @@ def test_state_is_kept_in_the_link(page, site_url, heads_path):
 
 
 @pytest.mark.parametrize("words", [100, 2000])  # 2,000 words: 10,000 characters
-def test_text_past_64_tokens_is_cut_with_a_notice(page, site_url, heads_path, words):
-    widget = open_widget(page, site_url, heads_path)
-    wait_ready(page)
+def test_text_past_64_tokens_is_cut_with_a_notice(live_widget, words):
+    widget = live_widget("heads")
     text = " ".join(f"w{i % 50:03d}" for i in range(words))
-    show_sentence(widget, text)
+    assert show_sentence(widget, text) <= ANSWER_MS
     notice = widget.locator('[data-output="notice"]')
     expect(notice).to_be_visible()
     expect(notice).to_contain_text(f"first 64 of the {words:,} tokens")
@@ -230,9 +232,9 @@ def test_text_past_64_tokens_is_cut_with_a_notice(page, site_url, heads_path, wo
     expect(notice).to_be_hidden()
 
 
-def test_hover_keyboard_and_the_query_row_in_the_sentence(page, site_url, heads_path):
-    widget = open_widget(page, site_url, heads_path)
-    wait_ready(page)
+def test_hover_keyboard_and_the_query_row_in_the_sentence(live_widget):
+    widget = live_widget("heads")
+    page = widget.page
     show_sentence(widget, SENTENCE)
     tokens = tokens_of(SENTENCE)
     select_head(widget, "induction")
@@ -261,9 +263,8 @@ def test_hover_keyboard_and_the_query_row_in_the_sentence(page, site_url, heads_
     assert max(range(len(strongest)), key=strongest.__getitem__) == 1
 
 
-def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(page, site_url, heads_path):
-    widget = open_widget(page, site_url, heads_path)
-    wait_ready(page)
+def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_widget):
+    widget = live_widget("heads")
     info = mha_core.HEAD_INFO
     for kind in KINDS:
         select_head(widget, kind)
@@ -279,3 +280,23 @@ def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(page, si
     assert "position:1" in weights.locator("table").first.inner_text()  # W_Q reads positions
     select_head(widget, "averaged")
     expect(weights).to_contain_text("no weights of its own")
+
+
+def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recovers(live_widget):
+    """The sentence field's bad input: blank text is refused with a message (the patterns shown stay);
+    numbers, signs and letters are words and punctuation like any other; each is answered within a second."""
+    widget = live_widget("heads")
+    field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-output="error"]')
+    show_sentence(widget, SENTENCE)
+    shown_before = widget.evaluate(READ)
+    for blank in ["", "  \n\t "]:
+        field.fill(blank)
+        field.press("Tab")
+        expect(error).to_have_text("Type a sentence: at least one word or punctuation mark.")
+        assert widget.evaluate(READ) == shown_before and widget.get_attribute("data-state") == "live"
+    show_sentence(widget, SENTENCE)  # the same sentence as before: nothing to compute, the message goes
+    expect(error).to_be_hidden()
+    for text in ["-5", "0", "3.5", "1e12", "12345678901234567890", "abc def abc"]:
+        assert show_sentence(widget, text) <= ANSWER_MS
+        check_layout(widget.evaluate(READ), tokens_of(text))
+        expect(error).to_be_hidden()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import re
 import subprocess
@@ -64,6 +65,9 @@ def test_pyodide_numpy_katex_and_the_wheel_are_in_the_site(sites):
     wheels = list((site / "assets" / "wheels").glob("mha_core-*-py3-none-any.whl"))
     config = (site / "assets" / "widgets" / "runtime" / "config.js").read_text()
     assert len(wheels) == 1 and build.sha256(wheels[0]) in config and '"pyodide": null' in config
+    pins = json.loads(config.partition("export default ")[2].rstrip().rstrip(";"))["pyodide_sha256"]
+    assert {build.sha256(site / "assets" / "pyodide" / name) for name in pins} == set(pins.values())
+    assert {"pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", build.NUMPY_WHEEL} <= set(pins)  # the worker checks these
 
 
 def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(sites):
@@ -84,6 +88,7 @@ def test_only_pages_with_widgets_load_the_runtime(sites):
         html = page.read_text(encoding="utf-8")
         has_widget = "data-mha-widget=" in html
         assert ("assets/widgets/runtime/bridge.js" in html) == has_widget, page
+        assert ("assets/widgets/runtime/common.css" in html) == has_widget, page  # the controls' shared styles
         for name in re.findall(r'data-mha-widget="(\w+)"', html):
             assert f"assets/widgets/{name}/{name}.js" in html
 

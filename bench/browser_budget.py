@@ -1,0 +1,183 @@
+"""The site's performance budget, measured in headless Chromium on the built site served from 127.0.0.1.
+
+    python bench/browser_budget.py [--site DIR] [--runs 5] [--changes 100] [--rounds 100]
+
+One line per item of the budget: what was measured and whether it is within. The figures come from
+browser_shapes.py (start-up, long tasks, slider) and browser_heads.py (head switch), plus:
+  - long tasks attributed: the widget page's, the same page with the Python worker blocked, and a page
+    without widgets (Material's bundle and KaTeX alone), each as duration at start (ms after navigation);
+    and the scripts that ran in the widget page's long animation frames, by source (runtime, widgets,
+    KaTeX, Material);
+  - pages without widgets: every one visited, its requests for Pyodide, the wheel or the runtime counted;
+  - the gap between the first contentful paint and the first request of the runtime (its worker) and of
+    Pyodide itself (pyodide.mjs, asked for by the worker).
+A busy machine gives slower figures: run it alone.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from playwright.sync_api import sync_playwright
+
+sys.path[:0] = [str(Path(__file__).resolve().parent)]
+import browser_heads  # noqa: E402
+import browser_shapes  # noqa: E402
+from browser_shapes import build_into, launch_chromium, pages_with, percentile, serve  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNTIME_FILES = re.compile(r"/assets/(pyodide|wheels|widgets/runtime)/")
+LOADED = "() => document.readyState === 'complete'"
+
+
+def verdict(ok: bool) -> str:
+    return "within" if ok else "OVER"
+
+
+def source(url: str, invoker: str) -> str:
+    """Who ran a script: the runtime (its modules, the worker's messages), a widget, KaTeX, Material."""
+    if "/widgets/runtime/" in url or invoker.startswith("Worker"):
+        return "runtime"
+    if "/katex/" in url or url.endswith("/widgets/math.js"):
+        return "KaTeX"
+    if "/widgets/" in url:
+        return "widgets (" + url.rsplit("/", 1)[-1] + ")"
+    if "/javascripts/" in url:
+        return "Material"
+    return "the page's inline scripts" if url else f"unattributed ({invoker})"
+
+
+def by_source(frames: list) -> dict[str, list[float]]:
+    """{source: [ms of each script run]} over long animation frames [start, duration, [[url, invoker, ms]]]."""
+    runs = {}
+    for _, _, scripts in frames:
+        for url, invoker, ms in scripts:
+            runs.setdefault(source(url, invoker), []).append(ms)
+    return runs
+
+
+def listed(entries: list) -> str:
+    return ", ".join(f"{d:.0f} ms at {s:.0f}" for s, d in entries) or "none"
+
+
+def first_requests(browser, url: str) -> dict:
+    """{fcp, worker, pyodide}: ms after navigation of the first contentful paint and of the first request
+    for the runtime's worker and for pyodide.mjs (Playwright's request timing, which sees workers too)."""
+    page = browser.new_page()
+    started = {}
+    page.context.on("requestfinished", lambda r: started.setdefault(r.url.split("?")[0].rsplit("/", 1)[-1],
+                                                                     r.timing["startTime"]))
+    page.goto(url)
+    page.wait_for_selector('html[data-mha-runtime="ready"]', timeout=30_000)
+    origin, fcp = page.evaluate(
+        "() => [performance.timeOrigin, performance.getEntriesByName('first-contentful-paint')[0].startTime]")
+    page.close()
+    return {"fcp": fcp, "worker": started["worker.js"] - origin, "pyodide": started["pyodide.mjs"] - origin}
+
+
+def without_widgets(browser, base: str, paths: list[str]) -> tuple[int, int]:
+    """(requests for the runtime's files, runtime workers) over the pages at paths, each a frame after paint."""
+    page = browser.new_page()
+    requests = []
+    page.context.on("request", lambda r: requests.append(r.url))
+    workers = 0
+    for path in paths:
+        page.goto(base + path)
+        page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))")
+        workers += sum("/runtime/" in w.url for w in page.workers)
+    page.close()
+    return sum(bool(RUNTIME_FILES.search(u)) for u in requests), workers
+
+
+def instant_navigation() -> bool:
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    return "navigation.instant" in config["theme"].get("features", [])
+
+
+def measure(site: Path, runs: int, changes: int, rounds: int) -> dict:
+    server, base = serve(site)
+    plain = [p for p in pages_with(site, "<html") if p not in pages_with(site, "data-mha-widget=")]
+    shapes_url = base + pages_with(site, 'data-mha-widget="shapes"')[0] + "#mha-shapes-1"  # in view
+    try:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            m = {"base": base, "runs": runs, "plain": plain,
+                 "shapes": browser_shapes.measure(browser, shapes_url, runs, changes),
+                 "heads": browser_heads.measure(browser, base + pages_with(site, 'data-mha-widget="heads"')[0], rounds),
+                 "plain_tasks": browser_shapes.longtasks_of(browser, base + plain[0], LOADED),
+                 "gaps": [first_requests(browser, shapes_url) for _ in range(runs)],
+                 "without": without_widgets(browser, base, plain)}
+            browser.close()
+    finally:
+        server.shutdown()
+    return m
+
+
+def print_start(m: dict) -> None:
+    cold = m["shapes"]["cold"]
+    print(f"performance budget, headless Chromium, {m['base']} ({m['runs']} cold loads of the shapes page)")
+    print(f"- data-mha-runtime=\"ready\" <= 3 s after navigation: median {statistics.median(cold):.0f} ms "
+          f"(min {min(cold):.0f}, max {max(cold):.0f}) -> {verdict(statistics.median(cold) <= 3000)}")
+
+
+def print_long_tasks(m: dict) -> None:
+    """The runtime's share of the long frames, then every long task with and without it."""
+    shapes = m["shapes"]
+    loads = shapes["loads"] + [shapes["start"]]
+    runtime_ms = max(ms for x in loads for ms in by_source(x["frames"]).get("runtime", [0]))
+    ran = f"{runtime_ms:.0f} ms" if runtime_ms else "none of 5 ms or more (the frames list no shorter ones)"
+    print(f"- no main-thread task over 50 ms caused by the runtime: the runtime's longest script run in a long "
+          f"frame, over {len(loads)} loads: {ran} -> {verdict(runtime_ms <= 50)}")
+    print(f"    long tasks, widget page with the runtime: {listed(shapes['start']['longtasks'])}")
+    print(f"    long tasks, same page with the Python worker blocked: {listed(shapes['baseline'])}")
+    print(f"    long tasks, a page without widgets ({m['plain'][0] or 'home'}, Material and KaTeX only): "
+          f"{listed(m['plain_tasks'])}")
+    print("    scripts in the long frames of the widget page's start-up, longest runs: " + ", ".join(
+        f"{name} {max(ms):.0f} ms" for name, ms in sorted(by_source(shapes["start"]["frames"]).items())))
+
+
+def print_responses(m: dict) -> None:
+    times, heads = m["shapes"]["times"], m["heads"]
+    print(f"- slider -> DOM p95 <= 16 ms: p95 {percentile(times, 95):.1f} ms, median {statistics.median(times):.1f} ms "
+          f"({len(times)} moves) -> {verdict(percentile(times, 95) <= 16)}")
+    for key, what in (("switchDom", "click -> heatmap in the DOM"), ("switchPainted", "click -> heatmap painted")):
+        p95 = percentile(heads[key], 95)
+        print(f"- head switch p95 <= 50 ms ({what}): p95 {p95:.1f} ms, median {statistics.median(heads[key]):.1f} ms "
+              f"({len(heads[key])} switches) -> {verdict(p95 <= 50)}")
+
+
+def print_loading(m: dict) -> None:
+    requests, workers = m["without"]
+    print(f"- pages without widgets load no Pyodide: {len(m['plain'])} pages, {requests} requests for Pyodide, "
+          f"the wheel or the runtime, {workers} runtime workers -> {verdict(requests == workers == 0)}")
+    gaps = m["gaps"]
+    worker, pyodide = ([g[key] - g["fcp"] for g in gaps] for key in ("worker", "pyodide"))
+    print(f"- Pyodide starts loading right after first paint: first contentful paint median "
+          f"{statistics.median(g['fcp'] for g in gaps):.0f} ms; then the worker is requested "
+          f"{statistics.median(worker):.0f} ms later (max {max(worker):.0f}) and pyodide.mjs "
+          f"{statistics.median(pyodide):.0f} ms later (max {max(pyodide):.0f})")
+    state = "ON" if instant_navigation() else "off"
+    print(f"- instant navigation: {state} in mkdocs.yml (theme.features); each page load is a new document whose "
+          "widgets mount and start Python (tests/browser/test_site.py::test_moving_between_pages_mounts_the_widgets_afresh)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--site", type=Path, help="a built site (default: build one now)")
+    parser.add_argument("--runs", type=int, default=5, help="cold-cache loads of the shapes page")
+    parser.add_argument("--changes", type=int, default=100, help="slider changes timed")
+    parser.add_argument("--rounds", type=int, default=100, help="head switches timed")
+    args = parser.parse_args()
+    site = args.site or build_into(Path(tempfile.mkdtemp()) / "site")
+    m = measure(site, args.runs, args.changes, args.rounds)
+    for part in (print_start, print_long_tasks, print_responses, print_loading):
+        part(m)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The site as a whole, in Chromium: every page loads from the site itself only, meets its Content-Security-
+Policy (a meta tag: 'self', plus the 'wasm-unsafe-eval' Pyodide needs) with both widgets working under it,
+starts Python only where a widget is, and moving between pages mounts the widgets afresh (Material's instant
+navigation is off). conftest fails each test on a CSP violation, a console error or a request off 127.0.0.1."""
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import urlsplit
+
+from playwright.sync_api import expect
+
+from conftest import LOCAL_HOSTS, serve, wait_ready
+from test_runtime import ask, check_answered
+
+RUNTIME_FILES = re.compile(r"/assets/(pyodide|wheels|widgets/runtime)/")
+NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
+CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave"}
+
+
+def site_pages(site) -> list[str]:
+    """Every HTML page of the built site, as a URL path relative to the site ("", "mechanism/", "404.html")."""
+    return sorted(p.relative_to(site).as_posix().removesuffix("index.html") for p in site.rglob("*.html"))
+
+
+def use_widgets(page) -> list[str]:
+    """Wait for Python, change each widget of the page and see it answered; return the widgets' names."""
+    wait_ready(page)
+    names = []
+    for widget in page.locator("[data-mha-widget]").all():
+        names.append(widget.get_attribute("data-mha-widget"))
+        ask(names[-1], widget, CHANGES[names[-1]])
+        check_answered(names[-1], widget, CHANGES[names[-1]])
+    return names
+
+
+def assert_no_runtime(page, requests: list[str]) -> None:
+    """A frame after the first paint (when the runtime would start): no runtime, none of its files, no worker."""
+    page.evaluate(NEXT_FRAME)
+    assert page.locator("html").get_attribute("data-mha-runtime") is None, page.url
+    assert [u for u in requests if RUNTIME_FILES.search(u)] == [], page.url
+    assert not [w.url for w in page.workers if "/runtime/" in w.url], page.url
+
+
+def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, built_site, site_url):
+    """Both widgets go live under the CSP; a page without a widget fetches no Pyodide, no wheel, no runtime
+    script and starts no worker of ours, even a frame after the first paint (when the runtime would start).
+    404.html links its files from the root (it is served at any depth), so it is visited on a server of the
+    site at the root."""
+    pages = site_pages(built_site)
+    assert {"", "404.html", "parameters-and-shapes/", "what-heads-learn/"} <= set(pages)
+    root_server, root_url = serve(built_site, "/")
+    live = []
+    try:
+        for path in pages:
+            before = len(page_log.requests)
+            page.goto((root_url if path == "404.html" else site_url) + path)
+            csp = page.locator('meta[http-equiv="Content-Security-Policy"]').get_attribute("content")
+            assert "default-src 'self'" in csp and "script-src 'self' 'wasm-unsafe-eval'" in csp, path
+            if page.locator("[data-mha-widget]").count():
+                live += use_widgets(page)
+            else:
+                assert_no_runtime(page, page_log.requests[before:])
+    finally:
+        root_server.shutdown()
+    assert sorted(live) == ["heads", "shapes"]
+    assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
+
+
+def test_the_csp_blocks_what_the_site_does_not_use_and_the_violation_is_seen(page, page_log, site_url):
+    """The policy is in force (an injected inline script and a request to another site are refused), and
+    the securitypolicyviolation listener every test relies on hears of it."""
+    page_log.allow(r"Content Security Policy")
+    page.goto(site_url)
+    fetched = page.evaluate("""() => {
+      const script = document.createElement("script");
+      script.textContent = "window.__injected = true";
+      document.head.append(script);
+      return fetch("https://example.com/").then(() => "fetched", () => "refused");
+    }""")
+    page.wait_for_function("() => window.__mhaViolations.length >= 2")
+    assert fetched == "refused" and page.evaluate("window.__injected") is None
+    seen = sorted(re.sub(r" \(.*", "", v) for v in page_log.violations)
+    assert seen == ["connect-src blocked https://example.com/", "script-src-elem blocked inline"], seen
+    page_log.violations.clear()  # provoked here; any other fails the test
+
+
+def test_moving_between_pages_mounts_the_widgets_afresh(page, site_url, shapes_path, heads_path):
+    """Instant navigation is off, so each page is a new document whose widgets mount and start Python; the
+    page left while its Python was still starting leaves no error behind."""
+    page.goto(site_url + shapes_path)
+    features = json.loads(page.locator("#__config").text_content())["features"]
+    assert "navigation.instant" not in features
+    page.evaluate("window.__earlier = true")
+    page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
+    expect(page).to_have_url(site_url + heads_path)
+    assert page.evaluate("window.__earlier") is None  # a new document
+    assert use_widgets(page) == ["heads"]
+    page.go_back()
+    expect(page.locator('[data-mha-widget="shapes"]')).to_have_attribute("data-state", "initial")
+    assert use_widgets(page) == ["shapes"]
