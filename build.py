@@ -365,7 +365,7 @@ def show_mkdocs_warnings() -> None:
         logger.addHandler(handler)
 
 
-def mkdocs_build(docs: Path, out: Path, widgets: set[str], pyodide_cdn: bool) -> None:
+def mkdocs_build(docs: Path, out: Path, widgets: set[str], pyodide_cdn: bool, site_url: str | None = None) -> None:
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
@@ -373,7 +373,9 @@ def mkdocs_build(docs: Path, out: Path, widgets: set[str], pyodide_cdn: bool) ->
     show_mkdocs_warnings()
     cdn = " " + PYODIDE_CDN.split("/pyodide/")[0] if pyodide_cdn else ""
     try:
-        config = load_config(str(ROOT / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(out), strict=True)
+        # site_url lets 404.html, which is served at any depth, link its assets from the site's root.
+        config = load_config(str(ROOT / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(out), strict=True,
+                             **({"site_url": site_url} if site_url else {}))
         config["extra"]["mha"] = {"widgets": sorted(widgets),
                                   "csp": CSP.format(script=" " + INLINE_HASHES + cdn, connect=cdn)}
         build(config)
@@ -402,7 +404,7 @@ def seal_csp(out: Path) -> None:
                             encoding="utf-8")
 
 
-def build_site(out: Path, pyodide_cdn: bool = False) -> Path:
+def build_site(out: Path, pyodide_cdn: bool = False, site_url: str | None = None) -> Path:
     """Build the complete static site into out (replaced as a whole)."""
     out = out.resolve()
     if not (ROOT / "docs").is_dir():
@@ -411,7 +413,7 @@ def build_site(out: Path, pyodide_cdn: bool = False) -> Path:
         docs = Path(tmp) / "docs"
         widgets = stage_docs(ROOT / "docs", docs)
         stage_assets(docs / "assets", pyodide_cdn)
-        mkdocs_build(docs, out, widgets, pyodide_cdn)
+        mkdocs_build(docs, out, widgets, pyodide_cdn, site_url)
     seal_csp(out)
     return out
 
@@ -496,12 +498,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000, help="port for serve (default: 8000)")
     parser.add_argument("--pyodide-cdn", action="store_true",
                         help=f"load Pyodide from {PYODIDE_CDN} instead of the site itself")
+    parser.add_argument("--site-url", help="the address the site is published at, e.g. "
+                        "https://USER.github.io/REPO/ (makes 404.html work at any depth)")
     args = parser.parse_args(argv)
     try:
         if args.command == "serve":
             serve(args.port, args.pyodide_cdn)
         else:
-            print(f"built {build_site(args.out, args.pyodide_cdn)}")
+            print(f"built {build_site(args.out, args.pyodide_cdn, args.site_url)}")
     except BuildError as e:
         print(f"build.py: error: {e}", file=sys.stderr)
         return 1

@@ -30,6 +30,7 @@ import build  # noqa: E402
 
 MOUNT = "/mha/"  # a sub-path, as https://USER.github.io/REPO/
 READY_TIMEOUT_MS = 30_000
+expect.set_options(timeout=READY_TIMEOUT_MS)  # a page reload restarts Python: slow on a loaded 2-core machine
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOCAL_HOSTS = {"127.0.0.1"}

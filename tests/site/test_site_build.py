@@ -106,3 +106,11 @@ def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
             for t in report["tensors"]:
                 assert f'data-tensor="{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
     assert found, "no page holds a shapes widget"
+
+
+def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(tmp_path):
+    site = build.build_site(tmp_path / "site", site_url="https://example.org/mha/")
+    html = (site / "404.html").read_text(encoding="utf-8")
+    local = [u for u in URL_ATTR.findall(EXTERNAL_OK.sub("<a ", html)) if not u.startswith(("#", "data:"))]
+    assert local and all(u.startswith("/mha/") for u in local), local
+    assert all((site / u.removeprefix("/mha/").split("#")[0].split("?")[0]).exists() for u in local)
