@@ -15,13 +15,14 @@ import platform
 import statistics
 import sys
 import time
+import timeit
 from pathlib import Path
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mha_core import multi_head_attention  # noqa: E402
+from mha_core import head_patterns, multi_head_attention, shape_report  # noqa: E402
 
 B, N, D_MODEL, HEADS = 8, 256, 512, 8
 
@@ -53,6 +54,26 @@ def blas_info() -> str:
     pools = threadpoolctl.threadpool_info()
     return "; ".join(f"{p['internal_api']} {p.get('version')} {p.get('architecture')} x{p['num_threads']}"
                      f" ({Path(p['filepath']).name})" for p in pools) or "no BLAS pool found"
+
+
+def best_ms(fn, repeat: int = 5) -> float:
+    return min(timeit.repeat(fn, number=1, repeat=repeat)) * 1e3
+
+
+def print_instant_calls() -> None:
+    """The calls the widgets make, at their worst: they must answer in milliseconds."""
+    print(f"shape_report at d_model=12288, h=96, n=131072, B=512: "
+          f"{best_ms(lambda: shape_report(12288, 96, seq_len=131072, batch=512)):.2f} ms (best of 5)")
+    long_text = "the cat, " * 2500  # 22,500 characters, 7,500 tokens, cut to 64
+    print(f"head_patterns on 22,500 characters (cut to 64 tokens): {best_ms(lambda: head_patterns(long_text)):.1f} ms")
+    too_long = "a" * 1_000_000
+
+    def refuse():
+        try:
+            head_patterns(too_long)
+        except ValueError:
+            pass
+    print(f"head_patterns refusing 1,000,000 characters: {best_ms(refuse):.2f} ms")
 
 
 def main() -> None:
@@ -99,6 +120,7 @@ def main() -> None:
     best = {name: min(t) for name, t in times.items()}
     print(f"  ratio of the best times (less sensitive to a busy machine): {best['mha_core'] / best['torch']:.2f}")
     print(f"ratio (median mha_core / median torch): {med['mha_core'] / med['torch']:.2f}")
+    print_instant_calls()
 
 
 if __name__ == "__main__":

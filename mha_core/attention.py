@@ -12,6 +12,8 @@ import numbers
 
 import numpy as np
 
+from .config import flag, whole_number
+
 
 def _array(name: str, a, ndim: tuple[int, ...] = (), values: str = "finite") -> np.ndarray:
     """a as a floating ndarray (no copy), or a ValueError naming the argument.
@@ -39,17 +41,12 @@ def _min_ndim(name: str, a: np.ndarray, ndim: int) -> None:
         raise ValueError(f"{name} must have at least {ndim} dimensions, got shape {a.shape}")
 
 
-def _count(name: str, value) -> int:
-    """A positive int (bools and floats refused), or a ValueError naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+def _checked(check, name: str, value):
+    """value as check (whole_number or flag) reads it, or a ValueError naming the argument."""
+    value, error = check(name, value)
+    if error:
+        raise ValueError(error)
+    return value
 
 
 def _heads_divide(x: np.ndarray, n_heads: int, name: str = "x") -> None:
@@ -86,7 +83,7 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     The reshape relabels each token's d_model numbers as h contiguous slices of d_k; the transpose
     puts the head axis before the sequence axis. Also works unbatched: [n, d_model] -> [h, n, d_k].
     """
-    x, n_heads = _array("x", x, ndim=(2, 3), values="any"), _count("n_heads", n_heads)
+    x, n_heads = _array("x", x, ndim=(2, 3), values="any"), _checked(whole_number, "n_heads", n_heads)
     _heads_divide(x, n_heads)
     d_k = x.shape[-1] // n_heads
     x = x.reshape(*x.shape[:-1], n_heads, d_k)  # [B, n, d_model] -> [B, n, h, d_k]
@@ -162,7 +159,7 @@ def scaled_dot_product_attention(q, k, v, causal: bool = False, mask=None):
             raise ValueError(f"mask must be a bool array (True = may attend), got dtype {mask.dtype}")
         if not _broadcasts_to(mask.shape, scores_shape):
             raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {scores_shape}")
-    return _attend(q, k, v, causal=_flag("causal", causal), mask=mask)
+    return _attend(q, k, v, causal=_checked(flag, "causal", causal), mask=mask)
 # --8<-- [end:scaled_dot_product_attention]
 
 
@@ -245,11 +242,11 @@ def multi_head_attention(x, W_Q, W_K, W_V, W_O, n_heads: int, b_Q=None, b_K=None
     multi-query (h_kv = 1) attention. Biases are optional. The three projections run as one matmul
     over the concatenated weights; the heads are then only a reshape of its result.
     """
-    x, n_heads = _array("x", x, ndim=(2, 3)), _count("n_heads", n_heads)
+    x, n_heads = _array("x", x, ndim=(2, 3)), _checked(whole_number, "n_heads", n_heads)
     W_Q, W_K, W_V, W_O, b_QKV, b_O = _check_weights(x, n_heads, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O)
     batched = x.ndim == 3
     steps = _forward_steps(x if batched else x[None], W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O,
-                           _flag("causal", causal))
+                           _checked(flag, "causal", causal))
     out, weights = steps["out"], steps["weights"]  # [B, n, d_model], [B, h, n, n]
     return (out, weights) if batched else (out[0], weights[0])
 # --8<-- [end:multi_head_attention]

@@ -11,6 +11,8 @@ import math
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
+
 # Upper bounds: far above any published model, low enough that every count stays a readable number.
 LIMITS = {
     "d_model": 1_048_576,  # 2**20
@@ -23,7 +25,14 @@ LIMITS = {
 
 
 class ConfigError(ValueError):
-    """An attention configuration whose numbers do not fit together (the message says why)."""
+    """An attention configuration whose numbers do not fit together (the message says why).
+
+    .check holds check_config's answer for it, suggestions included.
+    """
+
+    def __init__(self, check: dict):
+        super().__init__(check["message"])
+        self.check = check
 
 
 def _show(value) -> str:
@@ -52,6 +61,13 @@ def whole_number(name: str, value, limit: int | None = None) -> tuple[int | None
     return number, None
 
 
+def flag(name: str, value) -> tuple[bool | None, str | None]:
+    """(value as a bool, None) if value is a bool or numpy bool, else (None, why not)."""
+    if not isinstance(value, (bool, np.bool_)):
+        return None, f"{name} must be True or False, got {_show(value)}."
+    return bool(value), None
+
+
 def _divisors(n: int) -> list[int]:
     """All divisors of n, ascending (trial division up to sqrt(n): at most 1,024 steps here)."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
@@ -77,6 +93,14 @@ def _result(ok: bool, message: str, **suggestions) -> dict:
     return {"ok": ok, "message": message, "suggestions": {**empty, **suggestions}}
 
 
+def _good_heads(values: dict) -> list[int]:
+    """The nearest n_heads that would work; an explicit n_kv_heads must divide them."""
+    h, step = values["n_heads"], values.get("n_kv_heads", 1)
+    if "d_head" in values:  # d_model need not divide: any multiple of step works
+        return _multiples_near(h, step, LIMITS["n_heads"])
+    return _nearest(h, [c for c in _divisors(values["d_model"]) if c % step == 0])  # a divisor of d_model
+
+
 def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict | None]:
     """(check, resolved ints {d_model, n_heads, n_kv_heads, d_head} or None)."""
     values = {}
@@ -88,25 +112,20 @@ def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict
             return _result(False, error), None
     d, h = values["d_model"], values["n_heads"]
     h_kv = values.get("n_kv_heads", h)
-    step = values.get("n_kv_heads", 1)  # an explicit n_kv_heads must divide the suggested n_heads
-    if "d_head" in values:  # d_model need not divide: any multiple of step works
-        good_heads = _multiples_near(h, step, LIMITS["n_heads"])
-    else:  # a divisor of d_model
-        good_heads = _nearest(h, [c for c in _divisors(d) if c % step == 0])
     if h % h_kv:
         return _result(
             False,
             f"n_heads={h} is not divisible by n_kv_heads={h_kv}: each key/value head must serve "
             "the same number of query heads.",
             n_kv_heads=_nearest(h_kv, _divisors(h)),
-            n_heads=good_heads,
+            n_heads=_good_heads(values),
         ), None
     if "d_head" not in values and d % h:
         return _result(
             False,
             f"d_model={d} is not divisible by n_heads={h}: {d} / {h} = {d / h:.2f} is not a whole number, "
             "so the heads cannot split the width into equal slices.",
-            n_heads=good_heads,
+            n_heads=_good_heads(values),
             d_model=_multiples_near(d, h, LIMITS["d_model"]),
         ), None
     d_k = values.get("d_head", d // h)
@@ -125,10 +144,18 @@ def check_config(d_model, n_heads, n_kv_heads=None, d_head=None) -> dict:
     explicit d_head (Gemma-7B: 3072 wide, 16 heads of 256) d_model need not divide by n_heads; with
     n_kv_heads, n_heads must divide by it.
     """
+    return configure(d_model, n_heads, n_kv_heads, d_head)[1]
+
+
+def configure(d_model, n_heads, n_kv_heads=None, d_head=None, bias=True) -> tuple[AttentionConfig | None, dict]:
+    """(the AttentionConfig, or None when invalid; check_config's answer), never raises."""
     try:
-        return _resolve(d_model, n_heads, n_kv_heads, d_head)[0]
+        cfg = AttentionConfig(d_model, n_heads, n_kv_heads, d_head, bias)
+    except ConfigError as error:
+        return None, error.check
     except Exception as error:  # a value whose comparisons misbehave; still an answer, not a crash
-        return _result(False, f"could not check this configuration: {_show(error)}.")
+        return None, _result(False, f"could not check this configuration: {_show(error)}.")
+    return cfg, cfg.check
 
 
 @dataclass(frozen=True)
@@ -147,11 +174,18 @@ class AttentionConfig:
     def __post_init__(self):
         check, resolved = _resolve(self.d_model, self.n_heads, self.n_kv_heads, self.d_head)
         if resolved is None:
-            raise ConfigError(check["message"])
-        if not isinstance(self.bias, bool):
-            raise ConfigError(f"bias must be True or False, got {_show(self.bias)}.")
-        for name, value in resolved.items():
+            raise ConfigError(check)
+        bias, error = flag("bias", self.bias)
+        if error:
+            raise ConfigError(_result(False, error))
+        for name, value in {**resolved, "bias": bias}.items():
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "_check", check)
+
+    @property
+    def check(self) -> dict:
+        """check_config's answer for these sizes (ok, with its message)."""
+        return self._check
 
     @property
     def d_q(self) -> int:

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from .attention import _forward_steps
-from .config import AttentionConfig, _result, check_config, whole_number
+from .config import AttentionConfig, _result, configure, whole_number
 
 TENSOR_NAMES = ("x", "q", "k", "v", "q_heads", "k_heads", "v_heads", "scores", "weights", "z", "merged", "out")
 
@@ -129,17 +129,15 @@ def _flops(cfg: AttentionConfig, B: int, n: int) -> dict[str, int]:
     }
 
 
-def _check_run(seq_len, batch, bias, dtype_bytes) -> str | None:
-    """Why the run's own arguments are invalid, or None."""
-    for name, value in (("seq_len", seq_len), ("batch", batch)):
-        error = whole_number(name, value)[1]
-        if error:
-            return error
-    if not isinstance(bias, (bool, np.bool_)):
-        return f"bias must be true or false, got {bias!r:.40}."
+def _check_run(seq_len, batch, dtype_bytes) -> tuple[tuple[int, int] | None, str | None]:
+    """((n, B) as ints, None), or (None, why the run's own arguments are invalid)."""
+    n, error = whole_number("seq_len", seq_len)
+    B, error = (None, error) if error else whole_number("batch", batch)
+    if error:
+        return None, error
     if not isinstance(dtype_bytes, numbers.Integral) or isinstance(dtype_bytes, bool) or dtype_bytes not in (1, 2, 4, 8):
-        return f"dtype_bytes must be 1, 2, 4 or 8 (int8, 16-bit, float32, float64), got {dtype_bytes!r:.40}."
-    return None
+        return None, f"dtype_bytes must be 1, 2, 4 or 8 (int8, 16-bit, float32, float64), got {dtype_bytes!r:.40}."
+    return (n, B), None
 
 
 def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4) -> dict:
@@ -162,16 +160,15 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
         + 2·B·n·d_q·d_model            output projection
         (softmax, scaling, masking and bias additions are O(B·h·n²) and O(B·n·d) and not counted).
     """
-    check = check_config(d_model, n_heads, n_kv_heads, d_head)
-    if check["ok"]:
-        error = _check_run(seq_len, batch, bias, dtype_bytes)
+    cfg, check = configure(d_model, n_heads, n_kv_heads, d_head, bias)
+    if cfg is not None:
+        run, error = _check_run(seq_len, batch, dtype_bytes)
         check = _result(False, error) if error else check
     report = {"ok": check["ok"], "check": check, "config": None, "tensors": [], "weights": [],
               "params": None, "kv_cache_bytes": None, "flops": None, "flops_by_step": None}
     if not check["ok"]:
         return report
-    cfg = AttentionConfig(d_model, n_heads, n_kv_heads, d_head, bool(bias))
-    B, n, dtype_bytes = whole_number("batch", batch)[0], whole_number("seq_len", seq_len)[0], int(dtype_bytes)
+    (n, B), dtype_bytes = run, int(dtype_bytes)
     flops, symbols = _flops(cfg, B, n), _symbols(cfg)
     weights = [{"name": name, "symbol": symbols[name], "shape": list(shape), "numel": math.prod(shape),
                 "bytes": math.prod(shape) * dtype_bytes} for name, shape in cfg.weight_shapes.items()]

@@ -1,5 +1,5 @@
 """The heads widget in Chromium. Each head's pattern, read from the DOM after a real sentence change,
-follows its rule as stated by an oracle written here (not mha_core's code), on the test's own sentence;
+follows its rule as stated by tests/oracles.py (not mha_core's code), on the test's own sentence;
 the knock-out removes the induction stripe; reader text stays text; text past 64 tokens is capped with
 a notice, and whatever the sentence, the answer comes within a second. conftest fails a test on any page
 error, console error, CSP violation or request off 127.0.0.1. Most tests share one page (live_widget), so
@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 import conftest
 from conftest import on_widget_page, wait_ready
+from tests.oracles import rule_rows
 
 SENTENCE = "Mary gave John a book; later, Mary gave John a pen."
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")
@@ -46,26 +47,6 @@ TIME_ANSWER = """root => {
 
 def tokens_of(text: str) -> list[str]:
     return TOKEN.findall(text)
-
-
-def is_delimiter(token: str) -> bool:
-    return re.fullmatch(r"[^\w\s]+", token) is not None
-
-
-def rule_rows(kind: str, tokens: list[str]) -> dict[int, set[int]]:
-    """{query: the keys that must hold ≥ 0.9 of its attention in total} for the rows the rule speaks of."""
-    low = [t.lower() for t in tokens]
-    rows = {}
-    for q, t in enumerate(low):
-        if kind == "previous_token":
-            rows[q] = {max(q - 1, 0)}
-        elif kind == "positional":
-            rows[q] = {max([j for j in range(q + 1) if is_delimiter(tokens[j])], default=0)}
-        elif kind == "content" and t in low[:q]:
-            rows[q] = {p for p in range(q) if low[p] == t}
-        elif kind == "induction" and t in low[:max(q - 1, 0)] and low[q - 1] != t:
-            rows[q] = {p + 1 for p in range(q - 1) if low[p] == t}
-    return rows
 
 
 def heatmap(read: dict, n: int) -> list[list[float | None]]:

@@ -122,6 +122,7 @@ def test_attention_config_raises_the_check_message():
     assert str(info.value) == check_config(512, 6)["message"]
     with pytest.raises(ConfigError, match="bias must be True or False"):
         AttentionConfig(512, 8, bias="yes")
+    assert AttentionConfig(512, 8, bias=np.bool_(False)).bias is False  # numpy bools are flags too
 
 
 def test_ints_are_normalised():
