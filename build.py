@@ -2,7 +2,8 @@
 
     python build.py [--out DIR] [--pyodide-cdn]   build the site into DIR (default site/)
     python build.py serve [--port 8000]           build (under .cache/serve/), serve on 127.0.0.1:8000,
-                                                  and rebuild on changes to docs/, widgets/, mha_core/
+                                                  and rebuild on changes to docs/, widgets/, mha_core/,
+                                                  overrides/ and mkdocs.yml
 
 Steps (each a small function below):
   1. fetch the Pyodide core files, numpy's Pyodide wheel and KaTeX into .cache/, each checked by sha256
@@ -481,9 +482,10 @@ def serve(port: int, pyodide_cdn: bool) -> None:
     try:
         while True:
             time.sleep(1)
-            if snapshot() == seen:
+            now = snapshot()
+            if now == seen:
                 continue
-            seen, count = snapshot(), count + 1
+            seen, count = now, count + 1
             if build_fresh(builds / str(count), pyodide_cdn):
                 old, server.root = server.root, builds / str(count)
                 shutil.rmtree(old, ignore_errors=True)

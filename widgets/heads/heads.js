@@ -3,19 +3,20 @@
 // wires the events and asks Python (head_patterns, head_weights); render.js draws. One head_patterns
 // call answers all five heads, so switching heads renders from the result in hand, without Python.
 // The page arrives pre-rendered (data-state="initial"); this module keeps it live.
-import { call, onStatus } from "../runtime/bridge.js";
+import { call } from "../runtime/bridge.js";
 import { output, showMessage } from "../runtime/dom.js";
-import "../runtime/status.js";
+import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
 import { makePalette } from "./palette.js";
-import { ABLATED, renderHead, selectQuery, showCell, showResult } from "./render.js";
+import { renderHead, selectQuery, showCell, showResult } from "./render.js";
 import { readURL, writeURL } from "./state.js";
 import { renderWeights } from "./weights.js";
 
 const CACHE_SIZE = 8; // results kept, by sentence and knock-out
 
 const keyOf = (job) => JSON.stringify([job.sentence, job.ablate]);
-const argsOf = (job) => ({ text_or_tokens: job.sentence, ablate: job.ablate ? [ABLATED] : [] });
+// The knock-out box's value is the head it zeroes.
+const argsOf = (w, job) => ({ text_or_tokens: job.sentence, ablate: job.ablate ? [w.ablate.value] : [] });
 
 /** The result for job: from the cache at once, else from Python (requests made meanwhile: latest wins). */
 async function request(w, job) {
@@ -28,7 +29,7 @@ async function request(w, job) {
   while (w.pending) {
     const asked = w.wanted;
     try {
-      const result = await call("head_patterns", argsOf(asked));
+      const result = await call("head_patterns", argsOf(w, asked));
       w.cache.set(keyOf(asked), result);
       if (w.cache.size > CACHE_SIZE) w.cache.delete(w.cache.keys().next().value);
       if (asked === w.wanted) finish(w, asked, result);
@@ -74,7 +75,7 @@ async function showWeights(w) {
   const key = keyOf(w.job);
   if (w.weights?.key !== key) {
     say(el, "Loading the matrices from Python…");
-    w.weights = { key, reply: call("head_weights", argsOf(w.job)) };
+    w.weights = { key, reply: call("head_weights", argsOf(w, w.job)) };
   }
   try {
     const reply = await w.weights.reply;
@@ -112,7 +113,7 @@ function onGridFocus(w, event) {
 
 function restoreFromURL(w) {
   const { values, ignored } = readURL(location.search, [...w.buttons].map((b) => b.dataset.head));
-  if (ignored.length) showMessage(w.root, "note", `Ignored in the link: ${ignored.join(", ")}.`);
+  noteIgnored(w.root, ignored);
   if (values.head) selectHead(w, values.head);
   if (values.sentence === undefined && values.ablate === undefined) return;
   if (values.sentence !== undefined) w.textarea.value = values.sentence;
@@ -148,8 +149,7 @@ function mount(root) {
     if (td) showCell(w, Number(td.dataset.q), Number(td.dataset.k));
   });
   w.details.addEventListener("toggle", () => w.details.open && showWeights(w));
-  // After a failed start, the Retry that brings Python up recomputes what the reader last asked for.
-  onStatus(({ state }) => state === "ready" && root.dataset.state === "error" && request(w, w.wanted));
+  recomputeOnReady(root, () => request(w, w.wanted));
   if (w.urlState) restoreFromURL(w);
 }
 

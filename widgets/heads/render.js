@@ -5,8 +5,6 @@ import { output, showMessage } from "../runtime/dom.js";
 import { paint, selectRow, setTokens } from "./grid.js";
 import { cellText, drawThumb, highlight, setSentence, showInfo } from "./view.js";
 
-export const ABLATED = "previous_token"; // the head the knock-out zeroes
-
 /** The row shown first: the first token seen before (the content head leaves its own position), else the last. */
 function firstQuery({ heads: { content } }) {
   const q = content.findIndex((row, i) => row[i] < 0.5);
@@ -33,7 +31,7 @@ export function renderHead(w) {
   paint(w.grid, result.heads[head], w.palette.css);
   root.dataset.head = head;
   for (const button of w.buttons) button.setAttribute("aria-pressed", String(button.dataset.head === head));
-  showInfo(root, result.info[head], w.layers, { averaged: head === "averaged", ablated: w.job.ablate && head === ABLATED });
+  showInfo(root, result.info[head], w.layers, { averaged: head === "averaged", ablated: w.job.ablate && head === w.ablate.value });
   selectQuery(w, w.query);
   if (w.readout) showCell(w, w.readout.q, w.readout.k);
 }

@@ -1,11 +1,11 @@
 // The parts of the heads widget around the heatmap: the sentence with the selected query's attention
 // as highlights, the small multiples on the head buttons, the readouts and "How this head works".
 // Every token is the reader's text and goes in with textContent only.
-import { output, setText } from "../runtime/dom.js";
+import { clip as clipTo, output, setText } from "../runtime/dom.js";
 
 const SHOWN_CHARS = 30;
 
-export const clip = (text) => (text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS - 1)}…` : text);
+export const clip = (text) => clipTo(text, SHOWN_CHARS);
 
 /** The sentence as one span per token, reusing the spans it has. */
 export function setSentence(el, tokens) {

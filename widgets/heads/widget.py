@@ -82,6 +82,6 @@ def context(head: str = "induction") -> dict:
         "attends": [fmt_weight(w) for w in result["heads"][head][query]],
         "gradient": f"linear-gradient(to right, {', '.join(PALETTE)})",
         "layers": LAYERS,
-        "data": {"sentence": SENTENCE, "ablate": [], "result": result, "palette": PALETTE, "steps": STEPS,
+        "data": {"sentence": SENTENCE, "result": result, "palette": PALETTE, "steps": STEPS,
                  "layers": LAYERS},
     }

@@ -7,7 +7,7 @@
 import config from "./config.js";
 
 // A start or a call that stalls (no word from the worker for this long) ends in "error", not an endless spinner.
-export const STALL_TIMEOUT_MS = 20000;
+const STALL_TIMEOUT_MS = 20000;
 
 const listeners = new Set();
 let status = { state: "loading", message: "Starting Python…" };

@@ -18,3 +18,6 @@ export function showMessage(root, name, text) {
   el.hidden = !text;
   setText(el, text);
 }
+
+/** text cut to at most n characters, ending in "…" when cut. */
+export const clip = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);

@@ -19,7 +19,7 @@ function fmtScaled(value, base, units) {
 export const fmtBytes = (n) => fmtScaled(n, 1024, BYTE_UNITS);
 export const fmtFlops = (n) => fmtScaled(n, 1000, FLOP_UNITS);
 
-export function attentionKind(hKv, h) {
+function attentionKind(hKv, h) {
   return hKv === h ? "multi-head" : hKv === 1 ? "multi-query" : "grouped-query";
 }
 
@@ -27,22 +27,9 @@ function field(row, name) {
   return row.querySelector(`[data-field="${name}"]`);
 }
 
-function tensorRow(tbody, name) {
-  let row = tbody.querySelector(`[data-tensor="${CSS.escape(name)}"]`);
-  if (!row) {
-    row = tbody.rows[0].cloneNode(true);
-    row.dataset.tensor = name;
-    field(row, "op").firstElementChild.textContent = name;
-    tbody.append(row);
-  }
-  return row;
-}
-
 function renderTensors(root, tensors) {
-  const tbody = root.querySelector("[data-tensor]").parentElement;
   for (const t of tensors) {
-    const row = tensorRow(tbody, t.name);
-    row.hidden = false;
+    const row = root.querySelector(`[data-tensor="${CSS.escape(t.name)}"]`);
     setData(row, "shape", t.shape.join(","));
     setData(row, "view", String(t.view));
     if (field(row, "op").title !== t.op) field(row, "op").title = t.op;
@@ -52,8 +39,6 @@ function renderTensors(root, tensors) {
     setText(field(row, "bytes"), fmtBytes(t.bytes));
     setText(field(row, "note"), t.note);
   }
-  const names = new Set(tensors.map((t) => t.name));
-  for (const row of tbody.rows) row.hidden = !names.has(row.dataset.tensor);
 }
 
 function renderParams(root, report) {
@@ -77,7 +62,7 @@ function renderTotal(root, name, value, format) {
 }
 
 /** The check's message and one button per suggested value (built from data: textContent only). */
-export function renderCheck(root, check) {
+function renderCheck(root, check) {
   const out = output(root, "check");
   setData(out, "ok", String(check.ok));
   setText(out, check.message);

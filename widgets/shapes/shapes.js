@@ -1,9 +1,9 @@
 // The shapes widget: sliders and fields for d_model, h, n and B (and more under "More"); every
 // tensor's shape, the parameters, KV cache and FLOPs, computed by mha_core.shape_report in the page's
 // Python worker. The page arrives pre-rendered (data-state="initial"); this module keeps it live.
-import { call, onStatus } from "../runtime/bridge.js";
+import { call } from "../runtime/bridge.js";
 import { output, showMessage } from "../runtime/dom.js";
-import "../runtime/status.js";
+import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { render } from "./render.js";
 import { readConfig, readURL, writeURL, writeValues } from "./state.js";
 
@@ -79,7 +79,7 @@ function onEdit(w, target) {
 
 function restoreFromURL(w) {
   const { values, ignored } = readURL(location.search, w.form);
-  if (ignored.length) showMessage(w.root, "note", `Ignored in the link: ${ignored.join(", ")}.`);
+  noteIgnored(w.root, ignored);
   if (Object.keys(values).length === 0) return;
   writeValues(w.form, values);
   if (["n_kv_heads", "d_head", "bias", "dtype_bytes"].some((k) => k in values)) w.form.querySelector("details").open = true;
@@ -97,8 +97,7 @@ function mount(root) {
     writeValues(w.form, { [button.dataset.name]: button.dataset.value });
     onEdit(w, w.form.querySelector(`input[type="number"][name="${button.dataset.name}"]`));
   });
-  // After a failed start, the Retry that brings Python up recomputes what the reader last asked for.
-  onStatus(({ state }) => state === "ready" && root.dataset.state === "error" && update(w));
+  recomputeOnReady(root, () => update(w));
   if (w.urlState) restoreFromURL(w);
 }
 

@@ -1,5 +1,6 @@
 // The widget's configuration: read from its form with checks a reader can act on, written back to it,
 // and kept in the page's URL. Whatever the reader types or links stays data: it is parsed, never run.
+import { clip } from "../runtime/dom.js";
 import { fmtInt } from "./render.js";
 
 const OPTIONAL = ["n_kv_heads", "d_head"]; // empty means "derive it" (h, d_model / h)
@@ -16,9 +17,10 @@ export function parseWhole(text, name, min, max) {
   return { error: `${name} must be a whole number from ${fmtInt(min)} to ${fmtInt(max)}.` };
 }
 
-function parseField(input) {
-  if (OPTIONAL.includes(input.name) && input.value.trim() === "" && !input.validity.badInput) return { value: null };
-  return parseWhole(input.value, input.name, Number(input.min), Number(input.max));
+/** A number field's text (its value, or a URL's): blank is null (derived) where the field is optional. */
+function parseNumber(input, text, badInput = false) {
+  if (OPTIONAL.includes(input.name) && text.trim() === "" && !badInput) return { value: null };
+  return parseWhole(text, input.name, Number(input.min), Number(input.max));
 }
 
 function parseChoice(form, name, text) {
@@ -27,8 +29,7 @@ function parseChoice(form, name, text) {
     const options = [...form.querySelector('select[name="dtype_bytes"]').options].map((o) => o.value);
     return options.includes(text) ? { value: Number(text) } : {};
   }
-  const input = numberField(form, name);
-  return text === "" && OPTIONAL.includes(name) ? { value: null } : parseWhole(text, name, Number(input.min), Number(input.max));
+  return parseNumber(numberField(form, name), text);
 }
 
 /** {config, errors}: the form's configuration; each invalid number field is marked aria-invalid. */
@@ -36,7 +37,7 @@ export function readConfig(form) {
   const config = {};
   const errors = [];
   for (const input of form.querySelectorAll('input[type="number"]')) {
-    const { value, error } = parseField(input);
+    const { value, error } = parseNumber(input, input.value, input.validity.badInput);
     const invalid = String(Boolean(error));
     if (input.getAttribute("aria-invalid") !== invalid) input.setAttribute("aria-invalid", invalid);
     if (error) errors.push(error);
@@ -63,7 +64,7 @@ export function readURL(search, form) {
   for (const [key, text] of new URLSearchParams(search)) {
     if (!URL_KEYS.includes(key)) continue;
     const { value, error } = parseChoice(form, key, text);
-    if (value === undefined || error) ignored.push(`${key}=${text.length > SHOWN_CHARS ? text.slice(0, SHOWN_CHARS) + "…" : text}`);
+    if (value === undefined || error) ignored.push(`${key}=${clip(text, SHOWN_CHARS)}`);
     else values[key] = value;
   }
   return { values, ignored };
