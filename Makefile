@@ -31,5 +31,3 @@ test: $(VENV)/.test chromium
 bench: $(VENV)/.test chromium
 	$(PY) bench/core_speed.py
 	$(PY) bench/browser_budget.py
-	$(PY) bench/browser_shapes.py
-	$(PY) bench/browser_heads.py

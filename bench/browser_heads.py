@@ -12,15 +12,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]
-from conftest import build_into, launch_chromium, pages_with, serve  # noqa: E402
-from playwright.sync_api import sync_playwright  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mha_core import tokenize  # noqa: E402
+from tests.helpers import chromium, pages_with, served_site  # noqa: E402
 
 PHRASE = "the old keeper of the light waved at the ships , and"
 N_TOKENS = 40
@@ -88,16 +84,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100, help="head switches (sentence changes: half as many)")
     parser.add_argument("--site", type=Path, help="an already built site (default: build one now)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        site = args.site or build_into(Path(tmp) / "site")
-        server, base = serve(site)
-        try:
-            with sync_playwright() as p:
-                browser = launch_chromium(p)
-                times = measure(browser, base + pages_with(site, 'data-mha-widget="heads"')[0], args.rounds)
-                browser.close()
-        finally:
-            server.shutdown()
+    with served_site(args.site) as (site, base), chromium() as browser:
+        times = measure(browser, base + pages_with(site, 'data-mha-widget="heads"')[0], args.rounds)
     print(f"heads widget, {N_TOKENS}-token sentence, headless Chromium: {args.rounds} head switches, "
           f"{args.rounds // 2} sentence changes")
     print(summary("head switch: click -> heatmap in the DOM", times["switchDom"]))

@@ -15,13 +15,10 @@ import argparse
 import re
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
-from conftest import build_into, launch_chromium, pages_with, serve  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.helpers import chromium, pages_with, served_site  # noqa: E402
 
 # Runs before the page's own scripts: record long tasks, the widget's paint and the moment of "ready".
 OBSERVE = """
@@ -156,16 +153,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="cold-cache page loads")
     parser.add_argument("--changes", type=int, default=100, help="slider changes timed")
     args = parser.parse_args()
-    site = args.site or build_into(Path(tempfile.mkdtemp()) / "site")
-    server, base = serve(site)
-    url = base + pages_with(site, 'data-mha-widget="shapes"')[0] + "#mha-shapes-1"  # in view: Element Timing
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        figures = measure(browser, url, args.runs, args.changes)
-        browser.close()
-    server.shutdown()
+    with served_site(args.site) as (site, base):
+        url = base + pages_with(site, 'data-mha-widget="shapes"')[0] + "#mha-shapes-1"  # in view: Element Timing
+        with chromium() as browser:
+            figures = measure(browser, url, args.runs, args.changes)
     report(url, figures)
-
 
 if __name__ == "__main__":
     main()

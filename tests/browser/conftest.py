@@ -12,65 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import re
-import shutil
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-import build  # noqa: E402
+from tests.helpers import build_into, launch_chromium, pages_with, serve
 
-MOUNT = "/mha/"  # a sub-path, as https://USER.github.io/REPO/
 READY_TIMEOUT_MS = 30_000
 expect.set_options(timeout=READY_TIMEOUT_MS)  # a page reload restarts Python: slow on a loaded 2-core machine
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOCAL_HOSTS = {"127.0.0.1"}
-
-
-def find_chromium() -> str:
-    """The system Chromium (Playwright's own browser download is not used)."""
-    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
-        path = name and shutil.which(name)
-        if path:
-            return path
-    raise RuntimeError("Chromium was not found: install Debian's chromium (`apt-get install chromium`, "
-                       "or `make chromium`) or set CHROMIUM to its path")
-
-
-def launch_chromium(playwright):
-    return playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
-
-
-def build_into(out: Path, *options: str) -> Path:
-    """Run `python build.py --out out [options]` as a reader of the README would."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out", str(out), *options],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
-    if done.returncode:
-        raise RuntimeError(f"build.py failed:\n{done.stdout}\n{done.stderr}")
-    return out
-
-
-def serve(root: Path, mount: str = MOUNT):
-    """(server, base URL) for root on 127.0.0.1; the caller shuts the server down."""
-    server = build.make_server(root, 0, mount)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_port}{mount}"
-
-
-def pages_with(site: Path, marker: str) -> list[str]:
-    """URL paths (relative to the site) of the pages whose HTML holds marker."""
-    return sorted(p.parent.relative_to(site).as_posix() + "/" for p in site.rglob("index.html")
-                  if marker in p.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")

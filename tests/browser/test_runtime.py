@@ -15,9 +15,10 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from conftest import MOUNT, READY_TIMEOUT_MS, build, wait_ready
+import build
+from conftest import READY_TIMEOUT_MS, wait_ready
 from test_heads_widget import READ, SENTENCE, check_layout, show_sentence, tokens_of
-from test_shapes_widget import assert_shows, expected, form_config, shown
+from tests.helpers import MOUNT, assert_shows, expected, form_config, shown
 
 NESTED = 10_000  # JSON arrays nested this deep overflow the wasm stack in Python's json parser
 

@@ -9,48 +9,14 @@ import mha_core
 from mha_core.presets import PRESETS
 from playwright.sync_api import expect
 
+import build
 import conftest
-from conftest import build, build_into, pages_with, serve, wait_ready
+from conftest import wait_ready
+from tests.helpers import FORM, assert_shows, build_into, expected, form_config, pages_with, serve, shown
 
 
-SHOWN = """root => ({
-  ok: root.querySelector('[data-output="check"]').dataset.ok === "true",
-  message: root.querySelector('[data-output="check"]').textContent,
-  suggestions: [...root.querySelectorAll('[data-output="suggestions"] button')].map(b => [b.dataset.name, Number(b.dataset.value)]),
-  tensors: Object.fromEntries([...root.querySelectorAll("[data-tensor]")].filter(r => !r.hidden).map(r => [r.dataset.tensor, r.dataset.shape])),
-  params: Number(root.querySelector('[data-output="params"]').dataset.value),
-  kv_cache: Number(root.querySelector('[data-output="kv_cache"]').dataset.value),
-  flops: Number(root.querySelector('[data-output="flops"]').dataset.value),
-})"""
-FORM = """root => Object.fromEntries([...root.querySelectorAll('input[type="number"]')].map(i => [i.name, i.value]))"""
 OPTIONAL = ("n_kv_heads", "d_head")  # empty means "derive it"
 BAD_NUMBERS = ["", "-5", "0", "3.5", "1e12", "12345678901234567890"]
-
-
-def expected(report: dict) -> dict:
-    """What the widget must show for a shape_report."""
-    check = report["check"]
-    out = {"ok": check["ok"], "message": check["message"],
-           "suggestions": [[name, v] for name, values in check["suggestions"].items() for v in values]}
-    if report["ok"]:
-        out |= {"tensors": {t["name"]: ",".join(map(str, t["shape"])) for t in report["tensors"]},
-                "params": report["params"]["total"], "kv_cache": report["kv_cache_bytes"], "flops": report["flops"]}
-    return out
-
-
-def shown(widget, keys) -> dict:
-    values = widget.evaluate(SHOWN)
-    return {k: values[k] for k in keys}
-
-
-def assert_shows(widget, **config):
-    """Wait until the widget is live with mha_core's answer for config, then compare every value."""
-    want = expected(mha_core.shape_report(**config))
-    expect(widget.locator('[data-output="check"]')).to_have_attribute("data-ok", str(want["ok"]).lower())
-    if want["ok"]:
-        expect(widget.locator('[data-output="params"]')).to_have_attribute("data-value", str(want["params"]))
-    expect(widget).to_have_attribute("data-state", "live")
-    assert shown(widget, want) == want
 
 
 def open_widget(page, site_url, path, query=""):
@@ -71,10 +37,6 @@ def paste_number(widget, name, text):
     field.select_text()
     field.press("Control+V")
     field.press("Enter")
-
-
-def form_config(widget) -> dict:
-    return {k: int(v) for k, v in widget.evaluate(FORM).items() if v}
 
 
 def test_first_paint_is_mha_core_then_python_runs_in_a_worker(page, page_log, site_url, shapes_path):

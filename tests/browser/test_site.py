@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import expect
 
-from conftest import LOCAL_HOSTS, serve, wait_ready
+from conftest import LOCAL_HOSTS, wait_ready
+from tests.helpers import serve
 from test_runtime import ask, check_answered
 
 RUNTIME_FILES = re.compile(r"/assets/(pyodide|wheels|widgets/runtime)/")

@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 import zipfile
@@ -15,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+import build
+from build import BuildError
+
+from tests.helpers import serve
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-import build  # noqa: E402
-from build import BuildError  # noqa: E402
 
 
 # ---------------------------------------------------------------- sha256 checks
@@ -133,9 +134,8 @@ def test_the_csp_lists_the_hash_of_each_inline_script_that_runs():
 def served(tmp_path):
     for name in ("a.wasm", "b.mjs", "c.js", "d.whl", "e.json", "f.zip"):
         (tmp_path / name).write_bytes(b"x")
-    server = build.make_server(tmp_path, 0, "/mha/")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
+    server, url = serve(tmp_path, "/mha/")
+    yield url.removesuffix("/mha/")
     server.shutdown()
 
 

@@ -3,36 +3,23 @@ from __future__ import annotations
 
 import filecmp
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
+import build
 import mha_core
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-import build  # noqa: E402
+from tests.helpers import build_into
 
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
 EXTERNAL_OK = re.compile(r'<a [^>]*href="https?://')  # links a reader may follow; nothing loads them
 
 
-def run_build(out: Path) -> Path:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, "build.py", "--out", str(out)], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "WARNING" not in done.stderr, done.stderr
-    return out
-
-
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory):
     base = tmp_path_factory.mktemp("builds")
-    return run_build(base / "one"), run_build(base / "two")
+    return build_into(base / "one"), build_into(base / "two")
 
 
 def pages(site: Path) -> list[Path]:
