@@ -70,6 +70,15 @@ def test_merge_undoes_split_exactly(B, n, h, d_k, dtype):
     assert np.array_equal(merge_heads(heads), x)
 
 
+def test_one_big_projection_is_the_per_head_projections_concatenated():
+    x = rng.standard_normal((2, 5, 12))
+    W_heads = [rng.standard_normal((12, 4)) for _ in range(3)]  # head i's own [d_model, d_k] matrix
+    W_Q = np.concatenate(W_heads, axis=1)  # [d_model, h·d_k]: the per-head matrices side by side
+    q_heads = split_heads(x @ W_Q, 3)  # one projection, then the reshape: [B, h, n, d_k]
+    for i, W_i in enumerate(W_heads):
+        assert np.allclose(q_heads[:, i], x @ W_i, rtol=0, atol=1e-12)
+
+
 def test_split_is_a_strided_view_and_merge_copies():
     x = np.arange(2 * 5 * 12, dtype=np.float32).reshape(2, 5, 12)
     heads = split_heads(x, 3)
