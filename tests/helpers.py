@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import build
 import mha_core
+import pytest
 from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,3 +126,84 @@ def assert_shows(widget, **config):
 def form_config(widget) -> dict:
     """The shapes widget's number fields that are filled in, as shape_report's arguments."""
     return {k: int(v) for k, v in widget.evaluate(FORM).items() if v}
+
+
+# ---------------------------------------------------------------- the heads widget
+
+SENTENCE = "Mary gave John a book; later, Mary gave John a pen."
+TOKEN = re.compile(r"\w+|[^\w\s]")  # words, and each other non-space character alone
+READ = """root => ({
+  cells: [...root.querySelectorAll("td[data-q][data-k][data-weight]")].map(td => [+td.dataset.q, +td.dataset.k, td.dataset.weight]),
+  masked: [...root.querySelectorAll("td[data-masked]")].length,
+  labels: [...root.querySelectorAll("[data-token-index]")].map(el => [el.dataset.axis, +el.dataset.tokenIndex, el.textContent]),
+})"""
+# Times the next change of the sentence: from the change event (seen first, on the way down to the field)
+# to data-state="live", into window.__answeredMs.
+TIME_ANSWER = """root => {
+  window.__answer?.disconnect();
+  window.__answeredMs = null;
+  let t0 = null;
+  root.addEventListener("change", () => { t0 = performance.now(); }, { capture: true, once: true });
+  window.__answer = new MutationObserver(() => {
+    if (t0 === null || root.dataset.state !== "live") return;
+    window.__answeredMs = performance.now() - t0;
+    window.__answer.disconnect();
+  });
+  window.__answer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
+}"""
+
+
+def tokens_of(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+def heatmap(read: dict, n: int) -> list[list[float | None]]:
+    """[n, n] weights from the DOM cells; None where nothing is drawn."""
+    W = [[None] * n for _ in range(n)]
+    for q, k, weight in read["cells"]:
+        assert re.fullmatch(r"\d\.\d{4}", weight), weight  # 4 decimals
+        W[q][k] = float(weight)
+    return W
+
+
+def check_layout(read: dict, tokens: list[str]) -> list[list[float | None]]:
+    """Token labels on both axes (and in the sentence), the causal triangle drawn, the rest masked."""
+    n = len(tokens)
+    for axis in ("query", "key", "sentence"):
+        assert [(i, text) for a, i, text in read["labels"] if a == axis] == list(enumerate(tokens)), axis
+    W = heatmap(read, n)
+    assert all((W[q][k] is None) == (k > q) for q in range(n) for k in range(n))
+    assert read["masked"] == n * (n - 1) // 2
+    for row in W:
+        assert sum(w for w in row if w is not None) == pytest.approx(1, abs=1e-3 * n)
+    return W
+
+
+def show_sentence(widget, text: str) -> float | None:
+    """Type a sentence and leave the field, as a reader does (applied on change); wait for its patterns.
+    Returns the milliseconds from the change to data-state="live" (None if the text was already there)."""
+    widget.evaluate(TIME_ANSWER)
+    field = widget.locator('textarea[name="sentence"]')
+    field.fill(text)
+    field.press("Tab")
+    expect(widget).to_have_attribute("data-state", "live")
+    return widget.evaluate("() => window.__answeredMs")
+
+
+
+# ---------------------------------------------------------------- either widget
+
+def ask(name, widget, value) -> None:
+    """Change the widget's input (batch, or the sentence) without waiting for an answer."""
+    field = widget.locator('input[type="number"][name="batch"]' if name == "shapes" else 'textarea[name="sentence"]')
+    field.fill(str(value))
+    field.press("Enter" if name == "shapes" else "Tab")
+
+
+def check_answered(name, widget, value) -> None:
+    """The widget is live with Python's answer for value."""
+    if name == "shapes":
+        assert_shows(widget, **{**form_config(widget), "batch": value})
+    else:
+        expect(widget).to_have_attribute("data-state", "live")
+        check_layout(widget.evaluate(READ), tokens_of(value))

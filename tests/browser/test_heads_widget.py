@@ -6,70 +6,22 @@ error, console error, CSP violation or request off 127.0.0.1. Most tests share o
 that Python starts once for them."""
 from __future__ import annotations
 
-import re
-
 import mha_core
 import pytest
 from playwright.sync_api import expect
 
 import conftest
 from conftest import on_widget_page, wait_ready
+from tests.helpers import READ, SENTENCE, check_layout, heatmap, show_sentence, tokens_of
 from tests.oracles import rule_rows
 
-SENTENCE = "Mary gave John a book; later, Mary gave John a pen."
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")
-TOKEN = re.compile(r"\w+|[^\w\s]")  # words, and each other non-space character alone
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & "quotes"'
 ANSWER_MS = 1000  # a sentence is answered within a second
 
-READ = """root => ({
-  cells: [...root.querySelectorAll("td[data-q][data-k][data-weight]")].map(td => [+td.dataset.q, +td.dataset.k, td.dataset.weight]),
-  masked: [...root.querySelectorAll("td[data-masked]")].length,
-  labels: [...root.querySelectorAll("[data-token-index]")].map(el => [el.dataset.axis, +el.dataset.tokenIndex, el.textContent]),
-})"""
-# Times the next change of the sentence: from the change event (seen first, on the way down to the field)
-# to data-state="live", into window.__answeredMs.
-TIME_ANSWER = """root => {
-  window.__answer?.disconnect();
-  window.__answeredMs = null;
-  let t0 = null;
-  root.addEventListener("change", () => { t0 = performance.now(); }, { capture: true, once: true });
-  window.__answer = new MutationObserver(() => {
-    if (t0 === null || root.dataset.state !== "live") return;
-    window.__answeredMs = performance.now() - t0;
-    window.__answer.disconnect();
-  });
-  window.__answer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
-}"""
 
 
 # ---------------------------------------------------------------- the oracle: each head's rule, stated directly
-
-def tokens_of(text: str) -> list[str]:
-    return TOKEN.findall(text)
-
-
-def heatmap(read: dict, n: int) -> list[list[float | None]]:
-    """[n, n] weights from the DOM cells; None where nothing is drawn."""
-    W = [[None] * n for _ in range(n)]
-    for q, k, weight in read["cells"]:
-        assert re.fullmatch(r"\d\.\d{4}", weight), weight  # 4 decimals
-        W[q][k] = float(weight)
-    return W
-
-
-def check_layout(read: dict, tokens: list[str]) -> list[list[float | None]]:
-    """Token labels on both axes (and in the sentence), the causal triangle drawn, the rest masked."""
-    n = len(tokens)
-    for axis in ("query", "key", "sentence"):
-        assert [(i, text) for a, i, text in read["labels"] if a == axis] == list(enumerate(tokens)), axis
-    W = heatmap(read, n)
-    assert all((W[q][k] is None) == (k > q) for q in range(n) for k in range(n))
-    assert read["masked"] == n * (n - 1) // 2
-    for row in W:
-        assert sum(w for w in row if w is not None) == pytest.approx(1, abs=1e-3 * n)
-    return W
-
 
 def check_rule(kind: str, W, tokens: list[str], others=None) -> int:
     """Assert kind's rule on W; return how many rows it spoke of."""
@@ -87,17 +39,6 @@ def check_rule(kind: str, W, tokens: list[str], others=None) -> int:
 
 def open_widget(page, site_url, path, query=""):
     return conftest.open_widget(page, site_url + path + query, "heads")
-
-
-def show_sentence(widget, text: str) -> float | None:
-    """Type a sentence and leave the field, as a reader does (applied on change); wait for its patterns.
-    Returns the milliseconds from the change to data-state="live" (None if the text was already there)."""
-    widget.evaluate(TIME_ANSWER)
-    field = widget.locator('textarea[name="sentence"]')
-    field.fill(text)
-    field.press("Tab")
-    expect(widget).to_have_attribute("data-state", "live")
-    return widget.evaluate("() => window.__answeredMs")
 
 
 def select_head(widget, kind: str) -> dict:

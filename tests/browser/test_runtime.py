@@ -17,8 +17,7 @@ from playwright.sync_api import expect
 
 import build
 from conftest import READY_TIMEOUT_MS, wait_ready
-from test_heads_widget import READ, SENTENCE, check_layout, show_sentence, tokens_of
-from tests.helpers import MOUNT, assert_shows, expected, form_config, shown
+from tests.helpers import MOUNT, READ, SENTENCE, ask, check_answered, check_layout, expected, form_config, show_sentence, shown, tokens_of
 
 NESTED = 10_000  # JSON arrays nested this deep overflow the wasm stack in Python's json parser
 
@@ -86,22 +85,6 @@ def check_prerendered(name, widget) -> None:
         core = mha_core.head_patterns(sentence)["heads"][widget.get_attribute("data-head")]
         assert all(float(w) == pytest.approx(core[q][k], abs=1e-4) for q, k, w in read["cells"])
     expect(widget.locator('[data-output="results"], table[role="grid"]')).to_be_visible()
-
-
-def ask(name, widget, value) -> None:
-    """Change the widget's input (batch, or the sentence) without waiting for an answer."""
-    field = widget.locator('input[type="number"][name="batch"]' if name == "shapes" else 'textarea[name="sentence"]')
-    field.fill(str(value))
-    field.press("Enter" if name == "shapes" else "Tab")
-
-
-def check_answered(name, widget, value) -> None:
-    """The widget is live with Python's answer for value."""
-    if name == "shapes":
-        assert_shows(widget, **{**form_config(widget), "batch": value})
-    else:
-        expect(widget).to_have_attribute("data-state", "live")
-        check_layout(widget.evaluate(READ), tokens_of(value))
 
 
 CHANGES = {"shapes": (5, 6), "heads": (SENTENCE, "a b a b")}

@@ -11,8 +11,7 @@ from urllib.parse import urlsplit
 from playwright.sync_api import expect
 
 from conftest import LOCAL_HOSTS, wait_ready
-from tests.helpers import serve
-from test_runtime import ask, check_answered
+from tests.helpers import ask, check_answered, serve
 
 RUNTIME_FILES = re.compile(r"/assets/(pyodide|wheels|widgets/runtime)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
