@@ -1,5 +1,5 @@
 """What the site tests, the browser tests and the browser benchmarks share: building the site as a reader
-does, serving it under a sub-path, launching the system's Chromium, and reading the shapes widget."""
+does, serving it under a sub-path, launching the system's Chromium, and reading and driving the two widgets."""
 from __future__ import annotations
 
 import contextlib
