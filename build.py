@@ -37,6 +37,8 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from sitebuild.python_bundle import write_bundle
+
 ROOT = Path(__file__).resolve().parent
 CACHE = ROOT / ".cache"
 WATCHED = ("docs", "widgets", "mha_core", "overrides", "mkdocs.yml")
@@ -66,7 +68,7 @@ CDN_TIMEOUT = 3.0  # seconds; past the first failure the CDN is not asked again
 FIXED_EPOCH = 315532800  # 1980-01-01, the earliest date a zip can hold
 MIME_TYPES = {
     ".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
-    ".whl": "application/zip", ".zip": "application/zip", ".json": "application/json",
+    ".whl": "application/zip", ".zip": "application/zip", ".gz": "application/gzip", ".json": "application/json",
     ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml", ".woff2": "font/woff2",
 }
 CSP = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{script}; style-src 'self' 'unsafe-inline'; "
@@ -325,12 +327,25 @@ def stage_assets(assets: Path, pyodide_cdn: bool) -> None:
             shutil.copyfile(src, dest)
     wheel = build_wheel(ROOT / "mha_core", assets / "wheels")
     config = {"pyodide": PYODIDE_CDN if pyodide_cdn else None,
-              "wheel": wheel.name, "wheel_sha256": sha256(wheel), "pyodide_sha256": BROWSER_PINS}
+              "wheel": {"path": wheel.name, "sha256": sha256(wheel), "bytes": wheel.stat().st_size},
+              "files": python_files(assets / "pyodide", pyodide_cdn)}
     (assets / "widgets" / "runtime" / "config.js").write_text(
         "// Written by build.py.\nexport default " + json.dumps(config, indent=2) + ";\n")
     unpack_katex(fetch_katex(), assets / "katex")
-    if not pyodide_cdn:
-        shutil.copytree(fetch_pyodide(), assets / "pyodide", ignore=shutil.ignore_patterns("*.part"))
+
+
+def python_files(dest: Path, pyodide_cdn: bool) -> dict[str, dict]:
+    """The files the browser's worker loads, by the name Pyodide asks for: where each is (relative to the
+    Pyodide folder), whether it is gzipped, its sha256 and its size on the wire. Self-hosted, they are the
+    trimmed, compressed bundle written into dest (with pyodide.mjs); from the CDN, Pyodide's own files."""
+    source = fetch_pyodide()
+    as_is = {name: {"path": name, "gzip": False, "sha256": pin, "bytes": (source / name).stat().st_size}
+             for name, pin in BROWSER_PINS.items()}
+    if pyodide_cdn:
+        return as_is
+    files = write_bundle(source, NUMPY_WHEEL, dest)
+    shutil.copyfile(source / "pyodide.mjs", dest / "pyodide.mjs")
+    return {"pyodide.mjs": as_is["pyodide.mjs"], **files}
 
 
 # ---------------------------------------------------------------- mkdocs and the CSP
@@ -389,20 +404,21 @@ def mkdocs_build(docs: Path, out: Path, widgets: set[str], pyodide_cdn: bool, si
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)([^>]*)>(.*?)</script>", re.S)
 
 
-def inline_hashes(html: str) -> str:
-    """CSP source list of the sha256 of each inline script that runs (JSON data blocks do not)."""
+def inline_hashes(pages: list[str]) -> str:
+    """CSP source list of the sha256 of each inline script that runs (JSON data blocks do not) in any of pages."""
     hashes = [base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
-              for attrs, body in INLINE_SCRIPT.findall(html) if "application/json" not in attrs]
+              for html in pages for attrs, body in INLINE_SCRIPT.findall(html) if "application/json" not in attrs]
     return " ".join(f"'sha256-{h}'" for h in dict.fromkeys(hashes))
 
 
 def seal_csp(out: Path) -> None:
-    """Put each page's inline-script hashes into its Content-Security-Policy."""
-    for page in out.rglob("*.html"):
-        html = page.read_text(encoding="utf-8")
+    """Put the inline-script hashes of the whole site into every page's Content-Security-Policy: with instant
+    navigation the first page's policy stays in force on the pages the reader moves to."""
+    pages = {page: page.read_text(encoding="utf-8") for page in sorted(out.rglob("*.html"))}
+    hashes = (" " + inline_hashes(list(pages.values()))).rstrip()
+    for page, html in pages.items():
         if INLINE_HASHES in html:
-            page.write_text(html.replace(" " + INLINE_HASHES, (" " + inline_hashes(html)).rstrip()),
-                            encoding="utf-8")
+            page.write_text(html.replace(" " + INLINE_HASHES, hashes), encoding="utf-8")
 
 
 def build_site(out: Path, pyodide_cdn: bool = False, site_url: str | None = None) -> Path:

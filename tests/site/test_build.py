@@ -127,7 +127,7 @@ def test_the_csp_lists_the_hash_of_each_inline_script_that_runs():
     html = ('<script>a=1</script><script id="c" type="application/json">{"x": 1}</script>'
             '<script src="x.js"></script><script>a=1</script><script>b=2</script>')
     digest = lambda s: "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"  # noqa: E731
-    assert build.inline_hashes(html) == f"{digest('a=1')} {digest('b=2')}"
+    assert build.inline_hashes([html]) == f"{digest('a=1')} {digest('b=2')}"
 
 
 @pytest.fixture

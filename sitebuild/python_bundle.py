@@ -1,0 +1,91 @@
+"""The Python a reader's browser downloads, made small: Pyodide's files trimmed of what the site never imports,
+then gzip-compressed, so that a host that does not compress still sends a fraction (the worker decompresses them
+with DecompressionStream and checks each one's sha256 before use).
+
+    pyodide.asm.wasm, pyodide.asm.js   as Pyodide ships them
+    python_stdlib.zip                  only the top-level modules in STDLIB_KEEP, stored: the gzip around the
+                                       whole archive compresses across files, which per-file deflate cannot
+    numpy wheel                        without NUMPY_DROP (parts NumPy imports only on request), stored
+    pyodide-lock.json                  NumPy's entry alone, pointing at the trimmed wheel
+
+Each goes out as NAME.gz. manifest() says, for each file Pyodide asks for, where its .gz is, the sha256 of the
+bytes after decompression and the size on the wire.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+# Every top-level module Pyodide's start, NumPy's import and mha_core import (recorded from sys.modules
+# after every bridge function ran in the browser); tests/site/test_python_bundle.py checks that mha_core
+# imports nothing else from the standard library.
+STDLIB_KEEP = frozenset("""
+    __future__ _collections_abc _compat_pickle _compression _pyodide _sitebuiltins _weakrefset abc ast asyncio
+    base64 bisect bz2 calendar codecs collections concurrent contextlib contextvars copy copyreg csv ctypes
+    dataclasses datetime dis email encodings enum fnmatch functools genericpath hashlib heapq hmac importlib
+    inspect io ipaddress json keyword linecache locale logging ntpath numbers opcode operator os pathlib pickle
+    platform posixpath pyodide quopri random re reprlib secrets selectors shutil signal site socket stat string
+    struct subprocess tarfile tempfile textwrap threading token tokenize traceback types typing urllib warnings
+    weakref zipfile
+""".split())
+# Parts of NumPy's wheel that `import numpy` and mha_core never load (NumPy imports fft, polynomial and ma
+# only when asked for them), and type stubs.
+NUMPY_DROP = ("numpy/f2py/", "numpy/testing/", "numpy/_pyinstaller/", "numpy/doc/", "numpy/fft/",
+              "numpy/polynomial/", "numpy/ma/")
+AS_IS = ("pyodide.asm.wasm", "pyodide.asm.js")
+STDLIB, LOCK = "python_stdlib.zip", "pyodide-lock.json"
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def restored(archive: bytes, keep) -> bytes:
+    """archive (a zip) with only the members keep(name) accepts, stored uncompressed with fixed dates."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(archive)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            if keep(info.filename):
+                member = zipfile.ZipInfo(info.filename, FIXED_DATE)
+                member.external_attr = info.external_attr
+                dst.writestr(member, src.read(info))
+    return out.getvalue()
+
+
+def stdlib_kept(name: str) -> bool:
+    return name.split("/")[0].removesuffix(".py") in STDLIB_KEEP
+
+
+def numpy_kept(name: str) -> bool:
+    return not (name.startswith(NUMPY_DROP) or name.endswith(".pyi"))
+
+
+def numpy_lock(lock: dict, wheel_name: str, wheel: bytes) -> bytes:
+    """pyodide-lock.json with NumPy's entry alone, its sha256 that of the trimmed wheel."""
+    entry = {**lock["packages"]["numpy"], "file_name": wheel_name,
+             "sha256": hashlib.sha256(wheel).hexdigest(), "depends": []}
+    return json.dumps({"info": lock["info"], "packages": {"numpy": entry}}, indent=1, sort_keys=True).encode()
+
+
+def trimmed(source: Path, numpy_wheel: str) -> dict[str, bytes]:
+    """The files the browser needs, by the name Pyodide asks for, from the verified files in source."""
+    files = {name: (source / name).read_bytes() for name in AS_IS}
+    files[STDLIB] = restored((source / STDLIB).read_bytes(), stdlib_kept)
+    files[numpy_wheel] = restored((source / numpy_wheel).read_bytes(), numpy_kept)
+    lock = json.loads((source / LOCK).read_text())
+    files[LOCK] = numpy_lock(lock, numpy_wheel, files[numpy_wheel])
+    return files
+
+
+def write_bundle(source: Path, numpy_wheel: str, dest: Path) -> dict[str, dict]:
+    """Write NAME.gz for each file into dest (byte-identical between builds); return manifest entries
+    {name: {"path": "NAME.gz", "gzip": True, "sha256": of the decompressed bytes, "bytes": size on the wire}}."""
+    dest.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    for name, data in trimmed(source, numpy_wheel).items():
+        packed = gzip.compress(data, compresslevel=9, mtime=0)
+        (dest / f"{name}.gz").write_bytes(packed)
+        manifest[name] = {"path": f"{name}.gz", "gzip": True,
+                          "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(packed)}
+    return manifest
