@@ -27,15 +27,22 @@ LOCAL_HOSTS = {"127.0.0.1"}
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    return build_into(tmp_path_factory.mktemp("built") / "site")
+def site_server(tmp_path_factory):
+    """(the built site, its base URL): built for the address it is served at, as instant navigation needs."""
+    server, url = serve(None)
+    server.root = build_into(tmp_path_factory.mktemp("built") / "site", "--site-url", url)
+    yield server.root, url
+    server.shutdown()
 
 
 @pytest.fixture(scope="session")
-def site_url(built_site):
-    server, url = serve(built_site)
-    yield url
-    server.shutdown()
+def built_site(site_server) -> Path:
+    return site_server[0]
+
+
+@pytest.fixture(scope="session")
+def site_url(site_server) -> str:
+    return site_server[1]
 
 
 @pytest.fixture(scope="session")
@@ -117,14 +124,24 @@ def watched_page(browser, log: PageLog, **options):
         context.close()
 
 
+def show_widget(page) -> None:
+    """Scroll the page's first widget into view, as a reader does: Python starts once one is near the screen."""
+    widgets = page.locator("[data-mha-widget]")
+    if widgets.count():
+        widgets.first.scroll_into_view_if_needed()
+
+
 def wait_ready(page) -> None:
+    show_widget(page)
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=READY_TIMEOUT_MS)
 
 
 def open_widget(page, url: str, name: str):
-    """Go to url; return its first NAME widget."""
+    """Go to url and scroll its first NAME widget into view; return the widget."""
     page.goto(url)
-    return page.locator(f'[data-mha-widget="{name}"]').first
+    widget = page.locator(f'[data-mha-widget="{name}"]').first
+    widget.scroll_into_view_if_needed()
+    return widget
 
 
 def on_widget_page(page, url: str, name: str):

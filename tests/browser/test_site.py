@@ -1,7 +1,8 @@
 """The site as a whole, in Chromium: every page loads from the site itself only, meets its Content-Security-
 Policy (a meta tag: 'self', plus the 'wasm-unsafe-eval' Pyodide needs) with both widgets working under it,
-starts Python only where a widget is, and moving between pages mounts the widgets afresh (Material's instant
-navigation is off). conftest fails each test on a CSP violation, a console error or a request off 127.0.0.1."""
+starts Python only where a widget is, and moving between pages (Material's instant navigation, or a full
+reload) mounts the widgets. conftest fails each test on a CSP violation, a console error or a request off
+127.0.0.1."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ from playwright.sync_api import expect
 from conftest import LOCAL_HOSTS, wait_ready
 from tests.helpers import ask, check_answered, serve
 
-RUNTIME_FILES = re.compile(r"/assets/(pyodide|wheels|widgets/runtime)/")
+PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
 CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave"}
 
@@ -34,17 +35,18 @@ def use_widgets(page) -> list[str]:
     return names
 
 
-def assert_no_runtime(page, requests: list[str]) -> None:
-    """A frame after the first paint (when the runtime would start): no runtime, none of its files, no worker."""
+def assert_no_python(page, requests: list[str]) -> None:
+    """A frame after the page's load (when the runtime would start): Python idle, none of its files, no worker."""
+    page.wait_for_load_state("load")
     page.evaluate(NEXT_FRAME)
-    assert page.locator("html").get_attribute("data-mha-runtime") is None, page.url
-    assert [u for u in requests if RUNTIME_FILES.search(u)] == [], page.url
+    assert page.locator("html").get_attribute("data-mha-runtime") == "idle", page.url
+    assert [u for u in requests if PYTHON_FILES.search(u)] == [], page.url
     assert not [w.url for w in page.workers if "/runtime/" in w.url], page.url
 
 
 def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, built_site, site_url):
-    """Both widgets go live under the CSP; a page without a widget fetches no Pyodide, no wheel, no runtime
-    script and starts no worker of ours, even a frame after the first paint (when the runtime would start).
+    """Both widgets go live under the CSP; a page without a widget fetches no Pyodide and no wheel and starts
+    no worker of ours, even a frame after its load (when the runtime would start).
     404.html links its files from the root (it is served at any depth), so it is visited on a server of the
     site at the root."""
     pages = site_pages(built_site)
@@ -60,7 +62,7 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
             if page.locator("[data-mha-widget]").count():
                 live += use_widgets(page)
             else:
-                assert_no_runtime(page, page_log.requests[before:])
+                assert_no_python(page, page_log.requests[before:])
     finally:
         root_server.shutdown()
     assert sorted(live) == ["heads", "shapes"]
@@ -85,17 +87,19 @@ def test_the_csp_blocks_what_the_site_does_not_use_and_the_violation_is_seen(pag
     page_log.violations.clear()  # provoked here; any other fails the test
 
 
-def test_moving_between_pages_mounts_the_widgets_afresh(page, site_url, shapes_path, heads_path):
-    """Instant navigation is off, so each page is a new document whose widgets mount and start Python; the
-    page left while its Python was still starting leaves no error behind."""
+def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, heads_path):
+    """Instant navigation: the footer's link brings the next page into the same document, whose widgets mount
+    and use the Python already running; a full reload mounts them afresh and starts Python again."""
     page.goto(site_url + shapes_path)
     features = json.loads(page.locator("#__config").text_content())["features"]
-    assert "navigation.instant" not in features
+    assert "navigation.instant" in features
+    assert use_widgets(page) == ["shapes"]
     page.evaluate("window.__earlier = true")
     page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
     expect(page).to_have_url(site_url + heads_path)
-    assert page.evaluate("window.__earlier") is None  # a new document
+    assert page.evaluate("window.__earlier") is True  # the same document
     assert use_widgets(page) == ["heads"]
-    page.go_back()
-    expect(page.locator('[data-mha-widget="shapes"]')).to_have_attribute("data-state", "initial")
-    assert use_widgets(page) == ["shapes"]
+    page.reload()
+    assert page.evaluate("window.__earlier") is None  # a new document
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", re.compile("idle|loading"))
+    assert use_widgets(page) == ["heads"]

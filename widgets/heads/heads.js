@@ -4,6 +4,7 @@
 // call answers all five heads, so switching heads renders from the result in hand, without Python.
 // The page arrives pre-rendered (data-state="initial"); this module keeps it live.
 import { call } from "../runtime/bridge.js";
+import { mountEach } from "../runtime/page.js";
 import { output, showMessage } from "../runtime/dom.js";
 import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
@@ -122,7 +123,7 @@ function restoreFromURL(w) {
 }
 
 function mount(root) {
-  const data = JSON.parse(root.querySelector("[data-heads-data]").textContent);
+  const data = JSON.parse(root.querySelector("[data-heads-data]").content.textContent);
   const job = { sentence: data.sentence, ablate: false };
   const w = {
     root, data, job, wanted: job, result: data.result, head: root.dataset.head, query: Number(root.dataset.query),
@@ -153,4 +154,4 @@ function mount(root) {
   if (w.urlState) restoreFromURL(w);
 }
 
-document.querySelectorAll('[data-mha-widget="heads"]').forEach(mount);
+mountEach('[data-mha-widget="heads"]', mount);

@@ -1,17 +1,28 @@
 // The one path from the page to Python. Every widget imports `call`:
 //   const report = await call("shape_report", { d_model: 512, n_heads: 8, seq_len: 10, batch: 2 });
-// One module Web Worker per page runs Pyodide (worker.js); requests carry ids, plain JSON in and out.
-// <html data-mha-runtime="loading|ready|error"> and onStatus() tell where the runtime is. A runtime that
-// fails (a file missing or not the one built, the worker crashing, Python failing fatally, no answer for
-// STALL_TIMEOUT_MS) is ended, every waiting call is rejected, and retry() starts a new one.
+// One module Web Worker runs Pyodide (worker.js); requests carry ids, plain JSON in and out. With instant
+// navigation the same worker serves every page the reader moves to.
+// <html data-mha-runtime="idle|loading|ready|error"> and onStatus() tell where the runtime is:
+//   idle     not started: Python starts once the page has loaded and a widget is about to be seen, or at the
+//            first call; on a connection that asks to save data, only when the reader presses "Load"
+//   loading  downloading and starting, with the bytes that arrived in the message
+// A runtime that fails (a file missing or not the one built, the worker crashing, Python failing fatally,
+// nothing arriving or answered for STALL_TIMEOUT_MS) is ended, every waiting call is rejected, and retry()
+// starts a new one, which reuses every file that already arrived intact.
 import config from "./config.js";
+import { eachPage } from "./page.js";
 
-// A start or a call that stalls (no word from the worker for this long) ends in "error", not an endless spinner.
+// No byte for this long while downloading, or no word from Python for the longer period while it starts or
+// computes (a slow phone may need many seconds): the start or the call has stalled.
 const STALL_TIMEOUT_MS = 20000;
+const BUSY_TIMEOUT_MS = 60000;
+const NEAR_VIEW = "600px"; // Python starts when a widget comes this close to the screen
 
 const listeners = new Set();
-let status = { state: "loading", message: "Starting Python…" };
-let runtime = null; // the page's Runtime (below), started on the first call or right after the first paint
+let status = { state: "idle", message: "" };
+let runtime = null; // the Runtime (below), started by start()
+let started = null; // resolves once start() has been called
+let begin = null;
 let nextId = 1;
 
 /** A call that Python answered with {ok: false, error}. */
@@ -30,12 +41,20 @@ export function onStatus(listener) {
   return () => listeners.delete(listener);
 }
 
-/** The worker's init message: where Pyodide is, and every file Python is made of with its sha256. */
+/** The size of Python's download, in MB on the wire. */
+export const downloadMB = () => {
+  const bytes = Object.values(config.files).reduce((sum, f) => sum + f.bytes, config.wheel.bytes);
+  return (bytes / 1e6).toFixed(1);
+};
+
+/** The worker's init message: every file Python is made of, where it is, its sha256 and size. */
 function initMessage() {
   const indexURL = config.pyodide || new URL("../../pyodide/", import.meta.url).href;
-  const wheelURL = new URL(`../../wheels/${config.wheel}?v=${config.wheel_sha256.slice(0, 16)}`, import.meta.url).href;
-  const files = { [wheelURL]: config.wheel_sha256 };
-  for (const [name, hash] of Object.entries(config.pyodide_sha256)) files[new URL(name, indexURL).href] = hash;
+  const wheelURL = new URL(`../../wheels/${config.wheel.path}`, import.meta.url).href;
+  const files = { [wheelURL]: { source: wheelURL, gzip: false, sha256: config.wheel.sha256, bytes: config.wheel.bytes } };
+  for (const [name, f] of Object.entries(config.files)) {
+    files[new URL(name, indexURL).href] = { ...f, source: new URL(f.path, indexURL).href };
+  }
   const lock = `mha-python-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   return { type: "init", indexURL, wheelURL, files, lock };
 }
@@ -54,7 +73,7 @@ class Runtime {
       event.preventDefault();
       this.stop(`The Python worker stopped: ${event.message || "it could not be loaded"}.`);
     };
-    this.watch("Starting Python stalled");
+    this.watch("Starting Python stalled", STALL_TIMEOUT_MS);
     this.worker.postMessage(this.init);
   }
 
@@ -70,10 +89,10 @@ class Runtime {
     if (runtime === this) setStatus("error", message);
   }
 
-  /** Stop with "<what> for 20 s." unless the worker has news before then. */
-  watch(what) {
+  /** Stop with "<what>: nothing arrived for N s." unless the worker has news before then. */
+  watch(what, ms = BUSY_TIMEOUT_MS) {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.stop(`${what} for ${STALL_TIMEOUT_MS / 1000} s.`), STALL_TIMEOUT_MS);
+    this.timer = setTimeout(() => this.stop(`${what}: nothing arrived for ${ms / 1000} s.`), ms);
   }
 
   /** Python's JSON answer to fn(args), args being JSON text. */
@@ -89,7 +108,7 @@ class Runtime {
 
   receive(data) {
     if (data.type === "progress") {
-      this.watch(`${data.message.replace("…", "")} stalled`);
+      this.watch(`${data.message.replace(/[:…].*/, "")} stalled`, data.downloading ? STALL_TIMEOUT_MS : BUSY_TIMEOUT_MS);
       setStatus("loading", data.message);
     } else if (data.type === "result") {
       this.pending.get(data.id)?.resolve(data.json);
@@ -108,9 +127,12 @@ class Runtime {
   }
 }
 
-function start() {
+/** Start Python now, unless it has started already. */
+export function start() {
+  if (runtime) return;
   runtime = new Runtime();
   setStatus("loading", "Starting Python…");
+  begin();
 }
 
 /** Throw the current runtime away (its waiting calls are rejected) and start a new one. */
@@ -121,18 +143,43 @@ export function retry() {
   start();
 }
 
-/** Call mha_core.bridge.call(fn, JSON(args)) in the worker; resolve with its result. */
+/** Call mha_core.bridge.call(fn, JSON(args)) in the worker; resolve with its result. A call starts Python
+ * (except where the reader chose when to load it: then it waits for that). */
 export async function call(fn, args) {
-  if (!runtime) start();
-  const current = runtime; // a retry meanwhile does not move this call to the new runtime
   const json = JSON.stringify(args);
+  if (!savesData()) start();
+  await started;
+  const current = runtime; // a retry meanwhile does not move this call to the new runtime
   await current.ready;
   const reply = JSON.parse(await current.send(fn, json));
   if (!reply.ok) throw new CallError(reply.error);
   return reply.result;
 }
 
-// Right after the first paint (the frame after the first animation frame), so that Python's downloads
-// never hold up the page's own; a call made earlier starts it at once.
-setStatus("loading", status.message);
-requestAnimationFrame(() => setTimeout(() => runtime || start(), 0));
+/** The connection asks to save data, or is 2G-class: Python (several MB) loads only when the reader asks. */
+export function savesData() {
+  const c = navigator.connection;
+  return Boolean(c && (c.saveData || /(^|-)2g$/.test(c.effectiveType || "")));
+}
+
+/** Start once the page has loaded and a widget comes near the screen (observing each page's widgets). */
+function startWhenNear() {
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) {
+      observer.disconnect();
+      start();
+    }
+  }, { rootMargin: NEAR_VIEW });
+  eachPage(() => {
+    if (!runtime) document.querySelectorAll("[data-mha-widget]").forEach((w) => observer.observe(w));
+  });
+}
+
+started = new Promise((resolve) => (begin = resolve));
+setStatus("idle", savesData()
+  ? `Live Python is not loaded on this connection: the numbers shown were computed when the site was built.`
+  : "Python starts when a widget comes into view.");
+if (!savesData()) {
+  if (document.readyState === "complete") startWhenNear();
+  else addEventListener("load", startWhenNear, { once: true });
+}

@@ -1,31 +1,47 @@
-// The runtime's status for the reader, in every [data-mha-status] element: starting, ready, or
-// failed with the reason and a Retry button. Importing this module mounts it once in the page; it also
-// holds the two status-related steps both widgets take.
-import { onStatus, retry } from "./bridge.js";
+// The runtime's status for the reader, in every [data-mha-status] element of every page: not started (with
+// "Load live Python" where the connection asks to save data), downloading with the bytes that arrived,
+// ready, or failed with the reason and a Retry button. It also holds the two status-related steps the
+// widgets share.
+import { downloadMB, onStatus, retry, savesData, start } from "./bridge.js";
 import { showMessage } from "./dom.js";
+import { mountEach } from "./page.js";
+
+function button(label, onClick) {
+  const el = document.createElement("button");
+  el.type = "button";
+  el.className = "mha-status__button";
+  el.textContent = label;
+  el.addEventListener("click", onClick);
+  return el;
+}
 
 function mount(el) {
-  if (el.dataset.mounted) return;
-  el.dataset.mounted = "true";
   const text = document.createElement("span");
-  const button = document.createElement("button");
-  button.type = "button";
-  button.className = "mha-status__retry";
-  button.textContent = "Retry";
-  button.addEventListener("click", retry);
-  el.replaceChildren(text, button);
-  onStatus(({ state, message }) => {
+  const load = button(`Load live Python (${downloadMB()} MB)`, start);
+  const again = button("Retry", retry);
+  el.replaceChildren(text, load, again);
+  whileShown(el, ({ state, message }) => {
     el.dataset.state = state;
     text.textContent = message;
-    button.hidden = state !== "error";
+    load.hidden = !(state === "idle" && savesData());
+    again.hidden = state !== "error";
   });
 }
 
-document.querySelectorAll("[data-mha-status]").forEach(mount);
+mountEach("[data-mha-status]", mount);
+
+/** listener(status) while root is on the page (onStatus, dropped once the reader has left root's page). */
+export function whileShown(root, listener) {
+  let unsubscribe = null;
+  unsubscribe = onStatus((status) => {
+    if (root.isConnected) listener(status);
+    else unsubscribe?.();
+  });
+}
 
 /** After a failed start, the Retry that brings Python up recomputes what the reader last asked for. */
 export function recomputeOnReady(root, recompute) {
-  onStatus(({ state }) => state === "ready" && root.dataset.state === "error" && recompute());
+  whileShown(root, ({ state }) => state === "ready" && root.dataset.state === "error" && recompute());
 }
 
 /** Note the link's entries that were not used (ignored: ["key=value", ...]). */

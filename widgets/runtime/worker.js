@@ -1,21 +1,30 @@
-// Pyodide in a module Web Worker, shared by all the widgets of a page.
-// In:  {type: "init", indexURL, files: {url: sha256}, wheelURL, lock}, then {type: "call", id, fn, args}
-//      (args: JSON text).
+// Pyodide in a module Web Worker, shared by all the widgets of a page (and, with instant navigation, of the
+// pages after it).
+// In:  {type: "init", indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}, lock}, then
+//      {type: "call", id, fn, args} (args: JSON text).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
-//      it ends); {type: "progress", message}..., then {type: "ready", ms} or {type: "failed", message};
+//      it ends); {type: "progress", message, downloading}..., then {type: "ready", ms} or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
 // fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
+import { Downloads } from "./downloads.js";
+
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
 
-// Emscripten reports a .wasm it cannot fetch or compile (404, wrong type, corrupt file) only with console.warn,
-// and loadPyodide then never settles: watch for it while Python starts.
+// Emscripten reports a .wasm it cannot compile only with console.warn, and loadPyodide then never settles:
+// watch for it while Python starts.
 const FATAL = /instantiation failed|WebAssembly|^Aborted/;
-const TYPES = { mjs: /javascript/, js: /javascript/, wasm: /^application\/wasm/ }; // as browsers insist
 
 let bridgeCall = null; // mha_core.bridge.call once Python is ready; null again if Python fails fatally
 
-const progress = (message) => postMessage({ type: "progress", message });
-const fileName = (url) => new URL(url).pathname.split("/").pop();
+// What the reader is told: the bytes that arrived while any download runs, then the step Python is at.
+let step = "Starting Python…";
+let downloading = true;
+const post = (message) => postMessage({ type: "progress", message, downloading });
+const progress = (message) => downloading && post(message);
+function stepTo(message) {
+  step = message;
+  if (!downloading) post(step);
+}
 
 /** The line that says what went wrong (a Python traceback's last), at most 300 characters. */
 function lastLine(text) {
@@ -24,66 +33,66 @@ function lastLine(text) {
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }
 
-async function sha256(bytes) {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+/** The module made of a script's checked bytes. */
+async function importChecked(bytes) {
+  const url = URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
+  try {
+    return await import(url);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
 }
 
-/** The bytes at url, if they are the file the site was built with (sha256, where the browser has it). */
-async function fetchChecked(url, expected) {
-  const response = await fetch(url);
-  const name = fileName(url);
-  if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
-  const type = response.headers.get("content-type") || "no type";
-  const ext = name.split(".").pop();
-  if (TYPES[ext] && !TYPES[ext].test(type)) {
-    throw new Error(`${name} is served as ${type}, which browsers refuse for a .${ext} file`);
-  }
-  const bytes = await response.arrayBuffer();
-  if (crypto.subtle && (await sha256(bytes)) !== expected) {
-    throw new Error(`${name} is not the file this site was built with (its sha256 differs)`);
-  }
-  return bytes;
-}
-
-/** loadPyodide with numpy, rejected as soon as a fatal start-up error is reported. */
-async function startPyodide(indexURL) {
-  const { loadPyodide } = await import(new URL("pyodide.mjs", indexURL).href);
+/** loadPyodide, rejected as soon as a fatal start-up error is reported. */
+async function startPyodide(downloads, indexURL) {
+  const file = (name) => downloads.bytes(new URL(name, indexURL).href);
+  const { loadPyodide } = await importChecked(await file("pyodide.mjs"));
+  await importChecked(await file("pyodide.asm.js")); // defines the factory, so loadPyodide does not fetch it
   const warn = console.warn;
   const lines = [];
   try {
-    const pyodide = await new Promise((resolve, reject) => {
+    return await new Promise((resolve, reject) => {
       console.warn = (...args) => {
         warn(...args);
         lines.push(args.join(" "));
         if (FATAL.test(lines.at(-1))) setTimeout(() => reject(new Error(lines.slice(-2).join(": "))), 0);
       };
-      const packages = ["numpy"];
-      loadPyodide({ indexURL, packages, stdout: () => {}, stderr: console.warn }).then(resolve, reject);
+      loadPyodide({ indexURL, stdout: () => {}, stderr: console.warn }).then(resolve, reject);
     });
-    if (!pyodide.loadedPackages.numpy) throw new Error(`NumPy could not be loaded: ${lines.at(-1) || "no reason"}`);
-    return pyodide;
   } finally {
     console.warn = warn;
   }
 }
 
+async function loadNumPy(pyodide) {
+  stepTo("Loading NumPy…");
+  const errors = [];
+  await pyodide.loadPackage("numpy", { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
+  if (!pyodide.loadedPackages.numpy) throw new Error(`NumPy could not be loaded: ${errors.at(-1) || "no reason"}`);
+}
+
 async function init({ indexURL, files, wheelURL }) {
   const t0 = performance.now();
-  progress("Starting Python…");
-  // Pyodide fetches its files itself; the same requests, answered from the HTTP cache, check each one's
-  // hash meanwhile. A file that is not the one built is the reason for a failure, whatever else fails.
-  const checks = Object.fromEntries(Object.entries(files).map(([url, hash]) => [url, fetchChecked(url, hash)]));
-  const checked = Promise.all(Object.values(checks));
-  checked.catch(() => {}); // awaited below
-  const started = startPyodide(indexURL).catch(async (err) => {
-    await checked;
-    throw err;
+  // Every file starts downloading now, in parallel, once; Pyodide's own requests get the checked bytes.
+  const downloads = new Downloads(files, progress);
+  downloads.all.then(() => {
+    downloading = false;
+    post(step);
   });
-  const [pyodide] = await Promise.all([started, checked]);
-  progress("Loading mha_core…");
-  pyodide.unpackArchive(await checks[wheelURL], "wheel", { extractDir: SITE_PACKAGES });
-  bridgeCall = pyodide.pyimport("mha_core.bridge").call;
+  self.fetch = downloads.fetch;
+  const python = (async () => {
+    const pyodide = await startPyodide(downloads, indexURL);
+    await loadNumPy(pyodide);
+    stepTo("Loading mha_core…");
+    pyodide.unpackArchive(await downloads.bytes(wheelURL), "wheel", { extractDir: SITE_PACKAGES });
+    bridgeCall = pyodide.pyimport("mha_core.bridge").call;
+  })();
+  // A file that did not arrive intact is the reason for a failure, whatever else fails because of it.
+  await Promise.all([python.catch(async (err) => {
+    await downloads.all;
+    throw err;
+  }), downloads.all]);
+  downloads.forgetOthers();
   return performance.now() - t0;
 }
 

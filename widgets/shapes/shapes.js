@@ -2,6 +2,7 @@
 // tensor's shape, the parameters, KV cache and FLOPs, computed by mha_core.shape_report in the page's
 // Python worker. The page arrives pre-rendered (data-state="initial"); this module keeps it live.
 import { call } from "../runtime/bridge.js";
+import { mountEach } from "../runtime/page.js";
 import { output, showMessage } from "../runtime/dom.js";
 import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { render } from "./render.js";
@@ -101,4 +102,4 @@ function mount(root) {
   if (w.urlState) restoreFromURL(w);
 }
 
-document.querySelectorAll('[data-mha-widget="shapes"]').forEach(mount);
+mountEach('[data-mha-widget="shapes"]', mount);

@@ -1,0 +1,121 @@
+// The files Python is made of, each downloaded once, decompressed, checked by sha256 before use and kept.
+//   files: {url: {source, gzip, sha256, bytes}}: url is what Pyodide asks for; source is where the file is
+//   (url itself, or a .gz copy); bytes is its size on the wire, for the progress line.
+// Each checked file is kept in Cache Storage under its url and sha256, so that a Retry (a new worker) or a
+// later visit reuses what already arrived; what is kept is checked again when it is read.
+const plainFetch = self.fetch.bind(self); // the network's, before the worker hands Pyodide this one
+const STORE = "mha-python";
+const REPORT_EVERY_MS = 250;
+const TYPES = { wasm: "application/wasm", js: "text/javascript", mjs: "text/javascript", json: "application/json" };
+
+const fileName = (url) => new URL(url).pathname.split("/").pop();
+const megabytes = (n) => (n / 1e6).toFixed(1);
+
+async function sha256(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function openStore() {
+  try {
+    return self.caches ? await caches.open(STORE) : null;
+  } catch {
+    return null; // storage refused (e.g. blocked by the reader's settings): download every time
+  }
+}
+
+/** A response's body as bytes, counting the bytes that arrive (before decompression) with onBytes(n). */
+async function readBody(response, gzip, onBytes) {
+  const counted = response.body.pipeThrough(new TransformStream({
+    transform(chunk, controller) {
+      onBytes(chunk.byteLength);
+      controller.enqueue(chunk);
+    },
+  }));
+  const body = gzip ? counted.pipeThrough(new DecompressionStream("gzip")) : counted;
+  return new Uint8Array(await new Response(body).arrayBuffer());
+}
+
+export class Downloads {
+  /** Start downloading every file; progress(message) reports the bytes that arrived, at most every 250 ms. */
+  constructor(files, progress) {
+    this.files = files;
+    this.progress = progress;
+    this.total = Object.values(files).reduce((sum, f) => sum + f.bytes, 0);
+    this.arrived = 0;
+    this.lastReport = 0;
+    this.store = openStore();
+    this.loads = new Map(Object.keys(files).map((url) => [url, this.load(url)]));
+    this.all = Promise.all(this.loads.values());
+    this.all.catch(() => {}); // awaited by the worker
+    this.fetch = this.fetch.bind(this);
+  }
+
+  /** The checked bytes of url, one of the files. */
+  bytes(url) {
+    return this.loads.get(url);
+  }
+
+  /** fetch() for Pyodide: its files come from here, anything else from the network as usual. */
+  async fetch(input, init) {
+    const url = new URL(input instanceof Request ? input.url : input, self.location).href;
+    if (!this.loads.has(url)) return plainFetch(input, init);
+    const type = TYPES[url.split(".").pop()] || "application/octet-stream";
+    return new Response(await this.bytes(url), { headers: { "Content-Type": type } });
+  }
+
+  count(n) {
+    this.arrived += n;
+    const now = performance.now();
+    if (now - this.lastReport < REPORT_EVERY_MS && this.arrived < this.total) return;
+    this.lastReport = now;
+    this.progress(`Downloading Python: ${megabytes(this.arrived)} of ${megabytes(this.total)} MB`);
+  }
+
+  async load(url) {
+    const file = this.files[url];
+    const key = `${url}?sha256=${file.sha256}`;
+    const store = await this.store;
+    const kept = await store?.match(key);
+    if (kept) {
+      const bytes = new Uint8Array(await kept.arrayBuffer());
+      if ((await sha256(bytes)) === file.sha256) {
+        this.count(file.bytes);
+        return bytes;
+      }
+      await store.delete(key);
+    }
+    const bytes = await this.download(url, file);
+    await store?.put(key, new Response(bytes)).catch(() => {}); // a full store only costs a later download
+    return bytes;
+  }
+
+  async download(url, file) {
+    const name = fileName(url);
+    const response = await plainFetch(file.source, { cache: "no-store" });
+    if (!response.ok) throw new Error(`${fileName(file.source)}: HTTP ${response.status}`);
+    let arrived = 0;
+    let bytes;
+    try {
+      bytes = await readBody(response, file.gzip, (n) => {
+        arrived += n;
+        this.count(n);
+      });
+    } catch (err) {
+      this.count(-arrived);
+      throw new Error(`${name} could not be read: ${err.message}`);
+    }
+    if ((await sha256(bytes)) !== file.sha256) {
+      throw new Error(`${name} is not the file this site was built with (its sha256 differs)`);
+    }
+    return bytes;
+  }
+
+  /** Drop kept files that are not this site's (an older build's), once Python has started. */
+  async forgetOthers() {
+    const store = await this.store;
+    if (!store) return;
+    const wanted = new Set(Object.entries(this.files).map(([url, f]) => `${url}?sha256=${f.sha256}`));
+    for (const request of await store.keys()) if (!wanted.has(request.url)) await store.delete(request);
+  }
+}

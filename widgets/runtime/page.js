@@ -1,0 +1,25 @@
+// Pages as Material shows them: with instant navigation a new page replaces the content without a new
+// document, so modules (loaded once) act on every page through eachPage, which Material's document$ drives.
+
+const domReady = new Promise((resolve) => {
+  if (document.readyState !== "loading") resolve();
+  else document.addEventListener("DOMContentLoaded", resolve, { once: true });
+});
+
+/** fn() for the page shown now and for every page shown after it. */
+export function eachPage(fn) {
+  domReady.then(() => (window.document$ ? window.document$.subscribe(() => fn()) : fn()));
+}
+
+const mounted = new WeakSet();
+
+/** mount(root) once for each element matching selector, on every page. */
+export function mountEach(selector, mount) {
+  eachPage(() => {
+    for (const root of document.querySelectorAll(selector)) {
+      if (mounted.has(root)) continue;
+      mounted.add(root);
+      mount(root);
+    }
+  });
+}
