@@ -2,9 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test build bench chromium
+.PHONY: serve test build fetch bench chromium
 
 $(VENV)/.site: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +17,13 @@ $(VENV)/.test: $(VENV)/.site requirements-test.txt
 	touch $@
 
 serve: $(VENV)/.site
-	$(PY) build.py serve
+	$(PY) build.py serve --port $(PORT)
 
 build: $(VENV)/.site
 	$(PY) build.py --out site
+
+fetch: $(VENV)/.site
+	$(PY) build.py fetch
 
 # Debian's Chromium drives the browser tests (Playwright's own download is not used).
 chromium:

@@ -12,10 +12,11 @@ import tempfile
 import threading
 from pathlib import Path
 
-import build
 import mha_core
 import pytest
 from playwright.sync_api import expect, sync_playwright
+
+from sitebuild.serving import make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 MOUNT = "/mha/"  # a sub-path, as https://USER.github.io/REPO/
@@ -35,7 +36,7 @@ def build_into(out: Path, *options: str) -> Path:
 
 def serve(root: Path, mount: str = MOUNT):
     """(server, base URL) for root on 127.0.0.1; the caller shuts the server down."""
-    server = build.make_server(root, 0, mount)
+    server = make_server(root, 0, mount)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}{mount}"
 

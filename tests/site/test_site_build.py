@@ -10,6 +10,7 @@ import build
 import mha_core
 import pytest
 
+from sitebuild import assets, csp
 from tests.helpers import build_into
 
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
@@ -45,26 +46,28 @@ def test_two_builds_give_identical_files(sites):
 
 def test_pyodide_numpy_katex_and_the_wheel_are_in_the_site(sites):
     site = sites[0]
-    for name, pin in {**build.PYODIDE_FILES, build.NUMPY_WHEEL: build.NUMPY_SHA256}.items():
-        assert build.sha256(site / "assets" / "pyodide" / name) == pin
+    for name, pin in assets.PYODIDE_PINS.items():
+        assert assets.sha256(site / "assets" / "pyodide" / name) == pin
     for name in ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js", "fonts/KaTeX_Main-Regular.woff2"):
         assert (site / "assets" / "katex" / name).is_file()
     wheels = list((site / "assets" / "wheels").glob("mha_core-*-py3-none-any.whl"))
     config = (site / "assets" / "widgets" / "runtime" / "config.js").read_text()
-    assert len(wheels) == 1 and build.sha256(wheels[0]) in config and '"pyodide": null' in config
+    assert len(wheels) == 1 and assets.sha256(wheels[0]) in config and '"pyodide": null' in config
     pins = json.loads(config.partition("export default ")[2].rstrip().rstrip(";"))["pyodide_sha256"]
-    assert {build.sha256(site / "assets" / "pyodide" / name) for name in pins} == set(pins.values())
-    assert {"pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", build.NUMPY_WHEEL} <= set(pins)  # the worker checks these
+    assert {assets.sha256(site / "assets" / "pyodide" / name) for name in pins} == set(pins.values())
+    assert {"pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", assets.NUMPY_WHEEL} <= set(pins)  # the worker checks these
 
 
 def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(sites):
     for page in pages(sites[0]):
         html = page.read_text(encoding="utf-8")
-        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
-        assert csp and build.INLINE_HASHES not in html, page
-        assert "'wasm-unsafe-eval'" in csp.group(1) and "'unsafe-eval'" not in csp.group(1).replace("'wasm-unsafe-eval'", "")
-        for attrs, body in build.INLINE_SCRIPT.findall(html):
-            assert "application/json" in attrs or build.inline_hashes(f"<script>{body}</script>") in csp.group(1)
+        policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+        assert policy and csp.PLACEHOLDER not in html, page
+        policy = policy.group(1)
+        assert "'wasm-unsafe-eval'" in policy and "'unsafe-eval'" not in policy.replace("'wasm-unsafe-eval'", "")
+        assert "'unsafe-inline'" not in policy.split("; ")[1], page  # script-src: only the page's own scripts
+        for attrs, body in csp.INLINE_SCRIPT.findall(html):
+            assert "application/json" in attrs or csp.inline_hashes(f"<script>{body}</script>") in policy
         stripped = EXTERNAL_OK.sub("<a ", html)
         assert [u for u in URL_ATTR.findall(stripped) if re.match(r"(https?:)?//", u)] == [], page
 
