@@ -8,7 +8,7 @@ export NO_MKDOCS_2_WARNING := 1
 .PHONY: serve test build fetch bench chromium
 
 $(VENV)/.site: requirements.txt
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
@@ -25,9 +25,12 @@ build: $(VENV)/.site
 fetch: $(VENV)/.site
 	$(PY) build.py fetch
 
-# Debian's Chromium drives the browser tests (Playwright's own download is not used).
-chromium:
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+# The browser tests drive Playwright's own Chromium if installed, else the system's; when there is neither,
+# root installs Debian's with apt-get, anyone else is told both ways.
+chromium: $(VENV)/.test
+	@$(PY) -m tests.helpers >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq chromium; } || \
+		$(PY) -m tests.helpers >/dev/null
 
 test: $(VENV)/.test chromium
 	$(PY) -m pytest
