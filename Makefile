@@ -2,12 +2,13 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test build bench chromium
+.PHONY: serve test build fetch bench chromium
 
 $(VENV)/.site: requirements.txt
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
@@ -16,14 +17,20 @@ $(VENV)/.test: $(VENV)/.site requirements-test.txt
 	touch $@
 
 serve: $(VENV)/.site
-	$(PY) build.py serve
+	$(PY) build.py serve --port $(PORT)
 
 build: $(VENV)/.site
 	$(PY) build.py --out site
 
-# Debian's Chromium drives the browser tests (Playwright's own download is not used).
-chromium:
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+fetch: $(VENV)/.site
+	$(PY) build.py fetch
+
+# The browser tests drive Playwright's own Chromium if installed, else the system's; when there is neither,
+# root installs Debian's with apt-get, anyone else is told both ways.
+chromium: $(VENV)/.test
+	@$(PY) -m tests.helpers >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq chromium; } || \
+		$(PY) -m tests.helpers >/dev/null
 
 test: $(VENV)/.test chromium
 	$(PY) -m pytest

@@ -8,8 +8,8 @@ with DecompressionStream and checks each one's sha256 before use).
     numpy wheel                        without NUMPY_DROP (parts NumPy imports only on request), stored
     pyodide-lock.json                  NumPy's entry alone, pointing at the trimmed wheel
 
-Each goes out as NAME.gz. manifest() says, for each file Pyodide asks for, where its .gz is, the sha256 of the
-bytes after decompression and the size on the wire.
+Each goes out as NAME.gz, made once per set of inputs and kept under .cache/. The manifest says, for each file
+Pyodide asks for, where its .gz is, the sha256 of the bytes after decompression and the size on the wire.
 """
 from __future__ import annotations
 
@@ -79,8 +79,9 @@ def trimmed(source: Path, numpy_wheel: str) -> dict[str, bytes]:
 
 
 def write_bundle(source: Path, numpy_wheel: str, dest: Path) -> dict[str, dict]:
-    """Write NAME.gz for each file into dest (byte-identical between builds); return manifest entries
-    {name: {"path": "NAME.gz", "gzip": True, "sha256": of the decompressed bytes, "bytes": size on the wire}}."""
+    """Write NAME.gz for each file into dest (byte-identical between builds) and manifest.json; return the
+    manifest {name: {"path": "NAME.gz", "gzip": True, "sha256": of the decompressed bytes, "bytes": size on
+    the wire}}."""
     dest.mkdir(parents=True, exist_ok=True)
     manifest = {}
     for name, data in trimmed(source, numpy_wheel).items():
@@ -88,4 +89,17 @@ def write_bundle(source: Path, numpy_wheel: str, dest: Path) -> dict[str, dict]:
         (dest / f"{name}.gz").write_bytes(packed)
         manifest[name] = {"path": f"{name}.gz", "gzip": True,
                           "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(packed)}
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+def bundle(source: Path, numpy_wheel: str, pins: dict[str, str], cache: Path) -> tuple[Path, dict[str, dict]]:
+    """(the folder of the .gz files, the manifest), made from the pinned files in source once for these pins
+    and this module's rules, then taken from cache."""
+    key = hashlib.sha256(json.dumps(pins, sort_keys=True).encode() + Path(__file__).read_bytes()).hexdigest()[:16]
+    folder = cache / f"python-bundle-{key}"
+    if not (folder / "manifest.json").exists():
+        part = folder.with_name(folder.name + ".part")
+        write_bundle(source, numpy_wheel, part)
+        part.replace(folder)
+    return folder, json.loads((folder / "manifest.json").read_text())

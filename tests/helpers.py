@@ -1,5 +1,5 @@
 """What the site tests, the browser tests and the browser benchmarks share: building the site as a reader
-does, serving it under a sub-path, launching the system's Chromium, and reading and driving the two widgets."""
+does, serving it under a sub-path, launching Chromium, and reading and driving the two widgets."""
 from __future__ import annotations
 
 import contextlib
@@ -12,10 +12,11 @@ import tempfile
 import threading
 from pathlib import Path
 
-import build
 import mha_core
 import pytest
 from playwright.sync_api import expect, sync_playwright
+
+from sitebuild.serving import make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 MOUNT = "/mha/"  # a sub-path, as https://USER.github.io/REPO/
@@ -35,7 +36,7 @@ def build_into(out: Path, *options: str) -> Path:
 
 def serve(root: Path, mount: str = MOUNT):
     """(server, base URL) for root on 127.0.0.1; the caller shuts the server down."""
-    server = build.make_server(root, 0, mount)
+    server = make_server(root, 0, mount)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}{mount}"
 
@@ -58,23 +59,25 @@ def pages_with(site: Path, marker: str) -> list[str]:
                   if marker in p.read_text(encoding="utf-8"))
 
 
-def find_chromium() -> str:
-    """The system Chromium (Playwright's own browser download is not used)."""
-    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
-        path = name and shutil.which(name)
-        if path:
+def find_chromium(playwright) -> str:
+    """The Chromium the browser tests drive: $CHROMIUM if set, else Playwright's own if installed
+    (`python -m playwright install chromium`), else the system's."""
+    for path in (os.environ.get("CHROMIUM"), playwright.chromium.executable_path,
+                 shutil.which("chromium"), shutil.which("chromium-browser")):
+        if path and Path(path).is_file():
             return path
-    raise RuntimeError("Chromium was not found: install Debian's chromium (`apt-get install chromium`, "
-                       "or `make chromium`) or set CHROMIUM to its path")
+    raise RuntimeError("No Chromium for the browser tests: install Playwright's "
+                       "(`.venv/bin/python -m playwright install chromium`) or the system's "
+                       "(as root: `apt-get install chromium`), or set CHROMIUM to one")
 
 
 def launch_chromium(playwright):
-    return playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+    return playwright.chromium.launch(executable_path=find_chromium(playwright), args=CHROMIUM_ARGS)
 
 
 @contextlib.contextmanager
 def chromium():
-    """A headless system Chromium, closed on exit."""
+    """A headless Chromium (find_chromium's), closed on exit."""
     with sync_playwright() as p:
         browser = launch_chromium(p)
         try:
@@ -207,3 +210,11 @@ def check_answered(name, widget, value) -> None:
     else:
         expect(widget).to_have_attribute("data-state", "live")
         check_layout(widget.evaluate(READ), tokens_of(value))
+
+
+if __name__ == "__main__":  # `python -m tests.helpers`: the Chromium the browser tests would drive (make chromium)
+    with sync_playwright() as p:
+        try:
+            print(find_chromium(p))
+        except RuntimeError as e:
+            sys.exit(str(e))

@@ -89,12 +89,6 @@ def throttle(handler_class, network: Network):
         def copyfile(self, source, outputfile):
             network.send(self.path.split("?")[0], source, outputfile)
 
-        def handle(self):
-            try:
-                super().handle()
-            except (ConnectionError, TimeoutError):  # the browser hung up: nothing to answer
-                pass
-
     return Throttled
 
 

@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-import build
 from conftest import READY_TIMEOUT_MS, show_widget, wait_ready
+from sitebuild.serving import MIME_TYPES
 from tests.helpers import MOUNT, READ, SENTENCE, ask, check_answered, check_layout, expected, form_config, show_sentence, shown, tokens_of
 
 NESTED = 10_000  # JSON arrays nested this deep overflow the wasm stack in Python's json parser
@@ -46,7 +46,7 @@ def answered_by(answer, site: Path):
     def handle(route):
         path = urlsplit(route.request.url).path.removeprefix(MOUNT)
         try:
-            answer(route, (site / path).read_bytes(), build.MIME_TYPES[Path(path).suffix])
+            answer(route, (site / path).read_bytes(), MIME_TYPES[Path(path).suffix])
         except PlaywrightError:  # the request was dropped meanwhile: its worker was ended
             pass
     return handle

@@ -9,9 +9,9 @@ import mha_core
 from mha_core.presets import PRESETS
 from playwright.sync_api import expect
 
-import build
 import conftest
 from conftest import wait_ready
+from sitebuild import assets, serving, widgets
 from tests.helpers import FORM, assert_shows, build_into, expected, form_config, pages_with, serve, shown
 
 
@@ -205,7 +205,7 @@ def test_labelled_and_usable_on_a_phone_in_both_schemes(browser, site_url, shape
 
 def test_browser_and_build_format_numbers_alike(page, site_url, shapes_path):
     """render.js's formatters give widget.py's text, so Python's first answer rewrites no number."""
-    shapes_widget = build.widget_module("shapes")
+    shapes_widget = widgets.widget_module("shapes")
     values = [0, 1, 999, 1023, 1024, 1152, 1536, 10_240, 1_048_575, 1_050_624, 123_456_789_012, 2**50 + 12_345]
     page.goto(site_url + shapes_path)
     url = site_url + "assets/widgets/shapes/render.js"
@@ -219,12 +219,12 @@ def test_pyodide_from_the_cdn_option(browser, tmp_path_factory):
     site = build_into(tmp_path_factory.mktemp("cdn") / "site", "--pyodide-cdn")
     assert not (site / "assets" / "pyodide").exists()
     server, url = serve(site)
-    files = build.fetch_pyodide()
+    files = assets.fetch_pyodide()
     context = browser.new_context()
-    context.route(build.PYODIDE_CDN + "**", lambda route: route.fulfill(
+    context.route(assets.PYODIDE_CDN + "**", lambda route: route.fulfill(
         path=files / route.request.url.split("?")[0].rsplit("/", 1)[-1],
         headers={"access-control-allow-origin": "*",
-                 "content-type": build.MIME_TYPES.get(Path(route.request.url).suffix, "application/octet-stream")}))
+                 "content-type": serving.MIME_TYPES.get(Path(route.request.url).suffix, "application/octet-stream")}))
     try:
         page = context.new_page()
         widget = open_widget(page, url, pages_with(site, 'data-mha-widget="shapes"')[0])

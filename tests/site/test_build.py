@@ -1,9 +1,12 @@
-"""build.py's parts: fetching checked by sha256, the wheel, widget markers, the CSP, the server."""
+"""The site pipeline's parts (sitebuild/): fetching checked by sha256, the wheel, widget markers and
+widget-owned files, the CSP, the MkDocs hooks' errors, the server."""
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -14,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import build
-from build import BuildError
-
+from sitebuild import BuildError, assets, csp, widgets
+from sitebuild.serving import make_server
+from sitebuild.wheel import build_wheel
 from tests.helpers import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,52 +29,61 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_store_keeps_only_data_with_the_pinned_hash(tmp_path):
     data = b"pyodide"
-    build.store(data, tmp_path / "ok.bin", hashlib.sha256(data).hexdigest())
+    assets.store(data, tmp_path / "ok.bin", hashlib.sha256(data).hexdigest())
     assert (tmp_path / "ok.bin").read_bytes() == data
     with pytest.raises(BuildError, match="does not match the pinned"):
-        build.store(b"tampered", tmp_path / "bad.bin", hashlib.sha256(data).hexdigest())
+        assets.store(b"tampered", tmp_path / "bad.bin", hashlib.sha256(data).hexdigest())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.bin"]
 
 
 def test_a_tampered_cached_pyodide_file_stops_the_build(tmp_path):
     cache = tmp_path / "cache"
-    shutil.copytree(build.fetch_pyodide().parent, cache, ignore=shutil.ignore_patterns("katex-*"))
-    folder = build.fetch_pyodide(cache)  # every file present and intact: nothing is fetched
-    wasm = folder / "pyodide.asm.wasm"
-    with open(wasm, "r+b") as f:
+    shutil.copytree(assets.fetch_pyodide(), assets.pyodide_folder(cache))
+    folder = assets.fetch_pyodide(cache)  # every file present and intact: nothing is fetched
+    with open(folder / "pyodide.asm.wasm", "r+b") as f:
         f.write(b"\0asm-tampered")
-    with pytest.raises(BuildError) as error:
-        build.fetch_pyodide(cache)
-    message = str(error.value)
-    assert "pyodide.asm.wasm" in message and build.PYODIDE_FILES["pyodide.asm.wasm"] in message
-    assert "was not used" in message
+    for step in (assets.fetch_pyodide, assets.pyodide_files):  # fetching, and a build taking the files
+        with pytest.raises(BuildError) as error:
+            step(cache)
+        message = str(error.value)
+        assert "pyodide.asm.wasm" in message and assets.PYODIDE_FILES["pyodide.asm.wasm"] in message
+        assert "was not used" in message
+
+
+def test_a_build_without_the_fetched_files_says_how_to_fetch_them(tmp_path):
+    for step in (assets.pyodide_files, assets.katex_files):
+        with pytest.raises(BuildError, match=r"is missing: fetch it with `make fetch` \(or `python build.py fetch`\)"):
+            step(tmp_path)
 
 
 def test_the_pins_match_the_lock_file_of_pyodide():
-    lock = json.loads((build.fetch_pyodide() / "pyodide-lock.json").read_text())
+    lock = json.loads((assets.fetch_pyodide() / "pyodide-lock.json").read_text())
     numpy = lock["packages"]["numpy"]
-    assert lock["info"]["version"] == build.PYODIDE_VERSION and numpy["depends"] == []
-    assert (numpy["file_name"], numpy["sha256"]) == (build.NUMPY_WHEEL, build.NUMPY_SHA256)
+    assert lock["info"]["version"] == assets.PYODIDE_VERSION and numpy["depends"] == []
+    assert (numpy["file_name"], numpy["sha256"]) == (assets.NUMPY_WHEEL, assets.NUMPY_SHA256)
 
 
 # ---------------------------------------------------------------- the mha_core wheel
 
 def test_the_wheel_is_byte_identical_across_builds_and_importable(tmp_path):
-    first = build.build_wheel(ROOT / "mha_core", tmp_path / "a")
-    second = build.build_wheel(ROOT / "mha_core", tmp_path / "b")
-    assert first.name == second.name and first.read_bytes() == second.read_bytes()
-    with zipfile.ZipFile(first) as z:
+    name, first = build_wheel()
+    assert (name, first) == build_wheel()
+    assert name == "mha_core-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(io.BytesIO(first)) as z:
         names = z.namelist()
+        metadata = z.read("mha_core-0.1.0.dist-info/METADATA").decode()
+        assert [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")] == ["Requires-Dist: numpy"]
         record = z.read(next(n for n in names if n.endswith("RECORD"))).decode()
         for line in record.splitlines():
-            name, digest, size = line.split(",")
+            member, digest, size = line.split(",")
             if digest:
-                data = z.read(name)
+                data = z.read(member)
                 expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                 assert digest == f"sha256={expected}" and int(size) == len(data)
     assert "mha_core/bridge.py" in names and not any("__pycache__" in n for n in names)
+    (tmp_path / name).write_bytes(first)
     code = "import json, mha_core.bridge as b; print(json.loads(b.call('check_config', '{\"d_model\": 8, \"n_heads\": 2}'))['ok'])"
-    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(first)!r}]; {code}"],
+    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(tmp_path / name)!r}]; {code}"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert out.stdout.strip() == "True", out.stderr
 
@@ -79,7 +91,7 @@ def test_the_wheel_is_byte_identical_across_builds_and_importable(tmp_path):
 # ---------------------------------------------------------------- widget markers
 
 def test_marker_options_are_typed_by_the_widget():
-    assert build.parse_marker(" shapes d_model=512 n_heads=8 bias=false ") == (
+    assert widgets.parse_marker(" shapes d_model=512 n_heads=8 bias=false ") == (
         "shapes", {"d_model": 512, "n_heads": 8, "bias": False})
 
 
@@ -93,18 +105,18 @@ def test_marker_options_are_typed_by_the_widget():
 ])
 def test_bad_markers_fail_with_a_clear_message(marker, message):
     with pytest.raises(BuildError, match=message.replace("(", r"\(")):
-        build.parse_marker(marker)
+        widgets.parse_marker(marker)
 
 
 def test_markers_become_widgets_outside_code_fences_only():
     page = ("# T\n\n<!-- widget: shapes d_model=64 n_heads=4 -->\n\n```\n<!-- widget: shapes -->\n```\n"
             "Write `<!-- widget: shapes -->` on a line of its own.\n")
-    text, used = build.expand_markers(page, build.template_env(), "page.md")
-    assert used == ["shapes"]
+    text = widgets.expand_markers(page, widgets.template_env(), "page.md")
     widget = text.split("\n\n")[1]
     assert widget.startswith('<div class="mha-shapes" id="mha-shapes-1" data-mha-widget="shapes"')
     assert "\n\n" not in widget.strip() and 'data-value="16640"' in widget  # 4·64² + 4·64
     assert "```\n<!-- widget: shapes -->\n```" in text
+    assert text.count('data-mha-widget="shapes"') == 1
 
 
 @pytest.mark.parametrize("line, message", [
@@ -113,21 +125,70 @@ def test_markers_become_widgets_outside_code_fences_only():
 ])
 def test_marker_errors_name_the_page_and_line(line, message):
     with pytest.raises(BuildError, match=message):
-        build.expand_markers(f"# T\n{line}\n", build.template_env(), "page.md")
+        widgets.expand_markers(f"# T\n{line}\n", widgets.template_env(), "page.md")
+
+
+def test_mkdocs_build_stops_on_a_bad_marker_naming_the_page_and_line(tmp_path, caplog):
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort
+
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", docs)
+    (docs / "index.md").write_text("# T\n\n<!-- widget: shapes n_heads=3 d_model=10 -->\n", encoding="utf-8")
+    config = load_config(str(ROOT / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(tmp_path / "site"))
+    with caplog.at_level(logging.ERROR, logger="mkdocs"), pytest.raises(Abort):
+        build(config)
+    assert "index.md:3: shapes widget: d_model=10 is not divisible by n_heads=3" in caplog.text
 
 
 def test_templates_escape_what_they_render():
-    assert build.template_env().from_string("{{ x }}").render(x='<img src=x onerror="1">') == \
+    assert widgets.template_env().from_string("{{ x }}").render(x='<img src=x onerror="1">') == \
         "&lt;img src=x onerror=&#34;1&#34;&gt;"
+
+
+def test_files_a_widget_makes_are_written_beside_its_scripts(tmp_path, monkeypatch):
+    """widgets/NAME/widget.py's assets() -> {name: bytes} become assets/widgets/NAME/name in the site."""
+    from sitebuild import hooks
+
+    shutil.copytree(ROOT / "widgets", tmp_path / "widgets")
+    (tmp_path / "widgets" / "made").mkdir()
+    (tmp_path / "widgets" / "made" / "widget.py").write_text(
+        "import mha_core\nOPTIONS = {}\ndef context():\n    return {}\n"
+        "def assets():\n    return {'weights.bin': bytes(range(4)), 'about.json': b'{\"n_heads\": 8}'}\n")
+    monkeypatch.setattr(widgets, "WIDGETS", tmp_path / "widgets")
+    widgets.forget()
+    try:
+        files = hooks.site_files(pyodide_cdn=True)
+    finally:
+        widgets.forget()
+    assert files["assets/widgets/made/weights.bin"] == bytes(range(4))
+    assert files["assets/widgets/made/about.json"] == b'{"n_heads": 8}'
 
 
 # ---------------------------------------------------------------- CSP and serving
 
+def digest(script: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+
+
 def test_the_csp_lists_the_hash_of_each_inline_script_that_runs():
     html = ('<script>a=1</script><script id="c" type="application/json">{"x": 1}</script>'
             '<script src="x.js"></script><script>a=1</script><script>b=2</script>')
-    digest = lambda s: "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"  # noqa: E731
-    assert build.inline_hashes([html]) == f"{digest('a=1')} {digest('b=2')}"
+    assert csp.inline_hashes(html) == f"{digest('a=1')} {digest('b=2')}"
+
+
+def test_every_page_is_sealed_with_the_sites_hashes_or_for_live_reload_with_inline_scripts_allowed(tmp_path):
+    """One policy for the whole site: with instant navigation the first page's stays in force."""
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{csp.policy(False)}">'
+    for live_reload, sources in ((False, f"{digest('a=1')} {digest('b=2')}"), (True, "'unsafe-inline'")):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        (tmp_path / "index.html").write_text(meta + "<script>a=1</script>")
+        (tmp_path / "sub" / "index.html").write_text(meta + "<script>b=2</script>")
+        csp.seal_site(tmp_path, live_reload)
+        for page in (tmp_path / "index.html", tmp_path / "sub" / "index.html"):
+            assert f"script-src 'self' 'wasm-unsafe-eval' {sources}; style-src" in page.read_text()
+    assert "https://cdn.jsdelivr.net" in csp.seal(meta.replace(csp.policy(False), csp.policy(True)), "")
 
 
 @pytest.fixture
@@ -148,3 +209,17 @@ def test_the_server_sends_the_right_types_under_its_mount_only(served):
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(f"{served}/a.wasm")
     assert error.value.code == 404
+
+
+def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(capsys):
+    server = make_server(ROOT, 0)
+    try:
+        for error, reported in ((ConnectionResetError(104, "reset by peer"), False), (BrokenPipeError(), False),
+                                (ValueError("a bug"), True)):
+            try:
+                raise error
+            except Exception:
+                server.handle_error(None, ("127.0.0.1", 1))
+            assert (type(error).__name__ in capsys.readouterr().err) == reported
+    finally:
+        server.server_close()

@@ -11,7 +11,6 @@ import re
 import runpy
 import subprocess
 import tarfile
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -38,13 +37,8 @@ def build_module():
 
 @pytest.fixture(scope="module")
 def site(build_module, tmp_path_factory) -> Path:
-    """docs/ built the way build.py builds it (widgets rendered, mkdocs --strict), without the runtime files."""
-    out = tmp_path_factory.mktemp("site")
-    with tempfile.TemporaryDirectory(prefix="mha-docs-") as tmp, build_module.build_environment():
-        docs = Path(tmp) / "docs"
-        widgets = build_module.stage_docs(DOCS, docs)
-        build_module.mkdocs_build(docs, out, widgets, pyodide_cdn=False)
-    return out
+    """The site as build.py builds it (widgets rendered, mkdocs --strict), without Pyodide's files."""
+    return build_module.build_site(tmp_path_factory.mktemp("site"), pyodide_cdn=True)
 
 
 def page_url(page: str) -> str:
@@ -129,11 +123,10 @@ def pages(site) -> dict[str, dict]:
 
 # ---------------------------------------------------------------- build, navigation, search
 
-def test_every_page_is_in_the_nav_and_built(build_module, site):
+def test_every_page_is_in_the_nav_and_built(site):
     from mkdocs.config import load_config
 
-    with build_module.build_environment():
-        nav = load_config(str(ROOT / "mkdocs.yml"))["nav"]
+    nav = load_config(str(ROOT / "mkdocs.yml"))["nav"]
     listed = [next(iter(entry.values())) for entry in nav]
     assert sorted(listed) == PAGES, "every page in docs/ is in the nav, and nothing else"
     for page in PAGES:

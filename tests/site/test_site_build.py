@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import filecmp
+import gzip
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -10,6 +12,7 @@ import build
 import mha_core
 import pytest
 
+from sitebuild import assets, csp
 from tests.helpers import build_into
 
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
@@ -44,40 +47,58 @@ def test_two_builds_give_identical_files(sites):
 
 
 def test_pyodide_numpy_katex_and_the_wheel_are_in_the_site(sites):
+    """Every file the worker loads is in the site as config.js says, its sha256 (after decompression) the one
+    config.js gives; Pyodide's own files are the pinned ones."""
     site = sites[0]
-    for name, pin in {**build.PYODIDE_FILES, build.NUMPY_WHEEL: build.NUMPY_SHA256}.items():
-        assert build.sha256(site / "assets" / "pyodide" / name) == pin
     for name in ("katex.min.css", "katex.min.js", "contrib/auto-render.min.js", "fonts/KaTeX_Main-Regular.woff2"):
         assert (site / "assets" / "katex" / name).is_file()
     wheels = list((site / "assets" / "wheels").glob("mha_core-*-py3-none-any.whl"))
-    config = (site / "assets" / "widgets" / "runtime" / "config.js").read_text()
-    assert len(wheels) == 1 and build.sha256(wheels[0]) in config and '"pyodide": null' in config
-    pins = json.loads(config.partition("export default ")[2].rstrip().rstrip(";"))["pyodide_sha256"]
-    assert {build.sha256(site / "assets" / "pyodide" / name) for name in pins} == set(pins.values())
-    assert {"pyodide.mjs", "pyodide.asm.wasm", "python_stdlib.zip", build.NUMPY_WHEEL} <= set(pins)  # the worker checks these
+    config = json.loads((site / "assets" / "widgets" / "runtime" / "config.js").read_text()
+                        .partition("export default ")[2].rstrip().rstrip(";"))
+    assert len(wheels) == 1 and config["wheel"] == {"path": wheels[0].name, "sha256": assets.sha256(wheels[0]),
+                                                    "bytes": wheels[0].stat().st_size}
+    assert config["pyodide"] is None
+    files = config["files"]
+    assert set(files) == {"pyodide.mjs", "pyodide.asm.wasm", "pyodide.asm.js", "python_stdlib.zip",
+                          "pyodide-lock.json", assets.NUMPY_WHEEL}
+    for name, file in files.items():
+        data = (site / "assets" / "pyodide" / file["path"]).read_bytes()
+        assert len(data) == file["bytes"] and file["gzip"] == file["path"].endswith(".gz")
+        assert hashlib.sha256(gzip.decompress(data) if file["gzip"] else data).hexdigest() == file["sha256"], name
+    for name in ("pyodide.mjs", "pyodide.asm.wasm", "pyodide.asm.js"):
+        assert files[name]["sha256"] == assets.PYODIDE_FILES[name]
+    assert sum(f["bytes"] for f in files.values()) < 7.5e6
 
 
 def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(sites):
+    policies = set()
     for page in pages(sites[0]):
         html = page.read_text(encoding="utf-8")
-        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
-        assert csp and build.INLINE_HASHES not in html, page
-        assert "'wasm-unsafe-eval'" in csp.group(1) and "'unsafe-eval'" not in csp.group(1).replace("'wasm-unsafe-eval'", "")
-        for attrs, body in build.INLINE_SCRIPT.findall(html):
-            assert "application/json" in attrs or build.inline_hashes([f"<script>{body}</script>"]) in csp.group(1)
+        policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+        assert policy and csp.PLACEHOLDER not in html, page
+        policy = policy.group(1)
+        assert "'wasm-unsafe-eval'" in policy and "'unsafe-eval'" not in policy.replace("'wasm-unsafe-eval'", "")
+        assert "'unsafe-inline'" not in policy.split("; ")[1], page  # script-src: only the site's own scripts
+        for attrs, body in csp.INLINE_SCRIPT.findall(html):
+            assert "application/json" in attrs or csp.inline_hashes(f"<script>{body}</script>") in policy
+        policies.add(policy)
+    assert len(policies) == 1  # instant navigation keeps the first page's policy: every page has the same
         stripped = EXTERNAL_OK.sub("<a ", html)
         assert [u for u in URL_ATTR.findall(stripped) if re.match(r"(https?:)?//", u)] == [], page
 
 
-def test_only_pages_with_widgets_load_the_runtime(sites):
+def test_every_page_loads_every_widgets_modules_and_styles(sites):
+    """Instant navigation brings a widget page in without a new document: its widgets must be known already.
+    (The runtime starts Python only near a widget: tests/browser/test_site.py.)"""
     site = sites[0]
+    names = set()
+    for page in pages(site):
+        names |= set(re.findall(r'data-mha-widget="(\w+)"', page.read_text(encoding="utf-8")))
+    assert {"shapes", "heads"} <= names
     for page in pages(site):
         html = page.read_text(encoding="utf-8")
-        has_widget = "data-mha-widget=" in html
-        assert ("assets/widgets/runtime/bridge.js" in html) == has_widget, page
-        assert ("assets/widgets/runtime/common.css" in html) == has_widget, page  # the controls' shared styles
-        for name in re.findall(r'data-mha-widget="(\w+)"', html):
-            assert f"assets/widgets/{name}/{name}.js" in html
+        for asset in ["runtime/bridge.js", "runtime/common.css"] + [f"{n}/{n}.{x}" for n in names for x in ("js", "css")]:
+            assert f"assets/widgets/{asset}" in html, (page, asset)
 
 
 def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):

@@ -1,0 +1,20 @@
+"""How the site is made. mkdocs.yml declares hooks.py, so `mkdocs build` and `mkdocs serve` make the whole
+site from the files that build.py fetched into .cache/:
+
+    assets.py   the pinned Pyodide, NumPy and KaTeX files: fetched once, checked by sha256; the runtime's config
+    wheel.py    the mha_core wheel, built by pyproject.toml's build backend, byte-identical between builds
+    widgets.py  each `<!-- widget: NAME key=value -->` line rendered from widgets/NAME/ (widget.py, template)
+    csp.py      the Content-Security-Policy of each page, with the hashes of its inline scripts
+    hooks.py    the MkDocs hooks that put these into the build
+    serving.py  a static server of a built site (the types Pyodide needs, under a sub-path), for the tests
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache"
+
+
+class BuildError(Exception):
+    """A build step failed; the message says which and what to do."""

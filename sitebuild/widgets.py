@@ -1,0 +1,101 @@
+"""Widget markers: a line `<!-- widget: NAME key=value ... -->` of a page becomes widget NAME's HTML, rendered
+from widgets/NAME/NAME.html.j2 with the state widgets/NAME/widget.py computes (by mha_core, in CPython).
+
+widgets/NAME/widget.py defines OPTIONS {option: type}, context(**options) -> the template's variables, and
+optionally assets() -> {file name: bytes}, files the build writes to assets/widgets/NAME/."""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import sys
+
+import jinja2
+
+from sitebuild import ROOT, BuildError
+
+WIDGETS = ROOT / "widgets"
+MARKER = re.compile(r"<!--\s*widget:(.*?)-->")
+FENCE = re.compile(r"^\s*(```|~~~)")
+INLINE_CODE = re.compile(r"`[^`]*`")  # a marker shown as code is text, not a widget
+
+
+def names() -> list[str]:
+    """Every widget: each folder of widgets/ with a widget.py."""
+    return sorted(p.parent.name for p in WIDGETS.glob("*/widget.py"))
+
+
+@functools.cache
+def widget_module(name: str):
+    """widgets/NAME/widget.py, loaded once (forget() loads them anew)."""
+    path = WIDGETS / name / "widget.py"
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or not path.exists():
+        raise BuildError(f"unknown widget {name!r} (known: {', '.join(names())})")
+    if str(ROOT) not in sys.path:  # widget.py imports mha_core
+        sys.path.insert(0, str(ROOT))
+    spec = importlib.util.spec_from_file_location(f"widget_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def forget() -> None:
+    """Load widget.py files and mha_core afresh on next use, so that a rebuild sees their edits."""
+    widget_module.cache_clear()
+    for name in [m for m in sys.modules if m == "mha_core" or m.startswith("mha_core.")]:
+        del sys.modules[name]
+
+
+def assets(name: str) -> dict[str, bytes]:
+    """{path under assets/widgets/NAME/: bytes} that widget NAME's widget.py makes, if it makes any."""
+    make = getattr(widget_module(name), "assets", None)
+    return make() if make else {}
+
+
+def parse_marker(text: str) -> tuple[str, dict]:
+    """'shapes d_model=512 n_heads=8' -> ('shapes', {'d_model': 512, 'n_heads': 8}), typed by the widget."""
+    if not text.split():
+        raise BuildError("a widget marker needs a widget name: <!-- widget: NAME key=value ... -->")
+    name, *pairs = text.split()
+    options = widget_module(name).OPTIONS
+    values = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or key not in options:
+            raise BuildError(f"unknown option {pair!r} for widget {name!r} (known: {', '.join(options)})")
+        try:
+            values[key] = options[key](raw)
+        except ValueError:
+            raise BuildError(f"option {key}={raw!r} of widget {name!r} is not a valid {options[key].__name__}") from None
+    return name, values
+
+
+def template_env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(WIDGETS), autoescape=True,
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+
+
+def render_widget(env: jinja2.Environment, name: str, values: dict, index: int) -> str:
+    """The page's index-th NAME widget (from 1) as lines with no blank one, so Markdown keeps it as raw HTML."""
+    template = env.get_template(f"{name}/{name}.html.j2")
+    html = template.render(uid=f"mha-{name}-{index}", index=index, **widget_module(name).context(**values))
+    return "\n".join(line for line in html.splitlines() if line.strip())
+
+
+def expand_markers(markdown: str, env: jinja2.Environment, page: str) -> str:
+    """Replace each marker line outside code fences by its widget; errors name page and line."""
+    lines, used, fenced = markdown.split("\n"), [], False
+    for i, line in enumerate(lines):
+        if FENCE.match(line):
+            fenced = not fenced
+        m = None if fenced else MARKER.fullmatch(line.strip())
+        if m:
+            try:
+                name, values = parse_marker(m.group(1))
+                used.append(name)
+                lines[i] = render_widget(env, name, values, used.count(name))
+            except (BuildError, ValueError) as e:
+                raise BuildError(f"{page}:{i + 1}: {e}") from None
+        elif not fenced and "<!-- widget" in INLINE_CODE.sub("", line):
+            raise BuildError(f"{page}:{i + 1}: a widget marker must stand alone on its line: {line.strip()!r}")
+    return "\n".join(lines)
