@@ -1,0 +1,164 @@
+"""The first visit over a real network, in headless Chromium: the built site served without compression through
+a throttled server of our own (tests/network.py: one bandwidth limit shared by the page and the Python worker,
+a latency per request), each run in a fresh context (a private window: no cache), the widget page opened at
+its widget's anchor so that the widget is in view at once.
+
+    python bench/network.py [--site DIR] [--runs 5]
+
+Prints one line per target, as measured, and exits 1 if any is missed:
+  bytes over the wire for a first visit to a widget page            <= 8 MB
+  ready with no throttling (median of --runs)                       <= 2.5 s
+  ready at 40 ms / 10 Mbit/s                                         <= 9 s
+  ready at 150 ms / 1.6 Mbit/s, byte progress shown throughout       <= 45 s
+  DOMContentLoaded at 1.6 Mbit/s, widget page vs the same page without Python: within 10 %
+  the other widget page, reached by a nav link once the first is ready: ready <= 0.3 s
+  a warm revisit (same profile): ready                               <= 1.5 s
+  main-thread long tasks during start-up from the project's own scripts: none over 50 ms
+A busy machine gives slower figures: run it alone.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
+from browser_budget import by_source  # noqa: E402
+from browser_shapes import OBSERVE  # noqa: E402
+from tests.helpers import build_into, chromium, pages_with, serve  # noqa: E402
+from tests.network import throttled_site  # noqa: E402
+
+PROFILES = {"localhost": (None, 0), "40 ms, 10 Mbit/s": (10, 40), "150 ms, 1.6 Mbit/s": (1.6, 150)}
+TARGET_S = {"localhost": 2.5, "40 ms, 10 Mbit/s": 9, "150 ms, 1.6 Mbit/s": 45}
+PYTHON = re.compile(r".*/assets/(pyodide|wheels)/.*")
+# Records every text the runtime's status line shows, with its time.
+STATUS = """
+window.__status = [];
+new MutationObserver(() => {
+  const el = document.querySelector("[data-mha-status] span");
+  const text = el && el.textContent;
+  if (text && text !== window.__status.at(-1)?.[1]) window.__status.push([performance.now(), text]);
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+READY = 'html[data-mha-runtime="ready"]'
+
+
+def open_page(context, url: str, timeout_s: float) -> dict:
+    """Load url in context until Python is ready; its timings (ms after navigation) and status lines."""
+    page = context.new_page()
+    page.goto(url, timeout=timeout_s * 1000)
+    page.wait_for_selector(READY, state="attached", timeout=timeout_s * 1000)
+    figures = page.evaluate("""() => ({ready: __bench.ready, frames: __bench.frames, status: __status,
+      dcl: performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd})""")
+    figures["page"] = page
+    return figures
+
+
+def fresh_context(browser, block_python: bool = False):
+    context = browser.new_context()
+    context.add_init_script(OBSERVE + STATUS)
+    if block_python:
+        context.route(PYTHON, lambda route: route.abort())
+    return context
+
+
+def cold_visit(browser, site: Path, url_path: str, mbit, latency_ms) -> dict:
+    """A first visit through the link: ready, DOMContentLoaded, bytes sent, status lines, long frames."""
+    with throttled_site(site, mbit, latency_ms) as (network, base):
+        context = fresh_context(browser)
+        figures = open_page(context, base + url_path, 120)
+        figures["bytes"] = sum(n for _, n in network.sent)
+        context.close()
+    return figures
+
+
+def dcl_without_python(browser, site: Path, url_path: str, mbit, latency_ms) -> float:
+    with throttled_site(site, mbit, latency_ms) as (_, base):
+        context = fresh_context(browser, block_python=True)
+        page = context.new_page()
+        page.goto(base + url_path, timeout=120_000)
+        page.wait_for_load_state("load")
+        dcl = page.evaluate('performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd')
+        context.close()
+    return dcl
+
+
+def progress_gaps(status: list, ready: float) -> float:
+    """The longest time (ms) the status line went without news between the start and ready."""
+    times = [t for t, _ in status] + [ready]
+    return max(b - a for a, b in zip(times, times[1:])) if len(times) > 1 else ready
+
+
+def next_page_and_revisit(browser, base: str, shapes: str, heads: str) -> tuple[float, float]:
+    """(ms from a nav link's click to the other widget page live, ms to ready on a warm revisit)."""
+    context = fresh_context(browser)
+    first = open_page(context, base + shapes, 60)
+    page = first["page"]
+    t0 = page.evaluate("performance.now()")
+    page.locator(f'nav a[href$="{heads.rstrip("/")}/"]').first.click()
+    page.wait_for_selector(f'[data-mha-widget="heads"]', state="attached")
+    page.wait_for_selector(READY, state="attached")
+    moved = page.evaluate("performance.now()") - t0
+    page.close()
+    revisit = open_page(context, base + shapes, 60)["ready"]
+    context.close()
+    return moved, revisit
+
+
+def own_long_scripts(frames: list) -> float:
+    """The longest run (ms) of the project's own scripts (runtime and widgets) in the long frames."""
+    runs = by_source(frames)
+    return max([ms for name, values in runs.items() if name == "runtime" or name.startswith("widgets")
+                for ms in values] or [0])
+
+
+def check(results: list, what: str, measured: str, ok: bool) -> None:
+    results.append(ok)
+    print(f"- {what}: {measured} -> {'within' if ok else 'MISSED'}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="cold loads with no throttling")
+    args = parser.parse_args()
+    server, base = serve(None)
+    tmp = ROOT / "bench" / "out" / "network-site"
+    server.root = site = build_into(tmp, "--site-url", base)
+    shapes = pages_with(site, 'data-mha-widget="shapes"')[0]
+    heads = pages_with(site, 'data-mha-widget="heads"')[0]
+    at_widget = shapes + "#mha-shapes-1"
+    results = []
+    print("first visit over a throttled link, headless Chromium, fresh context each run, served without compression")
+    with chromium() as browser:
+        for name, (mbit, latency) in PROFILES.items():
+            runs = [cold_visit(browser, site, at_widget, mbit, latency) for _ in range(args.runs if mbit is None else 1)]
+            ready = statistics.median(r["ready"] for r in runs) / 1000
+            dcl = statistics.median(r["dcl"] for r in runs) / 1000
+            mb = max(r["bytes"] for r in runs) / 1e6
+            detail = f" (min {min(r['ready'] for r in runs) / 1000:.2f}, max {max(r['ready'] for r in runs) / 1000:.2f})" \
+                if len(runs) > 1 else ""
+            gap = max(progress_gaps(r["status"], r["ready"]) for r in runs) / 1000
+            check(results, f"ready, {name}", f"{ready:.2f} s{detail}, DOMContentLoaded {dcl:.2f} s, "
+                  f"{mb:.2f} MB, longest time without news on the status line {gap:.1f} s", ready <= TARGET_S[name])
+            if mbit is None:
+                check(results, "bytes over the wire, first visit to a widget page", f"{mb:.2f} MB", mb <= 8)
+                own = max(own_long_scripts(r["frames"]) for r in runs)
+                check(results, "the project's scripts in long frames during start-up",
+                      f"longest run {own:.0f} ms", own <= 50)
+            if mbit == 1.6:
+                without = dcl_without_python(browser, site, at_widget, mbit, latency) / 1000
+                check(results, f"DOMContentLoaded at {name}, widget page vs the same page without Python",
+                      f"{dcl:.2f} s vs {without:.2f} s", dcl <= without * 1.1)
+                check(results, f"byte progress throughout at {name}", f"longest silence {gap:.1f} s", gap <= 5)
+        moved, revisit = next_page_and_revisit(browser, base, at_widget, heads)
+    check(results, "the other widget page by a nav link, Python ready", f"{moved / 1000:.2f} s", moved <= 300)
+    check(results, "a warm revisit (same profile), ready", f"{revisit / 1000:.2f} s", revisit <= 1500)
+    server.shutdown()
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
