@@ -86,7 +86,7 @@ export class Downloads {
       await store.delete(key);
     }
     const bytes = await this.download(url, file);
-    await store?.put(key, new Response(bytes)).catch(() => {}); // a full store only costs a later download
+    store?.put(key, new Response(bytes)).catch(() => {}); // not waited for; a full store only costs a later download
     return bytes;
   }
 
