@@ -2,13 +2,16 @@
 //   files: {url: {source, gzip, sha256, bytes}}: url is what Pyodide asks for; source is where the file is
 //   (url itself, or a .gz copy); bytes is its size on the wire, for the progress line.
 // Each checked file is kept in Cache Storage under its url and sha256, so that a Retry (a new worker) or a
-// later visit reuses what already arrived; what is kept is checked again when it is read.
+// later visit reuses what already arrived; what is kept is checked again when it is read. A kept file is
+// handed to Pyodide as Cache Storage's own response (a stable URL), which lets the browser reuse the
+// WebAssembly it compiled on an earlier visit.
 const plainFetch = self.fetch.bind(self); // the network's, before the worker hands Pyodide this one
 const STORE = "mha-python";
 const REPORT_EVERY_MS = 250;
 const TYPES = { wasm: "application/wasm", js: "text/javascript", mjs: "text/javascript", json: "application/json" };
 
 const fileName = (url) => new URL(url).pathname.split("/").pop();
+const typeOf = (url) => TYPES[url.split(".").pop()] || "application/octet-stream";
 const megabytes = (n) => (n / 1e6).toFixed(1);
 
 async function sha256(bytes) {
@@ -45,6 +48,7 @@ export class Downloads {
     this.arrived = 0;
     this.lastReport = 0;
     this.store = openStore();
+    this.kept = new Set(); // urls whose checked bytes came from Cache Storage
     this.loads = new Map(Object.keys(files).map((url) => [url, this.load(url)]));
     this.all = Promise.all(this.loads.values());
     this.all.catch(() => {}); // awaited by the worker
@@ -60,8 +64,13 @@ export class Downloads {
   async fetch(input, init) {
     const url = new URL(input instanceof Request ? input.url : input, self.location).href;
     if (!this.loads.has(url)) return plainFetch(input, init);
-    const type = TYPES[url.split(".").pop()] || "application/octet-stream";
-    return new Response(await this.bytes(url), { headers: { "Content-Type": type } });
+    const bytes = await this.bytes(url);
+    const kept = this.kept.has(url) && (await (await this.store).match(this.key(url)));
+    return kept || new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
+  }
+
+  key(url) {
+    return `${url}?sha256=${this.files[url].sha256}`;
   }
 
   count(n) {
@@ -74,19 +83,20 @@ export class Downloads {
 
   async load(url) {
     const file = this.files[url];
-    const key = `${url}?sha256=${file.sha256}`;
     const store = await this.store;
-    const kept = await store?.match(key);
+    const kept = await store?.match(this.key(url));
     if (kept) {
       const bytes = new Uint8Array(await kept.arrayBuffer());
       if ((await sha256(bytes)) === file.sha256) {
+        this.kept.add(url);
         this.count(file.bytes);
         return bytes;
       }
-      await store.delete(key);
+      await store.delete(this.key(url));
     }
     const bytes = await this.download(url, file);
-    store?.put(key, new Response(bytes)).catch(() => {}); // not waited for; a full store only costs a later download
+    const response = new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
+    store?.put(this.key(url), response).catch(() => {}); // not waited for; a full store only costs a later download
     return bytes;
   }
 
@@ -115,7 +125,7 @@ export class Downloads {
   async forgetOthers() {
     const store = await this.store;
     if (!store) return;
-    const wanted = new Set(Object.entries(this.files).map(([url, f]) => `${url}?sha256=${f.sha256}`));
+    const wanted = new Set(Object.keys(this.files).map((url) => this.key(url)));
     for (const request of await store.keys()) if (!wanted.has(request.url)) await store.delete(request);
   }
 }
