@@ -78,7 +78,7 @@ async function init({ indexURL, files, wheelURL }) {
   downloads.all.then(() => {
     downloading = false;
     post(step);
-  });
+  }, () => {}); // a failed download is reported below
   self.fetch = downloads.fetch;
   const python = (async () => {
     const pyodide = await startPyodide(downloads, indexURL);
