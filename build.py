@@ -9,7 +9,6 @@ Everything else is MkDocs with the hooks mkdocs.yml declares (sitebuild/hooks.py
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import sys
@@ -22,8 +21,10 @@ from sitebuild.assets import PYODIDE_CDN, fetch_katex, fetch_pyodide  # noqa: E4
 from sitebuild.serving import check_port, live  # noqa: E402
 
 
-def fetch() -> None:
-    fetch_pyodide()
+def fetch(pyodide: bool = True) -> None:
+    """The pinned files into .cache/, each checked (Pyodide's only if the site hosts it)."""
+    if pyodide:
+        fetch_pyodide()
     fetch_katex()
 
 
@@ -44,7 +45,7 @@ def build_site(out: Path, pyodide_cdn: bool = False, site_url: str | None = None
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
-    fetch()
+    fetch(pyodide=not pyodide_cdn)
     show_mkdocs_log(logging.WARNING)
     out = out.resolve()
     try:
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             fetch()
         elif args.command == "serve":
             check_port(args.port)
-            fetch()
+            fetch(pyodide=not args.pyodide_cdn)
             show_mkdocs_log(logging.INFO)
             live(args.port, args.pyodide_cdn)
         else:

@@ -27,13 +27,20 @@ live_reload = False  # under mkdocs serve
 def on_startup(command: str, dirty: bool) -> None:
     global live_reload
     live_reload = command == "serve"
+    if live_reload:
+        sys.dont_write_bytecode = True  # a .pyc written under a watched folder would start another rebuild
+
+
+def pyodide_cdn(config) -> bool:
+    """mkdocs.yml's extra.pyodide_cdn: the pages load Pyodide from jsDelivr, not from the site."""
+    return bool(config.extra.get("pyodide_cdn"))
 
 
 def on_config(config):
     set_source_date_epoch()
     if live_reload:
         widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
-    config.extra["mha"] = {"widgets": widgets.names(), "csp": csp.policy(config.extra.get("pyodide_cdn", False))}
+    config.extra["mha"] = {"widgets": widgets.names(), "csp": csp.policy(pyodide_cdn(config))}
     return config
 
 
@@ -63,7 +70,7 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
 
 def on_files(files: Files, config) -> Files:
     try:
-        added = site_files(config.extra.get("pyodide_cdn", False))
+        added = site_files(pyodide_cdn(config))
     except BuildError as e:
         raise PluginError(str(e)) from None
     for uri, source in added.items():

@@ -61,7 +61,7 @@ def check_port(port: int) -> None:
     try:
         socket.create_server(("127.0.0.1", port)).close()
     except OSError as e:
-        raise BuildError(f"port {port} is not free ({e.strerror}): choose another, "
+        raise BuildError(f"port {port} is not free ({os.strerror(e.errno)}): choose another, "
                          f"e.g. `make serve PORT={port + 1}`") from None
 
 

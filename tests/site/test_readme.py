@@ -1,0 +1,166 @@
+"""Every command README.md shows, run as written in a copy of the repository (its .venv and .cache those of
+this checkout; /tmp/ stands for a fresh temporary folder, and servers get a free port): the two set-up
+commands, building and serving by hand, mha_core installed into a clean venv and its example run there.
+`make test` is what .ci/run runs; `make bench` and Playwright's browser download are not run here."""
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SET_UP = ["make serve", "make test"]
+BY_HAND = ["make build", ".venv/bin/python build.py --out /tmp/mha-site --pyodide-cdn",
+           ".venv/bin/mkdocs build --strict", ".venv/bin/mkdocs serve"]
+INSTALL = "python3 -m venv /tmp/mha-env && /tmp/mha-env/bin/pip install ."
+SERVE_TIMEOUT = 120  # seconds for a server to build and say where it serves
+
+
+def sh_blocks(text: str) -> list[list[str]]:
+    """The commands of each ```sh block, comments dropped."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)
+    return [[line.split(" #")[0].strip() for line in b.splitlines() if line.strip()] for b in blocks]
+
+
+def test_the_readme_shows_two_set_up_commands_and_ci_runs_its_test_command():
+    blocks = sh_blocks(README)
+    assert blocks[0] == SET_UP
+    assert blocks[1:] == [BY_HAND, [INSTALL]], "a command the README shows needs its test here"
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == SET_UP[1]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """A copy of the checkout's files (tracked or not ignored), with its .venv and .cache."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
+    copy = tmp_path_factory.mktemp("clone")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    for name in (".venv", ".cache"):
+        (copy / name).symlink_to((ROOT / name).resolve())
+    return copy
+
+
+def run(command: str, cwd: Path, tmp: Path | None = None) -> subprocess.CompletedProcess:
+    """command in bash, which must succeed; given tmp, a README command, its /tmp/ standing for tmp."""
+    if tmp:
+        command = command.replace("/tmp/", f"{tmp}/")
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def differing(a: Path, b: Path) -> list[str]:
+    cmp = filecmp.dircmp(a, b)
+    out = [str(a / n) for n in cmp.left_only + cmp.right_only + cmp.diff_files + cmp.funny_files]
+    return out + [p for sub in cmp.common_dirs for p in differing(a / sub, b / sub)]
+
+
+def test_make_build_and_mkdocs_build_make_the_same_site(repo, tmp_path):
+    run("make build", repo)
+    shutil.move(repo / "site", tmp_path / "make-build")
+    run(".venv/bin/mkdocs build --strict", repo)
+    site = repo / "site"
+    assert (site / "parameters-and-shapes" / "index.html").is_file()
+    assert (site / "assets" / "pyodide" / "pyodide.asm.wasm").is_file()
+    filecmp.clear_cache()
+    assert differing(site, tmp_path / "make-build") == []
+    mismatched = [p for p in site.rglob("*") if p.is_file() and
+                  not filecmp.cmp(p, tmp_path / "make-build" / p.relative_to(site), shallow=False)]
+    assert mismatched == []
+
+
+def test_build_py_with_pyodide_from_the_cdn(repo, tmp_path):
+    run(BY_HAND[1], repo, tmp_path)
+    site = tmp_path / "mha-site"
+    config = (site / "assets" / "widgets" / "runtime" / "config.js").read_text()
+    assert '"pyodide": "https://cdn.jsdelivr.net/pyodide/v0.27.7/full/"' in config
+    assert not (site / "assets" / "pyodide").exists() and (site / "index.html").is_file()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serving(command: str, cwd: Path, port: int):
+    """Start command (a server of the site on port); return (process, its output so far) once it serves."""
+    process = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    timer = threading.Timer(SERVE_TIMEOUT, os.killpg, (process.pid, signal.SIGKILL))
+    timer.start()
+    lines = []
+    for line in process.stdout:  # ends when the process does (or is killed by the timer)
+        lines.append(line)
+        if f"Serving on http://127.0.0.1:{port}/" in line:
+            break
+    timer.cancel()
+    return process, "".join(lines)
+
+
+def stop(process) -> None:
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C: mkdocs serve removes its temporary builds
+    process.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("command", ["make serve PORT={port}", ".venv/bin/mkdocs serve -a 127.0.0.1:{port}"])
+def test_serving_with_live_reload(repo, command):
+    port = free_port()
+    process, output = serving(command.format(port=port), repo, port)
+    try:
+        assert process.poll() is None, output
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/parameters-and-shapes/") as r:
+            html = r.read().decode()
+        assert 'data-mha-widget="shapes"' in html and "livereload" in html
+        assert "script-src 'self' 'wasm-unsafe-eval' 'unsafe-inline';" in html  # the injected reload script runs
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/assets/pyodide/pyodide.asm.wasm") as r:
+            assert r.headers["Content-Type"] == "application/wasm"
+    finally:
+        stop(process)
+
+
+def test_make_serve_on_a_busy_port_says_so_in_one_line(repo, tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        done = subprocess.run(["make", "-s", "serve", f"PORT={port}"], cwd=repo, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode != 0
+    said = [line for line in done.stderr.splitlines() if not line.startswith("make")]
+    assert said == [f"build.py: error: port {port} is not free (Address already in use): "
+                    f"choose another, e.g. `make serve PORT={port + 1}`"], done.stderr
+
+
+def test_make_fetch_checks_what_is_fetched(repo):
+    run("make fetch", repo)
+
+
+def test_mha_core_installs_into_a_clean_venv_with_numpy_only_and_the_example_holds(repo, tmp_path):
+    run(INSTALL, repo, tmp_path)
+    python = tmp_path / "mha-env" / "bin" / "python"
+    elsewhere = tmp_path / "elsewhere"  # not the repository: the installed package is imported
+    elsewhere.mkdir()
+    out = run(f'{python} -c "import mha_core; print(mha_core.param_count(512, 8), mha_core.__file__)"', elsewhere)
+    count, path = out.stdout.split()
+    assert count == "1050624" and path.startswith(str(tmp_path / "mha-env"))
+    installed = run(f"{python} -m pip list --format=freeze", elsewhere).stdout.lower()
+    assert {line.split("==")[0] for line in installed.split()} - {"pip", "setuptools"} == {"mha-core", "numpy"}
+    (block,) = re.findall(r"^```pycon\n(.*?)^```", README, re.S | re.M)
+    (elsewhere / "example.txt").write_text(block, encoding="utf-8")
+    examples = run(f"{python} -m doctest -v example.txt", elsewhere).stdout
+    assert re.search(r"^[1-9]\d* passed and 0 failed\.$", examples, re.M), examples
