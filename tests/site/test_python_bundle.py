@@ -70,3 +70,8 @@ def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(tmp_path, t
         packed = (tmp_path / "a" / entry["path"]).read_bytes()
         assert packed == (tmp_path / "b" / entry["path"]).read_bytes() and len(packed) == entry["bytes"]
         assert gzip.decompress(packed) == trimmed[name]
+
+
+def test_the_sizes_given_for_the_cdn_are_those_of_the_pinned_files():
+    folder = assets.fetch_pyodide()
+    assert assets.BROWSER_SIZES == {name: (folder / name).stat().st_size for name in assets.BROWSER_PINS}
