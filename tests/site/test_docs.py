@@ -153,6 +153,7 @@ def test_widgets_are_placed_where_the_text_expects_them(pages):
     markers = {
         "parameters-and-shapes.md": ("<!-- widget: shapes d_model=512 n_heads=8 seq_len=10 batch=2 -->", "shapes"),
         "what-heads-learn.md": ("<!-- widget: heads -->", "heads"),
+        "index.md": ("<!-- widget: worked -->", "worked"),
     }
     for page in PAGES:
         lines = [line.strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()]
