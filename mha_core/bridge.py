@@ -13,6 +13,7 @@ import numpy as np
 
 from .config import check_config
 from .heads import head_patterns, head_weights
+from .memory import memory_steps
 from .presets import presets
 from .shapes import param_count, shape_report
 from .worked import worked_example
@@ -25,6 +26,7 @@ FUNCTIONS = {
     "head_patterns": head_patterns,
     "head_weights": head_weights,
     "worked_example": worked_example,
+    "memory_steps": memory_steps,
 }
 
 

@@ -154,6 +154,7 @@ def test_widgets_are_placed_where_the_text_expects_them(pages):
         "parameters-and-shapes.md": ("<!-- widget: shapes d_model=512 n_heads=8 seq_len=10 batch=2 -->", "shapes"),
         "what-heads-learn.md": ("<!-- widget: heads -->", "heads"),
         "index.md": ("<!-- widget: worked -->", "worked"),
+        "mechanism.md": ("<!-- widget: memory -->", "memory"),
     }
     for page in PAGES:
         lines = [line.strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()]
@@ -619,3 +620,21 @@ def test_the_symbol_check_can_fail():
     assert not uses("[GQA](mechanism.md#h_kv)", use)
     assert uses("$q_i \\cdot k_j$", SYMBOLS["q"][0]) and uses("$q_i \\cdot k_j$", SYMBOLS["k"][0])
     assert not uses("quick kettle", SYMBOLS["q"][0]) and not uses("\\qquad", SYMBOLS["q"][0])
+
+
+def test_the_memory_section_quotes_numpy():
+    from mha_core.memory import memory_steps
+
+    right, wrong = memory_steps(3, 2), memory_steps(3, 2, wrong=True)
+    reshaped = next(s for s in right["steps"] if s["name"] == "reshape")
+    assert reshaped["strides_bytes"] == [64, 32, 8] and reshaped["strides_elements"] == [8, 4, 1]
+    assert right["itemsize"] == 8 and right["d_model"] == 8 and right["d_k"] == 4
+    quoted("mechanism.md", "$n = 3$ tokens with $d_\\text{model} = 8$ and $h = 2$ heads of $d_k = 4$",
+           "strides (64, 32, 8) in bytes, has strides (8, 4, 1) in elements")
+    head_1 = wrong["steps"][1]["read"][:3 * 4]  # the wrong "head 1": its n rows of d_k numbers
+    pieces = list(dict.fromkeys((c["token"] + 1, c["head"]) for c in head_1))
+    assert pieces == [(1, 0), (1, 1), (2, 0)]  # token 1's two halves, token 2's first half
+    quoted("mechanism.md", '"head 1" gets both halves of token 1 and the first half of token 2')
+    patterns = np.array(right["patterns"]["right"])
+    assert patterns[0, 2, 1] > 0.9 and patterns[1, 2, 2] > 0.9  # previous token; the token itself
+    quoted("mechanism.md", "head 1\nattends to the previous token and head 2 to the token itself")
