@@ -638,3 +638,14 @@ def test_the_memory_section_quotes_numpy():
     patterns = np.array(right["patterns"]["right"])
     assert patterns[0, 2, 1] > 0.9 and patterns[1, 2, 2] > 0.9  # previous token; the token itself
     quoted("mechanism.md", "head 1\nattends to the previous token and head 2 to the token itself")
+
+
+def test_the_worked_example_is_the_size_the_page_says():
+    from mha_core.worked import D_HEAD, D_MODEL, N_HEADS, N_TOKENS, worked_example
+
+    words = {2: "two", 3: "Three"}
+    m = worked_example()["matrices"]
+    assert (len(m["X"]["values"]), len(m["X"]["values"][0]), len(m["W_O"]["values"]) // len(m["z_0"]["values"][0])) \
+        == (N_TOKENS, D_MODEL, N_HEADS)
+    quoted("index.md", f"{words[N_TOKENS]} tokens, $d_\\text{{model}} = {D_MODEL}$ and $h = {N_HEADS}$ heads of "
+           f"$d_k = {D_HEAD}$")

@@ -6,29 +6,29 @@ through. worked.js refills the same cells with Python's answer for another seed.
 """
 from __future__ import annotations
 
-from mha_core.worked import worked_example
+from mha_core.worked import D_HEAD, D_MODEL, N_HEADS, N_TOKENS, worked_example
 
 OPTIONS = {"seed": int}
 
 # Each step: its title, what it says, and its rows of terms. A term is a matrix name or an operator.
-# Head i's names end in _0 or _1; the reader counts heads from 1.
+# Head i's names end in _0 or _1; the reader counts heads from 1. The layout is for two heads.
 STEPS = [
-    ("The input", "Three tokens, each a row of d_model = 4 numbers.", [["X"]]),
+    ("The input", f"{N_TOKENS} tokens, each a row of d_model = {D_MODEL} numbers.", [["X"]]),
     ("One projection for all heads",
-     "Each weight matrix is 4 × 4: its first two columns belong to head 1, its last two to head 2. "
-     "So the first two columns of Q, K and V are head 1's queries, keys and values.",
+     f"Each weight matrix is {D_MODEL} × {D_MODEL}: its first {D_HEAD} columns belong to head 1, its last "
+     f"{D_HEAD} to head 2. So the first {D_HEAD} columns of Q, K and V are head 1's queries, keys and values.",
      [["X", "×", "W_Q", "=", "Q"], ["X", "×", "W_K", "=", "K"], ["X", "×", "W_V", "=", "V"]]),
     *[(f"Head {i + 1} on its own",
-       f"Head {i + 1}'s columns of Q and K give its scores, divided by √d_k = √2; a softmax over each row "
-       f"gives its weights; the weights average head {i + 1}'s columns of V into z{i + 1}.",
-       [[f"q_{i}", "×", f"k_{i}ᵀ", "/ √2 =", f"scores_{i}", "softmax →", f"weights_{i}"],
-        [f"weights_{i}", "×", f"v_{i}", "=", f"z_{i}"]]) for i in range(2)],
+       f"Head {i + 1}'s columns of Q and K give its scores, divided by √d_k = √{D_HEAD}; a softmax over each "
+       f"row gives its weights; the weights average head {i + 1}'s columns of V into z{i + 1}.",
+       [[f"q_{i}", "×", f"k_{i}ᵀ", f"/ √{D_HEAD} =", f"scores_{i}", "softmax →", f"weights_{i}"],
+        [f"weights_{i}", "×", f"v_{i}", "=", f"z_{i}"]]) for i in range(N_HEADS)],
     ("The concatenation",
-     "The two heads' outputs side by side: 3 × 4 again. In memory this is the merge.",
+     f"The heads' outputs side by side: {N_TOKENS} × {N_HEADS * D_HEAD} again. In memory this is the merge.",
      [["merged"]]),
     ("The output projection",
-     "W_O's first two rows, W_O1, act on head 1's columns, its last two, W_O2, on head 2's, so the product is a sum "
-     "of one term per head.",
+     f"W_O's first {D_HEAD} rows, W_O1, act on head 1's columns, its last {D_HEAD}, W_O2, on head 2's, so the "
+     "product is a sum of one term per head.",
      [["merged", "×", "W_O", "=", "out"], ["z_0", "×", "W_O_0", "=", "part_0"], ["z_1", "×", "W_O_1", "=", "part_1"],
       ["part_0", "+", "part_1", "=", "out"]]),
 ]
