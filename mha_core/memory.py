@@ -65,14 +65,15 @@ def _in_memory(a: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def _note(name: str, buffer: str, view: bool, source, n: int, h: int) -> str:
-    if view and name == "merge":
+def _note(step: dict, h: int) -> str:
+    """What the step did to memory, in words."""
+    if step["view"] and step["name"] == "merge":
         return f"a view of z: no copy, because {'h' if h == 1 else 'n'} = 1"
-    if view:
-        return f"a view of {buffer}: the same buffer, new strides"
-    if source is None:
-        return "a new array, token by token" if name == "q" else "a new array, from the attention"
-    return "a copy: the numbers move into a new buffer, token by token"
+    if step["view"]:
+        return f"a view of {step['buffer']}: the same buffer, new strides"
+    if step["from"] is None:
+        return "a new array, token by token" if step["name"] == "q" else "a new array, from the attention"
+    return f"a copy: {step['moved']} of {len(step['memory'])} numbers move to a new place, token by token"
 
 
 def fmt_strides(strides: list[int], itemsize: int) -> str:
@@ -89,12 +90,10 @@ def _step(name, code, a, labels, source, owners, d_k) -> dict:
         sa == sl for sa, sl, size in zip(a.strides, labels.strides, a.shape) if size > 1)
     buffer = next(owner for owner, array in owners.items() if np.shares_memory(a, array))
     view = source is not None and bool(np.shares_memory(a, source))
-    n, h = labels.size // D_MODEL, D_MODEL // d_k
     return {
         "name": name, "code": code, "shape": list(a.shape), "buffer": buffer, "view": view,
         "strides_bytes": list(a.strides), "strides_elements": [s // a.itemsize for s in a.strides],
         "strides_text": fmt_strides(list(a.strides), a.itemsize), "contiguous": bool(a.flags.c_contiguous),
-        "note": _note(name, buffer, view, source, n, h),
         "memory": _cells(_in_memory(a, labels), d_k), "read": _cells(labels.ravel(), d_k),
     }
 
@@ -146,9 +145,12 @@ def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> di
             ("reshape", "z.reshape(n, d_model)", merged, z_labels.reshape(n, D_MODEL), z),
         ]
     drawn = [_step(*s, owners, d_k) for s in steps]
-    for before, after in zip(drawn, drawn[1:]):  # how many numbers a step moves to another place
-        after["moved"] = 0 if after["view"] else sum(a != b for a, b in zip(before["memory"], after["memory"]))
-    drawn[0]["moved"] = 0
+    for before, step in zip([None, *drawn], drawn):  # a copy: where it takes each number from, how many move
+        copied = before is not None and not step["view"] and step["name"] == "merge"
+        where = {(c["token"], c["head"], c["feature"]): i for i, c in enumerate(before["memory"])} if copied else {}
+        step["from"] = [where[c["token"], c["head"], c["feature"]] for c in step["memory"]] if copied else None
+        step["moved"] = sum(i != j for i, j in enumerate(step["from"])) if copied else 0
+        step["note"] = _note(step, h)
     patterns = {"right": right_weights, "wrong": wrong_weights}
     return {
         "n": n, "h": h, "d_k": d_k, "d_model": D_MODEL, "itemsize": q.itemsize, "wrong": wrong, "steps": drawn,

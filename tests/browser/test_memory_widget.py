@@ -13,7 +13,9 @@ STEPS = """root => [...root.querySelectorAll('[data-output="steps"] > li')].map(
   name: li.dataset.step, shape: li.dataset.shape.split(",").map(Number),
   strides: li.dataset.strides.split(",").map(Number), elements: li.dataset.stridesElements.split(",").map(Number),
   view: li.dataset.view === "true", buffer: li.dataset.buffer, moved: Number(li.dataset.moved),
-  memory: [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')].map(c => [c.textContent, c.className]),
+  memory: [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')].map(c => [c.textContent, c.classList[1]]),
+  slid: [...li.querySelectorAll('[data-row="memory"] .mha-memory__moved')].map(c => Number(c.style.getPropertyValue("--from"))),
+  play: li.querySelectorAll('button[data-action="play"]').length,
 }))"""
 PATTERNS = """root => Object.fromEntries([...root.querySelectorAll('[data-output="patterns"] figure')].map(f => [f.dataset.split,
   [...f.querySelectorAll("table")].map(t => [...t.querySelectorAll("tr")].map(tr => [...tr.querySelectorAll("td")].map(td => td.textContent)))]))"""
@@ -44,7 +46,10 @@ def assert_shows(widget, n: int, h: int, wrong: bool) -> None:
         assert s["elements"] == [b // 8 for b in s["strides"]]
         assert s["view"] == view, s["name"]
         assert s["shape"] == w["shape"] and s["buffer"] == w["buffer"] and s["moved"] == w["moved"]
-        assert s["memory"] == [[str(c["token"] + 1), f"mha-memory__cell mha-h{c['head']}"] for c in w["memory"]]
+        assert s["memory"] == [[str(c["token"] + 1), f"mha-h{c['head']}"] for c in w["memory"]]
+        sources = w["from"] or []  # a copy: each moved cell slides from its place in z's buffer
+        assert s["slid"] == [j - i for i, j in enumerate(sources) if j != i] and len(s["slid"]) == s["moved"]
+        assert s["play"] == (1 if s["moved"] else 0)
     assert widget.evaluate(PATTERNS) == want["patterns_text"]
     assert widget.get_attribute("data-n") == str(n) and widget.get_attribute("data-h") == str(h)
 

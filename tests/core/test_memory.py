@@ -55,6 +55,10 @@ def test_cells_follow_the_numbers(n, h):
     assert read["transpose"] == head_major  # the view reads head by head from a buffer stored token by token
     assert memory["z"] == memory["transpose back"] == head_major
     assert memory["merge"] == read["merge"] == token_major
+    merge = r["steps"][-1]
+    if merge["from"] is not None:  # a copy: each number comes from its place in z's buffer
+        assert [memory["transpose back"][i] for i in merge["from"]] == memory["merge"]
+    assert (merge["from"] is None) == merge["view"]
     moved = sum(a != b for a, b in zip(head_major, token_major))
     assert r["steps"][-1]["moved"] == (moved if r["merge_copies"] else 0)
     assert (moved > 0) == r["merge_copies"]

@@ -12,23 +12,33 @@ function el(tag, className, text) {
   return node;
 }
 
-/** The cells of one row; with a shape, gaps between its rows (and wider ones between 3-D blocks). */
-function cells(list, shape) {
+/** The cells of one row; with a shape, gaps between its rows (and wider ones between 3-D blocks); with
+ * from (a copy's sources), each moved cell knows how far it moved (--from, in cells). */
+function cells(list, shape, from) {
   return list.map((c, i) => {
     let cls = `mha-memory__cell mha-h${c.head}`;
     if (shape && i && i % shape.at(-1) === 0) cls += " mha-memory__gap";
     if (shape?.length === 3 && i && i % (shape.at(-1) * shape.at(-2)) === 0) cls += " mha-memory__gap2";
+    if (from && from[i] !== i) cls += " mha-memory__moved";
     const cell = el("span", cls, String(c.token + 1));
+    if (from && from[i] !== i) cell.style.setProperty("--from", String(from[i] - i));
     cell.title = `token ${c.token + 1}, head ${c.head + 1}, feature ${c.feature + 1}`;
     return cell;
   });
 }
 
-function row(name, label, list, shape) {
+function row(name, label, list, shape, from) {
   const div = el("div", "mha-memory__row");
   div.dataset.row = name;
-  div.append(el("span", "mha-memory__label", label), ...cells(list, shape));
+  div.append(el("span", "mha-memory__label", label), ...cells(list, shape, from));
   return div;
+}
+
+/** Slide the copied numbers from where they were in z to where the merge puts them. */
+function play(li) {
+  li.classList.remove("mha-memory--play");
+  void li.offsetWidth; // restart the animation
+  li.classList.add("mha-memory--play");
 }
 
 function step(s) {
@@ -38,7 +48,13 @@ function step(s) {
   const what = el("p", "mha-memory__what");
   what.append(el("code", "", s.code), " ", el("span", "mha-memory__shape", `[${s.shape.join(", ")}]`), " ",
     el("span", "", s.strides_text), " ", el("strong", "", s.note));
-  li.append(what, row("memory", `memory (${s.buffer})`, s.memory), row("read", "read", s.read, s.shape));
+  if (s.moved) {
+    const button = el("button", "", "Play the copy");
+    button.type = "button";
+    button.dataset.action = "play";
+    what.append(" ", button);
+  }
+  li.append(what, row("memory", `memory (${s.buffer})`, s.memory, null, s.from), row("read", "read", s.read, s.shape));
   return li;
 }
 
@@ -93,6 +109,10 @@ function mount(root) {
   const form = root.querySelector("form");
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", () => update(root, form));
+  root.addEventListener("click", (event) => {
+    const button = event.target.closest('button[data-action="play"]');
+    if (button) play(button.closest("li"));
+  });
 }
 
 document.querySelectorAll('[data-mha-widget="memory"]').forEach(mount);
