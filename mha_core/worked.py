@@ -15,7 +15,8 @@ import numpy as np
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
 from .config import whole_number
 
-TOKENS = ("the", "cat", "sat")
+VOCAB = ("the", "cat", "sat", "on", "a", "mat")  # each word's embedding is drawn from the seed
+TOKENS = ("the", "cat", "sat")  # the sentence shown first
 N_TOKENS, D_MODEL, N_HEADS = len(TOKENS), 4, 2
 D_HEAD = D_MODEL // N_HEADS
 MAX_SEED = 2**32 - 1
@@ -32,15 +33,23 @@ def _drawn(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np
     return np.round(rng.standard_normal(shape) * scale, 1) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def worked_steps(seed: int = 1) -> dict[str, np.ndarray]:
+def _check_tokens(tokens) -> tuple[str, ...]:
+    if not isinstance(tokens, (list, tuple)) or len(tokens) != N_TOKENS or not all(t in VOCAB for t in tokens):
+        raise ValueError(f"tokens must be a list of {N_TOKENS} words from {', '.join(VOCAB)}; got {str(tokens):.60}")
+    return tuple(tokens)
+
+
+def worked_steps(seed: int = 1, tokens=TOKENS) -> dict[str, np.ndarray]:
     """Every matrix of the example by name, as arrays. Per head i (0 and 1): q_i, k_i, v_i (its column
     blocks of Q, K, V), scores_i, weights_i, z_i, W_O_i (its row block of W_O) and part_i = z_i @ W_O_i;
     out is the sum of the parts."""
     seed, error = whole_number("seed", seed, MAX_SEED + 1)
     if error:
         raise ValueError(error)
+    tokens = _check_tokens(tokens)
     rng = np.random.default_rng(seed - 1)  # seeds count from 1 for the reader
-    X = _drawn(rng, (N_TOKENS, D_MODEL), 1.0)  # [n, d_model]
+    embeddings = _drawn(rng, (len(VOCAB), D_MODEL), 1.0)  # [V, d_model]: one row per word
+    X = embeddings[[VOCAB.index(t) for t in tokens]]  # [n, d_model]: a repeated word repeats its row
     W_Q, W_K, W_V, W_O = _drawn(rng, (4, D_MODEL, D_MODEL), 1.0)  # [d_model, d_model] each
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # [n, d_model] each: all heads side by side
     q_heads, k_heads, v_heads = (split_heads(a, N_HEADS) for a in (Q, K, V))  # [h, n, d_k]
@@ -56,12 +65,13 @@ def worked_steps(seed: int = 1) -> dict[str, np.ndarray]:
     return steps
 
 
-def worked_example(seed: int = 1) -> dict:
-    """The example for a seed (1 to 2**32) as plain data: {seed, tokens, n, d_model, n_heads, d_head,
-    matrices: {name: {shape, values, text}}}, text being each number as the page shows it."""
-    steps = worked_steps(seed)
+def worked_example(seed: int = 1, tokens=TOKENS) -> dict:
+    """The example for a seed (1 to 2**32) and 3 words of VOCAB, as plain data: {seed, tokens, vocab, n,
+    d_model, n_heads, d_head, matrices: {name: {shape, values, text}}}, text being each number as the page
+    shows it."""
+    steps = worked_steps(seed, tokens)
     return {
-        "seed": int(seed), "tokens": list(TOKENS), "n": N_TOKENS, "d_model": D_MODEL,
+        "seed": int(seed), "tokens": list(tokens), "vocab": list(VOCAB), "n": N_TOKENS, "d_model": D_MODEL,
         "n_heads": N_HEADS, "d_head": D_HEAD,
         "matrices": {name: {"shape": list(a.shape), "values": a.tolist(),
                             "text": [[fmt(v, 1 if name in INPUTS else 2) for v in row] for row in a.tolist()]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.worked import worked_example
+from mha_core.worked import TOKENS, worked_example
 
 CELLS = """root => [...root.querySelectorAll("table[data-matrix]")].map(t => ({
   name: t.dataset.matrix, transposed: t.hasAttribute("data-transposed"),
@@ -14,9 +14,15 @@ CELLS = """root => [...root.querySelectorAll("table[data-matrix]")].map(t => ({
 }))"""
 
 
-def assert_shows(widget, seed: int) -> None:
-    """Every matrix cell the widget holds is mha_core's text for seed, and every matrix is shown."""
-    want = worked_example(seed)["matrices"]
+LABELS = """root => [...root.querySelectorAll("th[data-token-index]")].map(th => [+th.dataset.tokenIndex, th.textContent])"""
+
+
+def assert_shows(widget, seed: int, tokens=TOKENS) -> None:
+    """Every matrix cell the widget holds is mha_core's text for seed and tokens, every matrix is shown,
+    and every token label names its token."""
+    want = worked_example(seed, list(tokens))["matrices"]
+    labels = widget.evaluate(LABELS)
+    assert labels and all(text == tokens[i] for i, text in labels)
     tables = widget.evaluate(CELLS)
     assert {t["name"] for t in tables} == set(want)
     for t in tables:
@@ -56,3 +62,14 @@ def test_the_steps_open_and_the_heads_carry_their_colours(page, site_url, widget
       W_O: [...root.querySelector('table[data-matrix="W_O"]').querySelectorAll("tr")].map(tr => tr.querySelector("td").className),
     })""")
     assert heads == {"W_Q": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"], "W_O": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"]}
+
+
+def test_the_reader_s_words(page, site_url, widget_path):
+    widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
+    seed = int(widget.get_attribute("data-seed"))
+    widget.locator('select[name="token"][data-token-index="2"]').select_option("cat")
+    expect(widget).to_have_attribute("data-tokens", "the cat cat")
+    expect(widget).to_have_attribute("data-state", "live")
+    assert_shows(widget, seed, ("the", "cat", "cat"))
+    rows = widget.evaluate("""root => [...root.querySelector('table[data-matrix="Q"]').rows].map(r => [...r.querySelectorAll("td")].map(td => td.textContent))""")
+    assert rows[1] == rows[2]  # the same word asks the same question

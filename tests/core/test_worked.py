@@ -71,3 +71,18 @@ def test_through_the_bridge():
     assert answer["ok"] and answer["result"] == json.loads(json.dumps(worked_example(5)))
     answer = json.loads(bridge.call("worked_example", json.dumps({"seed": 0})))
     assert not answer["ok"] and "seed" in answer["error"]
+
+
+def test_the_reader_s_words_pick_rows_of_one_embedding_table():
+    m = worked_steps(4, ["cat", "on", "cat"])
+    assert np.array_equal(m["X"][0], m["X"][2])  # the same word, the same row, the same query
+    assert np.array_equal(m["Q"][0], m["Q"][2]) and np.allclose(m["weights_0"][0], m["weights_0"][2])
+    assert np.array_equal(worked_steps(4, ["on", "cat", "sat"])["X"][1], m["X"][0])  # one table per seed
+    assert np.array_equal(worked_steps(4, ["cat", "on", "cat"])["W_Q"], worked_steps(4)["W_Q"])  # same weights
+    assert worked_example(4, ["cat", "on", "cat"])["tokens"] == ["cat", "on", "cat"]
+
+
+@pytest.mark.parametrize("tokens", [["cat"], ["cat", "on", "dog"], "the cat sat", [1, 2, 3], None])
+def test_bad_tokens_are_refused_with_a_message(tokens):
+    with pytest.raises(ValueError, match="tokens"):
+        worked_steps(1, tokens)

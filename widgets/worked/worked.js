@@ -1,6 +1,6 @@
-// The worked example: every matrix of a 3-token, 2-head layer, pre-rendered at build time. "Draw new
-// numbers" asks mha_core.worked for the next seed in the page's Python worker and refills the cells
-// with the text Python formatted.
+// The worked example: every matrix of a 3-token, 2-head layer, pre-rendered at build time. Choosing
+// other words, or "Draw new numbers" (the next seed), asks mha_core.worked in the page's Python worker
+// and refills the cells and labels with the text Python formatted.
 import { call } from "../runtime/bridge.js";
 import { output, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
@@ -15,15 +15,18 @@ function fill(root, example) {
       setText(td, transposed ? text[c][r] : text[r][c]);
     }
   }
+  for (const th of root.querySelectorAll("th[data-token-index]")) setText(th, example.tokens[Number(th.dataset.tokenIndex)]);
   setText(output(root, "seed"), String(example.seed));
   root.dataset.seed = String(example.seed);
+  root.dataset.tokens = example.tokens.join(" ");
 }
 
-async function redraw(root) {
-  const seed = Number(root.dataset.seed) + 1;
+/** The example for seed and the words chosen in the form. */
+async function show(root, seed) {
+  const tokens = [...root.querySelectorAll('select[name="token"]')].map((select) => select.value);
   root.dataset.state = "busy";
   try {
-    fill(root, await call("worked_example", { seed }));
+    fill(root, await call("worked_example", { seed, tokens }));
     showMessage(root, "error", "");
     root.dataset.state = "live";
   } catch (err) {
@@ -33,7 +36,10 @@ async function redraw(root) {
 }
 
 function mount(root) {
-  root.querySelector('[data-action="redraw"]').addEventListener("click", () => redraw(root));
+  root.querySelector('[data-action="redraw"]').addEventListener("click", () => show(root, Number(root.dataset.seed) + 1));
+  const form = root.querySelector("form");
+  form.addEventListener("submit", (event) => event.preventDefault());
+  form.addEventListener("change", () => show(root, Number(root.dataset.seed)));
 }
 
 document.querySelectorAll('[data-mha-widget="worked"]').forEach(mount);
