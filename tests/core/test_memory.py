@@ -85,7 +85,7 @@ def test_the_patterns_are_the_constructed_heads_and_the_wrong_split_breaks_them(
                 assert right[i, t, t - OFFSETS[i]] > 0.9, (n, h, i, t)
     wrong = np.array(memory_steps(3, 2, wrong=True)["patterns"]["wrong"])
     right = np.array(memory_steps(3, 2)["patterns"]["right"])
-    assert not np.allclose(wrong, right, atol=0.1)
+    assert all(np.abs(wrong[i] - right[i]).max() > 0.4 for i in range(2))  # both heads scrambled
     assert np.array_equal(memory_steps(3, 2)["patterns"]["wrong"], memory_steps(3, 2, True)["patterns"]["wrong"])
 
 
