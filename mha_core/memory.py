@@ -83,12 +83,12 @@ def fmt_strides(strides: list[int], itemsize: int) -> str:
     return f"strides {tup(strides)} bytes = {tup([s // itemsize for s in strides])} elements"
 
 
-def _step(name, code, a, labels, source, owners, d_k) -> dict:
+def _step(name, code, a, labels, source, buffers, d_k) -> dict:
     """One step: the array's shape and NumPy's strides, the buffer it lives in, and its cells twice:
     as they lie in memory and as its indices read them."""
     assert a.shape == labels.shape and all(  # the labels move as the numbers do (a length-1 axis has no step)
         sa == sl for sa, sl, size in zip(a.strides, labels.strides, a.shape) if size > 1)
-    buffer = next(owner for owner, array in owners.items() if np.shares_memory(a, array))
+    buffer = next(owner for owner, array in buffers.items() if np.shares_memory(a, array))
     view = source is not None and bool(np.shares_memory(a, source))
     return {
         "name": name, "code": code, "shape": list(a.shape), "buffer": buffer, "view": view,
@@ -98,13 +98,58 @@ def _step(name, code, a, labels, source, owners, d_k) -> dict:
     }
 
 
+def _right_split(q, labels, z, h: int) -> tuple[list, dict]:
+    """(steps, buffers) of split_heads, attention and merge_heads, q's labels carried along."""
+    n, d_k = q.shape[0], D_MODEL // h
+    split = q.reshape(n, h, d_k)  # [n, d_model] -> [n, h, d_k]
+    heads = np.swapaxes(split, 0, 1)  # [n, h, d_k] -> [h, n, d_k]: split_heads(q)
+    head_labels = np.swapaxes(labels.reshape(n, h, d_k), 0, 1)
+    z_labels = np.ascontiguousarray(head_labels)  # z [h, n, d_k]: a new array, head by head
+    back = np.swapaxes(z, 0, 1)  # [h, n, d_k] -> [n, h, d_k]
+    merged = merge_heads(z)  # [h, n, d_k] -> [n, d_model]: a copy unless h or n is 1
+    steps = [
+        ("q", "q = x @ W_Q", q, labels, None),
+        ("reshape", "q.reshape(n, h, d_k)", split, labels.reshape(n, h, d_k), q),
+        ("transpose", "np.swapaxes(…, 0, 1)", heads, head_labels, split),
+        ("z", "z = weights @ v_heads", z, z_labels, None),
+        ("transpose back", "np.swapaxes(z, 0, 1)", back, np.swapaxes(z_labels, 0, 1), z),
+        ("merge", "….reshape(n, d_model)", merged, np.swapaxes(z_labels, 0, 1).reshape(n, D_MODEL), back),
+    ]
+    return steps, {"q": q, "z": z, "merged": merged}
+
+
+def _wrong_split(q, labels, z, h: int) -> tuple[list, dict]:
+    """(steps, buffers) of the bug: a reshape straight to [h, n, d_k], attention, a reshape back."""
+    n, d_k = q.shape[0], D_MODEL // h
+    split = q.reshape(h, n, d_k)  # [n, d_model] -> [h, n, d_k]: each "head" a run of n·d_k numbers
+    z_labels = labels.reshape(h, n, d_k).copy()  # row r of wrong head i holds what its query was made of
+    merged = z.reshape(n, D_MODEL)  # [h, n, d_k] -> [n, d_model], a view
+    steps = [
+        ("q", "q = x @ W_Q", q, labels, None),
+        ("wrong reshape", "q.reshape(h, n, d_k)", split, labels.reshape(h, n, d_k), q),
+        ("z", "z = weights @ v_heads", z, z_labels, None),
+        ("reshape", "z.reshape(n, d_model)", merged, z_labels.reshape(n, D_MODEL), z),
+    ]
+    return steps, {"q": q, "z": z}
+
+
+def _moves(drawn: list[dict], h: int) -> None:
+    """Add each step's note and, for the merge's copy, where it takes each number from and how many move."""
+    for before, step in zip([None, *drawn], drawn):
+        copied = before is not None and not step["view"] and step["name"] == "merge"
+        where = {(c["token"], c["head"], c["feature"]): i for i, c in enumerate(before["memory"])} if copied else {}
+        step["from"] = [where[c["token"], c["head"], c["feature"]] for c in step["memory"]] if copied else None
+        step["moved"] = sum(i != j for i, j in enumerate(step["from"])) if copied else 0
+        step["note"] = _note(step, h)
+
+
 def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> dict:
     """Every step from q [n, d_model] to the merged [n, d_model], as NumPy stores it, and the patterns.
 
     Right: reshape [n, h, d_k] -> transpose [h, n, d_k] (split_heads) -> attention -> z -> transpose
     back [n, h, d_k] -> reshape [n, d_model] (merge_heads). Wrong: reshape [h, n, d_k] -> attention ->
     z -> reshape [n, d_model]. Returns {n, h, d_k, d_model, itemsize, wrong, steps, merge_copies,
-    patterns: {right, wrong} ([h, n, n] weights, causal)}.
+    patterns: {right, wrong} ([h, n, n] weights, causal), patterns_text}.
     """
     _check(n_tokens, n_heads, wrong)
     n, h, d_k = n_tokens, n_heads, D_MODEL // n_heads
@@ -116,41 +161,9 @@ def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> di
 
     right_z, right_weights = attend(lambda a: split_heads(a, h))  # [h, n, d_k], [h, n, n]
     wrong_z, wrong_weights = attend(lambda a: a.reshape(h, n, d_k))  # the bug: no transpose
-    if not wrong:
-        split = q.reshape(n, h, d_k)  # [n, d_model] -> [n, h, d_k]
-        heads = np.swapaxes(split, 0, 1)  # [n, h, d_k] -> [h, n, d_k]: split_heads(q)
-        z = right_z  # [h, n, d_k], a new array, head by head
-        z_labels = np.ascontiguousarray(np.swapaxes(labels.reshape(n, h, d_k), 0, 1))  # z[i, t] is token t's
-        back = np.swapaxes(z, 0, 1)  # [h, n, d_k] -> [n, h, d_k]
-        merged = merge_heads(z)  # [h, n, d_k] -> [n, d_model]
-        owners = {"q": q, "z": z, "merged": merged}
-        steps = [
-            ("q", "q = x @ W_Q", q, labels, None),
-            ("reshape", "q.reshape(n, h, d_k)", split, labels.reshape(n, h, d_k), q),
-            ("transpose", "np.swapaxes(…, 0, 1)", heads, np.swapaxes(labels.reshape(n, h, d_k), 0, 1), split),
-            ("z", "z = weights @ v_heads", z, z_labels, None),
-            ("transpose back", "np.swapaxes(z, 0, 1)", back, np.swapaxes(z_labels, 0, 1), z),
-            ("merge", "….reshape(n, d_model)", merged, np.swapaxes(z_labels, 0, 1).reshape(n, D_MODEL), back),
-        ]
-    else:
-        split = q.reshape(h, n, d_k)  # [n, d_model] -> [h, n, d_k]: each "head" a run of n·d_k numbers
-        z = wrong_z
-        z_labels = labels.reshape(h, n, d_k).copy()  # row r of wrong head i holds what its query was made of
-        merged = z.reshape(n, D_MODEL)  # [h, n, d_k] -> [n, d_model], a view
-        owners = {"q": q, "z": z}
-        steps = [
-            ("q", "q = x @ W_Q", q, labels, None),
-            ("wrong reshape", "q.reshape(h, n, d_k)", split, labels.reshape(h, n, d_k), q),
-            ("z", "z = weights @ v_heads", z, z_labels, None),
-            ("reshape", "z.reshape(n, d_model)", merged, z_labels.reshape(n, D_MODEL), z),
-        ]
-    drawn = [_step(*s, owners, d_k) for s in steps]
-    for before, step in zip([None, *drawn], drawn):  # a copy: where it takes each number from, how many move
-        copied = before is not None and not step["view"] and step["name"] == "merge"
-        where = {(c["token"], c["head"], c["feature"]): i for i, c in enumerate(before["memory"])} if copied else {}
-        step["from"] = [where[c["token"], c["head"], c["feature"]] for c in step["memory"]] if copied else None
-        step["moved"] = sum(i != j for i, j in enumerate(step["from"])) if copied else 0
-        step["note"] = _note(step, h)
+    steps, buffers = (_wrong_split(q, labels, wrong_z, h) if wrong else _right_split(q, labels, right_z, h))
+    drawn = [_step(*step, buffers, d_k) for step in steps]
+    _moves(drawn, h)
     patterns = {"right": right_weights, "wrong": wrong_weights}
     return {
         "n": n, "h": h, "d_k": d_k, "d_model": D_MODEL, "itemsize": q.itemsize, "wrong": wrong, "steps": drawn,
