@@ -7,7 +7,9 @@ from .attention import merge_heads, multi_head_attention, scaled_dot_product_att
 from .config import LIMITS, AttentionConfig, ConfigError, check_config
 from .heads import HEAD_INFO, HEAD_KINDS, MAX_TOKENS, head_patterns, head_weights, tokenize
 from .presets import PRESETS, Preset, presets
+from .memory import memory_steps
 from .shapes import param_count, shape_report
+from .worked import worked_example
 
 __version__ = "0.1.0"
 
@@ -16,4 +18,5 @@ __all__ = [
     "PRESETS", "Preset", "presets", "param_count", "shape_report",
     "softmax", "split_heads", "merge_heads", "scaled_dot_product_attention", "multi_head_attention",
     "HEAD_INFO", "HEAD_KINDS", "MAX_TOKENS", "tokenize", "head_patterns", "head_weights",
+    "memory_steps", "worked_example",
 ]

@@ -13,8 +13,10 @@ import numpy as np
 
 from .config import check_config
 from .heads import head_patterns, head_weights
+from .memory import memory_steps
 from .presets import presets
 from .shapes import param_count, shape_report
+from .worked import worked_example
 
 FUNCTIONS = {
     "check_config": check_config,
@@ -23,6 +25,8 @@ FUNCTIONS = {
     "presets": presets,
     "head_patterns": head_patterns,
     "head_weights": head_weights,
+    "worked_example": worked_example,
+    "memory_steps": memory_steps,
 }
 
 

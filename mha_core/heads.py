@@ -7,7 +7,7 @@ causal mask, run on them with constructed weights:
 - layer 0, three heads reading the embeddings: previous_token, positional, content;
 - layer 1, one head reading the residual stream (embeddings + layer 0's output): induction.
   Layer 0's previous-token head writes "the token before me" into the residual stream (W_O); the
-  induction head's W_K reads exactly that (K-composition, Olsson et al. 2022), so a repeated token
+  induction head's W_K reads exactly that (K-composition, Elhage et al. 2021), so a repeated token
   finds what followed its earlier occurrences. Ablating the previous-token head breaks it.
 
 Residual-stream features (d_model = 2·V + n + 1 for V distinct tokens and n tokens):

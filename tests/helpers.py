@@ -194,10 +194,29 @@ def show_sentence(widget, text: str) -> float | None:
 
 
 
-# ---------------------------------------------------------------- either widget
+# ---------------------------------------------------------------- the memory and worked-example widgets
+
+def check_small_widget(name, widget, value) -> None:
+    """The memory widget's strides (h = value) or the worked example's output (seed = value) are mha_core's."""
+    if name == "memory":
+        want = mha_core.memory_steps(int(widget.get_attribute("data-n")), value, widget.get_attribute("data-wrong") == "true")
+        shown = widget.evaluate("root => [...root.querySelectorAll('[data-output=\"steps\"] > li')].map(li => li.dataset.strides)")
+        assert shown == [",".join(map(str, s["strides_bytes"])) for s in want["steps"]]
+    else:
+        want = mha_core.worked_example(value)["matrices"]["out"]["text"]
+        shown = widget.evaluate("root => [...root.querySelector('table[data-matrix=\"out\"]').rows].map(r => [...r.querySelectorAll('td')].map(td => td.textContent))")
+        assert shown == want
+
+
+# ---------------------------------------------------------------- any widget
 
 def ask(name, widget, value) -> None:
-    """Change the widget's input (batch, or the sentence) without waiting for an answer."""
+    """Change the widget's input (batch, the sentence, the heads drawn in memory, or the worked example's
+    numbers, drawn anew up to seed value) without waiting for an answer."""
+    if name == "memory":
+        return widget.locator('select[name="n_heads"]').select_option(str(value))
+    if name == "worked":
+        return widget.locator('[data-action="redraw"]').click()
     field = widget.locator('input[type="number"][name="batch"]' if name == "shapes" else 'textarea[name="sentence"]')
     field.fill(str(value))
     field.press("Enter" if name == "shapes" else "Tab")
@@ -207,6 +226,10 @@ def check_answered(name, widget, value) -> None:
     """The widget is live with Python's answer for value."""
     if name == "shapes":
         assert_shows(widget, **{**form_config(widget), "batch": value})
+    elif name in ("memory", "worked"):
+        expect(widget).to_have_attribute("data-state", "live")
+        expect(widget).to_have_attribute("data-h" if name == "memory" else "data-seed", str(value))
+        check_small_widget(name, widget, value)
     else:
         expect(widget).to_have_attribute("data-state", "live")
         check_layout(widget.evaluate(READ), tokens_of(value))

@@ -16,7 +16,7 @@ from tests.helpers import ask, check_answered, serve
 
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
-CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave"}
+CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2}
 
 
 def site_pages(site) -> list[str]:
@@ -65,7 +65,7 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
                 assert_no_python(page, page_log.requests[before:])
     finally:
         root_server.shutdown()
-    assert sorted(live) == ["heads", "shapes"]
+    assert sorted(live) == ["heads", "memory", "shapes", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 

@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+import numpy as np
 import pytest
 
 import build
@@ -145,6 +146,8 @@ def test_widgets_are_placed_where_the_text_expects_them(pages):
     markers = {
         "parameters-and-shapes.md": ("<!-- widget: shapes d_model=512 n_heads=8 seq_len=10 batch=2 -->", "shapes"),
         "what-heads-learn.md": ("<!-- widget: heads -->", "heads"),
+        "index.md": ("<!-- widget: worked -->", "worked"),
+        "mechanism.md": ("<!-- widget: memory -->", "memory"),
     }
     for page in PAGES:
         lines = [line.strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()]
@@ -205,11 +208,12 @@ def test_pipeline_diagram_follows_the_theme_and_the_core():
     report = {t["name"]: t for t in shape_report(512, 8, 10, 2)["tensors"]}
     drawn = []
     for label, shape in zip(names, shapes):
-        symbol = shape.replace(" each", "").replace(" ", "").replace("d_head", "d_k")
+        symbol = shape.replace(" each", "").replace(" ", "")
         for name in label.replace(" (the pattern)", "").split(", "):
             drawn.append(name)
             assert report[name]["symbol"] == symbol, (name, symbol)
     assert drawn == list(report)
+    assert "one fused matmul" in svg and "d_head" not in svg, "the text's d_k and its one fused projection"
     views = re.findall(r'class="op (view|copy)"', svg)
     assert views == ["view", "copy"]
     assert report["q_heads"]["view"] and not report["merged"]["view"]
@@ -327,8 +331,10 @@ def test_parameter_counts():
     assert (gemma["d_model"], gemma["n_heads"], gemma["d_head"], gemma["bias"]) == (3072, 16, 256, False)
     gemma_count = param_count(3072, 16, d_head=256, bias=False)
     assert gemma_count == gemma["param_count"] == 4 * 3072 * 4096
-    quoted("parameters-and-shapes.md", "$d_\\text{model} = 3072$ and 16 heads of $d_k = 256$",
-           f"{16 * 256}", f"= {gemma_count:,}$ parameters")
+    assert gemma["d_model"] % gemma["n_heads"] == 0, "Gemma's width divides by its heads: not the point"
+    assert gemma["n_heads"] * gemma["d_head"] != gemma["d_model"], "the point: h·d_k is not d_model"
+    quoted("parameters-and-shapes.md", "$d_\\text{model} = 3072$ does divide by its 16 heads, giving "
+           f"{3072 // 16}", "sets $d_k = 256$", f"$16 \\cdot 256 = {16 * 256}$", f"= {gemma_count:,}$ parameters")
 
     llama3 = preset("llama3-8b")
     assert (llama3["d_model"], llama3["n_heads"], llama3["n_kv_heads"], llama3["d_head"]) == (4096, 32, 8, 128)
@@ -382,8 +388,9 @@ def test_shapes_table_matches_the_core():
             order.append(name)
             t = by_name[name]
             assert t["symbol"] == shape.strip("`"), (name, shape)
-            assert t["view"] == ("view" in memory or "in place" in memory), (name, memory)
-            assert ("copy" in memory) == (name == "merged"), (name, memory)
+            usual = memory.split(" (")[0]  # the case of the table's sizes; exceptions in brackets
+            assert t["view"] == ("view" in usual or "in place" in usual), (name, memory)
+            assert ("copy" in usual) == (name == "merged"), (name, memory)
     assert order == [t["name"] for t in report]
 
 
@@ -402,3 +409,236 @@ def test_the_verb_example_counts_right():
     assert tokens.index("was") - tokens.index("report") == 9 and tokens[-2] == "rules"
     quoted("why-heads.md", f"> {sentence.replace('was', '**was**')} ...", "*report*, nine tokens back",
            "the nearest noun, *rules*", "the previous token**, *rules*")
+
+
+def test_the_merge_is_a_view_only_when_h_or_n_is_1():
+    def merged_is_view(h, n, B=2):
+        return next(t for t in shape_report(512, h, n, B)["tensors"] if t["name"] == "merged")["view"]
+
+    assert not merged_is_view(8, 10) and not merged_is_view(8, 10, B=1)
+    assert merged_is_view(1, 10) and merged_is_view(8, 1)
+    quoted("parameters-and-shapes.md", "copy (a view when $h = 1$ or $n = 1$)")
+    quoted("mechanism.md", "With $h = 1$ there is one run per token, and with $n = 1$ the runs")
+
+
+def test_an_explicit_head_width_lifts_the_divisibility_rule():
+    assert not mha_core.check_config(512, 6)["ok"]
+    assert mha_core.check_config(512, 6, d_head=64)["ok"]
+    assert mha_core.AttentionConfig(512, 6, d_head=64).d_q == 384
+    quoted("parameters-and-shapes.md", "$d_\\text{model} = 512$ and $h = 6$", "say $d_k = 64$",
+           "6 heads of 64 make 384 query columns")
+
+
+def test_the_kv_cache_follows_the_key_width_not_the_head_count():
+    caches = {h: shape_report(512, h, 10, 2, dtype_bytes=4)["kv_cache_bytes"] for h in (1, 8, 16, 64)}
+    assert set(caches.values()) == {81_920}
+    assert shape_report(512, 8, 10, 2, n_kv_heads=2)["kv_cache_bytes"] == 81_920 // 4
+    quoted("caveats-and-the-block.md", "$d_\\text{model} = 512$, $B = 2$, $n = 10$ in float32",
+           "shows 81,920 bytes per layer for $h$ = 1, 8, 16 or 64")
+
+
+def test_the_calculator_is_one_layer_and_a_model_has_many():
+    p = preset("llama2-7b")
+    layers = p.get("n_layers", 32)  # 32, from the published configuration (references page)
+    assert layers == 32
+    per_layer = shape_report(p["d_model"], p["n_heads"], 4096, 1, n_kv_heads=p["n_kv_heads"],
+                             d_head=p["d_head"], dtype_bytes=2)["kv_cache_bytes"]
+    assert per_layer == 64 * MiB and layers * per_layer == 2 * GiB
+    quoted("parameters-and-shapes.md", "The KV cache and the FLOPs are those of this one layer",
+           "one sequence of 4096\ntokens stored in 2 bytes a number, holds 64 MiB of keys and values per layer, 2 GiB for its 32 layers")
+
+
+def test_the_averaged_head_counts_right():
+    """'Four heads' spanning 'two layers', three of them in layer 0, as the core builds them."""
+    from mha_core.heads import HEAD_INFO, HEAD_KINDS
+
+    heads = [kind for kind in HEAD_KINDS if HEAD_INFO[kind]["layer"] is not None]
+    layers = sorted({HEAD_INFO[kind]["layer"] for kind in heads})
+    words = {3: "three", 4: "four"}
+    assert len(heads) == 4 and layers == [0, 1]
+    in_layer0 = sum(HEAD_INFO[kind]["layer"] == 0 for kind in heads)
+    quoted("what-heads-learn.md", f"mean of the {words[len(heads)]} heads' patterns",
+           f"The {words[len(heads)]} heads span two layers, {words[in_layer0]} reading the embeddings",
+           "diluted to a quarter")
+    quoted("why-heads.md", f"mean of {words[len(heads)]} heads' patterns")
+    # The page's claim about dilution: where all four look at different keys, each keeps a quarter.
+    patterns = mha_core.head_patterns("a b c d e f g a b c d e f g")
+    mean = np.mean([patterns["heads"][kind] for kind in heads], axis=0)
+    assert np.allclose(mean, patterns["heads"]["averaged"])
+
+
+def test_try_this_links_set_the_calculator_and_their_claims_hold():
+    from urllib.parse import parse_qsl
+
+    body = prose("parameters-and-shapes.md")
+    links = {text: dict(parse_qsl(query)) for text, query in
+             re.findall(r"\[([^\]]+)\]\(\?([^)#]+)#the-shape-calculator\)", body)}
+    assert len(links) == 5, links
+
+    def report(query):
+        args = {k: int(v) for k, v in query.items()}
+        args["bias"] = bool(args.get("bias", 1))
+        return shape_report(**args)
+
+    def tensor(r, name):
+        return next(t for t in r["tensors"] if t["name"] == name)
+
+    base = {"d_model": "512", "n_heads": "8", "seq_len": "10", "batch": "2"}
+    one_head, doubled, many_heads, llama2, llama3 = (report(q) for q in links.values())
+    assert tensor(one_head, "merged")["view"] and not tensor(report(base), "merged")["view"]
+    assert tensor(doubled, "scores")["bytes"] == 4 * tensor(report(base), "scores")["bytes"]
+    assert tensor(doubled, "q")["bytes"] == 2 * tensor(report(base), "q")["bytes"]
+    for key in ("kv_cache_bytes", "flops"):
+        assert many_heads[key] == report(base)[key]
+    assert many_heads["params"] == report(base)["params"]
+    assert tensor(many_heads, "scores")["bytes"] == 8 * tensor(report(base), "scores")["bytes"]
+    for key, r in (("llama2-7b", llama2), ("llama3-8b", llama3)):
+        p = preset(key)
+        assert {k: r["config"][k] for k in ("d_model", "n_heads", "n_kv_heads", "d_head", "bias")} == \
+            {k: p[k] for k in ("d_model", "n_heads", "n_kv_heads", "d_head", "bias")}
+    assert llama3["kv_cache_bytes"] * 4 == llama2["kv_cache_bytes"]
+
+
+def test_the_grouping_diagram_is_the_cores_grouping():
+    """Each line of the diagram joins a query head to the key/value head mha_core gives it."""
+    svg = (DOCS / "assets" / "gqa.svg").read_text(encoding="utf-8")
+    assert not re.search(r"#[0-9a-fA-F]{3,6}\b|rgb\(|hsl\(", svg), "colours come from currentColor and the CSS"
+    panels = re.findall(r'<g class="panel" data-n-kv-heads="(\d+)">(.*?)</g>', svg, re.S)
+    assert [int(h_kv) for h_kv, _ in panels] == [8, 2, 1]
+    h, d_k, d_model, n = 8, 2, 16, 5
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, d_model))
+    W_Q, W_O = rng.standard_normal((d_model, h * d_k)), np.eye(h * d_k, d_model)
+    for h_kv, body in panels:
+        h_kv = int(h_kv)
+        lines = sorted((int(q), int(kv)) for q, kv in re.findall(r'data-query="(\d+)" data-kv="(\d+)"', body))
+        assert [q for q, _ in lines] == list(range(h))
+        W_K, W_V = rng.standard_normal((2, d_model, h_kv * d_k))
+        _, weights = mha_core.multi_head_attention(x, W_Q, W_K, W_V, W_O, h)  # [h, n, n]
+        k_heads = mha_core.split_heads(x @ W_K, h_kv)  # [h_kv, n, d_k]
+        q_heads = mha_core.split_heads(x @ W_Q, h)
+        for q, kv in lines:
+            _, alone = mha_core.scaled_dot_product_attention(q_heads[q], k_heads[kv], k_heads[kv])
+            assert np.allclose(weights[q], alone), (h_kv, q, kv)
+
+
+# ---------------------------------------------------------------- teaching: titles, paragraphs, symbols
+
+def nav() -> list[tuple[str, str]]:
+    with build.build_environment():
+        from mkdocs.config import load_config
+        entries = load_config(str(ROOT / "mkdocs.yml"))["nav"]
+    return [next(iter(entry.items())) for entry in entries]
+
+
+def test_nav_labels_are_page_titles():
+    for label, page in nav():
+        title = re.search(r"^# (.+)$", (DOCS / page).read_text(encoding="utf-8"), re.M).group(1)
+        assert label == title, (page, label, title)
+
+
+MAX_WORDS = 90
+
+
+def paragraphs(page: str) -> list[str]:
+    """The page's prose paragraphs (list items count as paragraphs); code, math, tables and HTML left out."""
+    out, fenced, math = [], False, False
+    blocks = re.split(r"\n\s*\n", (DOCS / page).read_text(encoding="utf-8"))
+    for block in blocks:
+        stripped = block.strip()
+        if stripped.startswith("```") or fenced:
+            fenced = (stripped.count("```") % 2 == 1) != fenced
+            continue
+        if stripped.startswith("$$") or math:
+            math = (stripped.count("$$") % 2 == 1) != math
+            continue
+        if not stripped or stripped[0] in "#|<" or stripped.startswith("--8<--"):
+            continue
+        out.extend(item for item in re.split(r"\n(?=- |\d+\. )", stripped) if item.strip())
+    return out
+
+
+def words(paragraph: str) -> int:
+    return len(re.sub(r"\$[^$]*\$", "M", re.sub(r"\]\([^)]*\)", "]", paragraph)).split())
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_paragraph_is_too_long(page):
+    found = paragraphs(page)
+    assert found
+    long = [(words(p), p[:60]) for p in found if words(p) > MAX_WORDS]
+    assert not long, f"{page}: paragraphs over {MAX_WORDS} words: {long}"
+
+
+def test_paragraph_counting_can_fail():
+    assert words(" ".join(["word"] * (MAX_WORDS + 1))) > MAX_WORDS
+    assert words("a $x + y = z$ b [link](page.md#anchor)") == 4
+
+
+# symbol -> (how the text writes it, where it is defined): the definition must come before every use,
+# reading the pages in the nav's order.
+SYMBOLS = {
+    "q": (r"(?<![\w\\])q(?=_|\b)(?!\.)", r"A \*\*query\*\* \$q_i\$"),
+    "k": (r"(?<![\w\\])k(?=_j|_i|\b)(?![.\-])", r"A \*\*key\*\* \$k_j\$"),
+    "v": (r"(?<![\w\\])v(?=_j|_i|\b)(?![.\-])", r"A \*\*value\*\* \$v_j\$"),
+    "W^O": (r"W\^O|W_O", r"an \*\*output projection\*\* \$W\^O\$"),
+    "d_k": (r"d_k|d_head", r"Here \$W\^Q\$ and \$W\^K\$ are\n\$d_\\text\{model\} \\times d_k\$"),
+    "h_kv": (r"h_\{kv\}|h_kv|n_kv_heads", r"gives keys and values only\n\$h_\{kv\}\$ heads"),
+}
+
+
+def uses(text: str, pattern: str) -> list[int]:
+    """Where pattern occurs in text's math, code and prose (link targets and HTML ids left out)."""
+    text = re.sub(r"\]\([^)]*\)|id=\"[^\"]*\"", lambda m: " " * len(m.group()), text)
+    return [m.start() for m in re.finditer(pattern, text)]
+
+
+@pytest.mark.parametrize("symbol", SYMBOLS)
+def test_symbols_are_defined_before_they_are_used(symbol):
+    use, definition = SYMBOLS[symbol]
+    pages = [page for _, page in nav()]
+    texts = [(DOCS / page).read_text(encoding="utf-8") for page in pages]
+    text = "\n".join(texts)
+    starts = [sum(len(t) + 1 for t in texts[:i]) for i in range(len(texts))]
+    defined = [m.start() for m in re.finditer(definition, text)]
+    assert len(defined) == 1, f"{symbol}: one definition, found {len(defined)}"
+    first = min(uses(text, use))
+    page = pages[max(i for i, start in enumerate(starts) if start <= first)]
+    assert first >= defined[0], f"{symbol} is used on {page} before its definition: {text[first - 80:first + 40]!r}"
+
+
+def test_the_symbol_check_can_fail():
+    use, _ = SYMBOLS["h_kv"]
+    assert uses("with $h_{kv}$ heads", use) and uses("`n_kv_heads`", use)
+    assert not uses("[GQA](mechanism.md#h_kv)", use)
+    assert uses("$q_i \\cdot k_j$", SYMBOLS["q"][0]) and uses("$q_i \\cdot k_j$", SYMBOLS["k"][0])
+    assert not uses("quick kettle", SYMBOLS["q"][0]) and not uses("\\qquad", SYMBOLS["q"][0])
+
+
+def test_the_memory_section_quotes_numpy():
+    from mha_core.memory import memory_steps
+
+    right, wrong = memory_steps(3, 2), memory_steps(3, 2, wrong=True)
+    reshaped = next(s for s in right["steps"] if s["name"] == "reshape")
+    assert reshaped["strides_bytes"] == [64, 32, 8] and reshaped["strides_elements"] == [8, 4, 1]
+    assert right["itemsize"] == 8 and right["d_model"] == 8 and right["d_k"] == 4
+    quoted("mechanism.md", "$n = 3$ tokens with $d_\\text{model} = 8$ and $h = 2$ heads of $d_k = 4$",
+           "strides (64, 32, 8) in bytes, has strides (8, 4, 1) in elements")
+    head_1 = wrong["steps"][1]["read"][:3 * 4]  # the wrong "head 1": its n rows of d_k numbers
+    pieces = list(dict.fromkeys((c["token"] + 1, c["head"]) for c in head_1))
+    assert pieces == [(1, 0), (1, 1), (2, 0)]  # token 1's two halves, token 2's first half
+    quoted("mechanism.md", '"head 1" gets both halves of token 1 and the first half of token 2')
+    patterns = np.array(right["patterns"]["right"])
+    assert patterns[0, 2, 1] > 0.9 and patterns[1, 2, 2] > 0.9  # previous token; the token itself
+    quoted("mechanism.md", "head 1\nattends to the previous token and head 2 to the token itself")
+
+
+def test_the_worked_example_is_the_size_the_page_says():
+    from mha_core.worked import D_HEAD, D_MODEL, N_HEADS, N_TOKENS, worked_example
+
+    words = {2: "two", 3: "Three"}
+    m = worked_example()["matrices"]
+    assert (len(m["X"]["values"]), len(m["X"]["values"][0]), len(m["W_O"]["values"]) // len(m["z_0"]["values"][0])) \
+        == (N_TOKENS, D_MODEL, N_HEADS)
+    quoted("index.md", f"{words[N_TOKENS]} tokens, $d_\\text{{model}} = {D_MODEL}$ and $h = {N_HEADS}$ heads of "
+           f"$d_k = {D_HEAD}$")

@@ -1,0 +1,79 @@
+"""The worked example of the first page: multi-head attention small enough to read every number.
+
+n = 3 tokens, d_model = 4, h = 2 heads of d_k = 2, no mask and no biases. The input and the weights
+are drawn from a seed and rounded to one decimal, so the reader can redo any product by hand. Every
+matrix the page shows is here, computed by the same functions as the rest of mha_core, and formatted
+once, here, for both the build-time page and the browser.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .config import whole_number
+
+VOCAB = ("the", "cat", "sat", "on", "a", "mat")  # each word's embedding is drawn from the seed
+TOKENS = ("the", "cat", "sat")  # the sentence shown first
+N_TOKENS, D_MODEL, N_HEADS = len(TOKENS), 4, 2
+D_HEAD = D_MODEL // N_HEADS
+MAX_SEED = 2**32 - 1
+INPUTS = ("X", "W_Q", "W_K", "W_V", "W_O", "W_O_0", "W_O_1")  # drawn with one decimal, shown so
+
+
+def fmt(value: float, decimals: int = 2) -> str:
+    """0.5 -> '0.50', -1.25 -> '−1.25' (a true minus sign); never '−0.00'."""
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text.replace("-", "\u2212")
+
+
+def _drawn(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    return np.round(rng.standard_normal(shape) * scale, 1) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _check_tokens(tokens) -> tuple[str, ...]:
+    if not isinstance(tokens, (list, tuple)) or len(tokens) != N_TOKENS or not all(t in VOCAB for t in tokens):
+        raise ValueError(f"tokens must be a list of {N_TOKENS} words from {', '.join(VOCAB)}; got {str(tokens):.60}")
+    return tuple(tokens)
+
+
+def worked_steps(seed: int = 1, tokens=TOKENS) -> dict[str, np.ndarray]:
+    """Every matrix of the example by name, as arrays. Per head i (0 and 1): q_i, k_i, v_i (its column
+    blocks of Q, K, V), scores_i, weights_i, z_i, W_O_i (its row block of W_O) and part_i = z_i @ W_O_i;
+    out is the sum of the parts."""
+    seed, error = whole_number("seed", seed, MAX_SEED + 1)
+    if error:
+        raise ValueError(error)
+    tokens = _check_tokens(tokens)
+    rng = np.random.default_rng(seed - 1)  # seeds count from 1 for the reader
+    embeddings = _drawn(rng, (len(VOCAB), D_MODEL), 1.0)  # [V, d_model]: one row per word
+    X = embeddings[[VOCAB.index(t) for t in tokens]]  # [n, d_model]: a repeated word repeats its row
+    W_Q, W_K, W_V, W_O = _drawn(rng, (4, D_MODEL, D_MODEL), 1.0)  # [d_model, d_model] each
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # [n, d_model] each: all heads side by side
+    q_heads, k_heads, v_heads = (split_heads(a, N_HEADS) for a in (Q, K, V))  # [h, n, d_k]
+    scores = q_heads @ np.swapaxes(k_heads, -1, -2) / math.sqrt(D_HEAD)  # [h, n, n]
+    z, weights = scaled_dot_product_attention(q_heads, k_heads, v_heads)  # [h, n, d_k], [h, n, n]
+    merged = merge_heads(z)  # [h, n, d_k] -> [n, h·d_k]: [z_0 z_1]
+    steps = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "K": K, "V": V,
+             "merged": merged, "W_O": W_O, "out": merged @ W_O}  # out: [n, h·d_k] @ [h·d_k, d_model]
+    for i in range(N_HEADS):
+        rows = slice(i * D_HEAD, (i + 1) * D_HEAD)
+        steps |= {f"q_{i}": q_heads[i], f"k_{i}": k_heads[i], f"v_{i}": v_heads[i], f"scores_{i}": scores[i], f"weights_{i}": weights[i], f"z_{i}": z[i],
+                  f"W_O_{i}": W_O[rows], f"part_{i}": z[i] @ W_O[rows]}  # [n, d_k] @ [d_k, d_model]
+    return steps
+
+
+def worked_example(seed: int = 1, tokens=TOKENS) -> dict:
+    """The example for a seed (1 to 2**32) and 3 words of VOCAB, as plain data: {seed, tokens, vocab, n,
+    d_model, n_heads, d_head, matrices: {name: {shape, values, text}}}, text being each number as the page
+    shows it."""
+    steps = worked_steps(seed, tokens)
+    return {
+        "seed": int(seed), "tokens": list(tokens), "vocab": list(VOCAB), "n": N_TOKENS, "d_model": D_MODEL,
+        "n_heads": N_HEADS, "d_head": D_HEAD,
+        "matrices": {name: {"shape": list(a.shape), "values": a.tolist(),
+                            "text": [[fmt(v, 1 if name in INPUTS else 2) for v in row] for row in a.tolist()]}
+                     for name, a in steps.items()},
+    }

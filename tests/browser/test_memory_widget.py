@@ -1,0 +1,84 @@
+"""The memory widget in Chromium: the strides, buffers and views it shows, first at build time and then
+from Python in the browser, are NumPy's (asked here, directly, of arrays with the same layout), and the
+cells it draws are mha_core's; the merge is a copy exactly when np.shares_memory says so."""
+from __future__ import annotations
+
+import numpy as np
+from playwright.sync_api import expect
+
+import conftest
+from mha_core.memory import D_MODEL, memory_steps
+
+STEPS = """root => [...root.querySelectorAll('[data-output="steps"] > li')].map(li => ({
+  name: li.dataset.step, shape: li.dataset.shape.split(",").map(Number),
+  strides: li.dataset.strides.split(",").map(Number), elements: li.dataset.stridesElements.split(",").map(Number),
+  view: li.dataset.view === "true", buffer: li.dataset.buffer, moved: Number(li.dataset.moved),
+  memory: [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')].map(c => [c.textContent, c.classList[1]]),
+  slid: [...li.querySelectorAll('[data-row="memory"] .mha-memory__moved')].map(c => Number(c.style.getPropertyValue("--from"))),
+  play: li.querySelectorAll('button[data-action="play"]').length,
+}))"""
+PATTERNS = """root => Object.fromEntries([...root.querySelectorAll('[data-output="patterns"] figure')].map(f => [f.dataset.split,
+  [...f.querySelectorAll("table")].map(t => [...t.querySelectorAll("tr")].map(tr => [...tr.querySelectorAll("td")].map(td => td.textContent)))]))"""
+
+
+def numpy_layout(n: int, h: int, wrong: bool) -> list[tuple[list[int], bool]]:
+    """(strides in bytes, shares memory with the step before) for each step, asked of NumPy directly."""
+    d_k = D_MODEL // h
+    q = np.zeros((n, D_MODEL))  # float64, token by token, as a projection's result
+    z = np.zeros((h, n, d_k))  # attention's output: a new array, head by head
+    if wrong:
+        arrays = [(q, None), (q.reshape(h, n, d_k), q), (z, None), (z.reshape(n, D_MODEL), z)]
+    else:
+        split = q.reshape(n, h, d_k)
+        back = z.transpose(1, 0, 2)
+        arrays = [(q, None), (split, q), (split.transpose(1, 0, 2), split), (z, None), (back, z),
+                  (back.reshape(n, D_MODEL), back)]
+    return [(list(a.strides), source is not None and bool(np.shares_memory(a, source))) for a, source in arrays]
+
+
+def assert_shows(widget, n: int, h: int, wrong: bool) -> None:
+    shown = widget.evaluate(STEPS)
+    want = memory_steps(n, h, wrong)
+    assert [s["name"] for s in shown] == [s["name"] for s in want["steps"]]
+    for s, (strides, view), w in zip(shown, numpy_layout(n, h, wrong), want["steps"]):
+        long_axes = [i for i, size in enumerate(s["shape"]) if size > 1]  # a length-1 axis has no step
+        assert [s["strides"][i] for i in long_axes] == [strides[i] for i in long_axes], s["name"]
+        assert s["elements"] == [b // 8 for b in s["strides"]]
+        assert s["view"] == view, s["name"]
+        assert s["shape"] == w["shape"] and s["buffer"] == w["buffer"] and s["moved"] == w["moved"]
+        assert s["memory"] == [[str(c["token"] + 1), f"mha-h{c['head']}"] for c in w["memory"]]
+        sources = w["from"] or []  # a copy: each moved cell slides from its place in z's buffer
+        assert s["slid"] == [j - i for i, j in enumerate(sources) if j != i] and len(s["slid"]) == s["moved"]
+        assert s["play"] == (1 if s["moved"] else 0)
+    assert widget.evaluate(PATTERNS) == want["patterns_text"]
+    assert widget.get_attribute("data-n") == str(n) and widget.get_attribute("data-h") == str(h)
+
+
+def choose(widget, n=None, h=None, wrong=None) -> None:
+    if n is not None:
+        widget.locator('select[name="n_tokens"]').select_option(str(n))
+    if h is not None:
+        widget.locator('select[name="n_heads"]').select_option(str(h))
+    if wrong is not None:
+        widget.locator('input[name="wrong"]').set_checked(wrong)
+
+
+def test_first_paint_is_numpys_layout(page, site_url, widget_path):
+    widget = conftest.open_widget(page, site_url + widget_path("memory"), "memory")
+    assert widget.get_attribute("data-state") == "initial"
+    assert_shows(widget, 3, 2, False)
+    merge = widget.locator('[data-step="merge"]')
+    assert merge.get_attribute("data-view") == "false" and int(merge.get_attribute("data-moved")) > 0
+
+
+def test_python_in_the_browser_redraws_every_layout(live_widget):
+    widget = live_widget("memory")
+    for n, h, wrong in [(3, 1, False), (1, 4, False), (4, 4, False), (3, 2, True), (2, 4, True), (3, 2, False)]:
+        choose(widget, n=n, h=h, wrong=wrong)
+        expect(widget).to_have_attribute("data-state", "live")
+        expect(widget).to_have_attribute("data-wrong", str(wrong).lower())
+        expect(widget).to_have_attribute("data-h", str(h))
+        expect(widget).to_have_attribute("data-n", str(n))
+        assert_shows(widget, n, h, wrong)
+        merge_is_view = widget.locator("[data-output='steps'] > li").last.get_attribute("data-view") == "true"
+        assert merge_is_view == (wrong or h == 1 or n == 1)

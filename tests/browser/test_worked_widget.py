@@ -1,0 +1,75 @@
+"""The worked example in Chromium: the page shows mha_core.worked's numbers before Python starts, and
+"Draw new numbers" refills every cell with Python's answer for the next seed, which equals the answer
+computed here in CPython."""
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+import conftest
+from mha_core.worked import TOKENS, worked_example
+
+CELLS = """root => [...root.querySelectorAll("table[data-matrix]")].map(t => ({
+  name: t.dataset.matrix, transposed: t.hasAttribute("data-transposed"),
+  cells: [...t.querySelectorAll("td[data-r]")].map(td => [+td.dataset.r, +td.dataset.c, td.textContent]),
+}))"""
+
+
+LABELS = """root => [...root.querySelectorAll("th[data-token-index]")].map(th => [+th.dataset.tokenIndex, th.textContent])"""
+
+
+def assert_shows(widget, seed: int, tokens=TOKENS) -> None:
+    """Every matrix cell the widget holds is mha_core's text for seed and tokens, every matrix is shown,
+    and every token label names its token."""
+    want = worked_example(seed, list(tokens))["matrices"]
+    labels = widget.evaluate(LABELS)
+    assert labels and all(text == tokens[i] for i, text in labels)
+    tables = widget.evaluate(CELLS)
+    assert {t["name"] for t in tables} == set(want)
+    for t in tables:
+        text = want[t["name"]]["text"]
+        rows, cols = len(text), len(text[0])
+        assert len(t["cells"]) == rows * cols, t["name"]
+        for r, c, shown in t["cells"]:
+            assert shown == (text[c][r] if t["transposed"] else text[r][c]), (t["name"], r, c)
+    assert widget.locator('[data-output="seed"]').text_content() == str(seed)
+
+
+def test_first_paint_then_new_numbers_from_python(page, site_url, widget_path):
+    widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
+    assert widget.get_attribute("data-state") == "initial"
+    seed = int(widget.get_attribute("data-seed"))
+    assert_shows(widget, seed)  # pre-rendered at build time
+    widget.locator('[data-action="redraw"]').click()  # starts Python if it has not started yet
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(widget).to_have_attribute("data-seed", str(seed + 1))
+    assert_shows(widget, seed + 1)
+    widget.locator('[data-action="redraw"]').click()
+    expect(widget).to_have_attribute("data-seed", str(seed + 2))
+    expect(widget).to_have_attribute("data-state", "live")
+    assert_shows(widget, seed + 2)
+
+
+def test_the_steps_open_and_the_heads_carry_their_colours(page, site_url, widget_path):
+    widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
+    steps = widget.locator("details[data-step]")
+    assert steps.count() == 6
+    assert widget.locator("details[open]").count() == 1  # the first step
+    steps.nth(1).locator("summary").click()
+    expect(steps.nth(1)).to_have_attribute("open", "")
+    # W_Q's column blocks and W_O's row blocks, coloured by head
+    heads = widget.evaluate("""root => ({
+      W_Q: [...root.querySelector('table[data-matrix="W_Q"]').querySelectorAll("tr")[0].querySelectorAll("td")].map(td => td.className),
+      W_O: [...root.querySelector('table[data-matrix="W_O"]').querySelectorAll("tr")].map(tr => tr.querySelector("td").className),
+    })""")
+    assert heads == {"W_Q": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"], "W_O": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"]}
+
+
+def test_the_reader_s_words(page, site_url, widget_path):
+    widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
+    seed = int(widget.get_attribute("data-seed"))
+    widget.locator('select[name="token"][data-token-index="2"]').select_option("cat")
+    expect(widget).to_have_attribute("data-tokens", "the cat cat")
+    expect(widget).to_have_attribute("data-state", "live")
+    assert_shows(widget, seed, ("the", "cat", "cat"))
+    rows = widget.evaluate("""root => [...root.querySelector('table[data-matrix="Q"]').rows].map(r => [...r.querySelectorAll("td")].map(td => td.textContent))""")
+    assert rows[1] == rows[2]  # the same word asks the same question
