@@ -2,6 +2,7 @@
 // strides at each step. Changing n, h or the split asks mha_core.memory in the page's Python worker and
 // redraws the steps and the patterns in the structure memory.html.j2 renders at build time.
 import { call } from "../runtime/bridge.js";
+import { mountEach } from "../runtime/page.js";
 import { output, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 
@@ -115,4 +116,4 @@ function mount(root) {
   });
 }
 
-document.querySelectorAll('[data-mha-widget="memory"]').forEach(mount);
+mountEach('[data-mha-widget="memory"]', mount);

@@ -2,6 +2,7 @@
 // other words, or "Draw new numbers" (the next seed), asks mha_core.worked in the page's Python worker
 // and refills the cells and labels with the text Python formatted.
 import { call } from "../runtime/bridge.js";
+import { mountEach } from "../runtime/page.js";
 import { output, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 
@@ -42,4 +43,4 @@ function mount(root) {
   form.addEventListener("change", () => show(root, Number(root.dataset.seed)));
 }
 
-document.querySelectorAll('[data-mha-widget="worked"]').forEach(mount);
+mountEach('[data-mha-widget="worked"]', mount);
