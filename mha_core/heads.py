@@ -316,18 +316,36 @@ def _run(tokens: list[str], ablate: tuple[str, ...]):
     return L, W, x, residual, patterns
 
 
+def first_query(tokens: list[str]) -> int:
+    """The query a reader is shown first: the first token seen before (where the heads disagree most),
+    else the last token."""
+    seen = set()
+    for i, key in enumerate(t.casefold() for t in tokens):
+        if key in seen:
+            return i
+        seen.add(key)
+    return len(tokens) - 1
+
+
+def _notice(shown: int, given: int) -> str:
+    return f"Only the first {shown} of the {given:,} tokens are shown: these heads take at most {shown}." \
+        if given > shown else ""
+
+
 def head_patterns(text_or_tokens, ablate=()) -> dict:
     """Attention patterns of the constructed heads on a text (or a list of tokens).
 
     Returns {"tokens": [...], "heads": {kind: [n, n] array, row = query, column = key},
-    "boundaries": [bool per token], "truncated": bool, "n_tokens_given": int, "info": HEAD_INFO}.
-    At most 64 tokens are used; longer input is cut and reported (truncated, n_tokens_given).
+    "boundaries": [bool per token], "truncated": bool, "n_tokens_given": int, "info": HEAD_INFO,
+    "first_query": the row to show first, "notice": what a reader is told about the cut, or ""}.
+    At most 64 tokens are used; longer input is cut and reported (truncated, n_tokens_given, notice).
     ablate: head kinds whose output is zeroed before layer 1; ("previous_token",) breaks induction.
     """
     tokens, given = _tokens(text_or_tokens)
     L, _, x, _, patterns = _run(tokens, _check_ablate(ablate))
     return {"tokens": tokens, "heads": patterns, "boundaries": [bool(b) for b in x[:, L.boundary]],
-            "truncated": given > len(tokens), "n_tokens_given": given, "info": HEAD_INFO}
+            "truncated": given > len(tokens), "n_tokens_given": given, "info": HEAD_INFO,
+            "first_query": first_query(tokens), "notice": _notice(len(tokens), given)}
 
 
 def head_weights(text_or_tokens, ablate=()) -> dict:

@@ -184,8 +184,18 @@ def test_long_text_is_truncated_and_reported():  # its speed: bench/core_speed.p
     result = head_patterns(text)
     assert len(result["tokens"]) == 64 and result["truncated"] is True and result["n_tokens_given"] == 7500
     assert len(tokenize(text)) == 64
+    assert result["notice"] == "Only the first 64 of the 7,500 tokens are shown: these heads take at most 64."
     short = head_patterns("the cat")
-    assert short["truncated"] is False and short["n_tokens_given"] == 2
+    assert short["truncated"] is False and short["n_tokens_given"] == 2 and short["notice"] == ""
+
+
+@pytest.mark.parametrize("text, row", [("the cat saw The dog", 3), ("a b c", 2), ("x", 0), ("a a", 1),
+                                        ("我爱北京，我", 5)])
+def test_first_query_is_the_first_repeated_token_else_the_last(text, row):
+    result = head_patterns(text)
+    assert result["first_query"] == row
+    content = result["heads"]["content"]  # the same row, told by the content head: it leaves itself there
+    assert [q for q in range(len(content)) if content[q][q] < 0.5][:1] in ([row], [])
 
 
 def test_absurdly_long_text_is_refused():

@@ -5,12 +5,6 @@ import { output, showMessage } from "../runtime/dom.js";
 import { paint, selectRow, setTokens } from "./grid.js";
 import { cellText, drawThumb, highlight, setSentence, showInfo } from "./view.js";
 
-/** The row shown first: the first token seen before (the content head leaves its own position), else the last. */
-function firstQuery({ heads: { content } }) {
-  const q = content.findIndex((row, i) => row[i] < 0.5);
-  return q < 0 ? content.length - 1 : q;
-}
-
 /** Select query q: its row in the heatmap and its attention in the sentence. */
 export function selectQuery(w, q) {
   w.query = q;
@@ -43,14 +37,12 @@ export function showResult(w, job, result) {
   const n = result.tokens.length;
   setTokens(w.grid, result.tokens);
   setSentence(output(w.root, "sentence"), result.tokens);
-  if (sentenceChanged || w.query >= n) w.query = firstQuery(result);
+  if (sentenceChanged || w.query >= n) w.query = result.first_query; // mha_core's choice, as at build time
   if (w.readout && (sentenceChanged || w.readout.q >= n)) w.readout = null;
   w.root.style.setProperty("--n", String(n));
   Object.assign(w.root.dataset, { tokens: String(n), ablate: String(job.ablate) });
   w.buttons.forEach((button) => drawThumb(button.querySelector("canvas"), result.heads[button.dataset.head], w.palette.rgb));
-  const given = result.n_tokens_given.toLocaleString("en-US");
-  showMessage(w.root, "notice", result.truncated ?
-    `Only the first ${n} of the ${given} tokens are shown: these heads take at most ${n}.` : "");
+  showMessage(w.root, "notice", result.notice);
   showMessage(w.root, "error", "");
   renderHead(w);
 }
