@@ -6,6 +6,8 @@ error, console error, CSP violation or request off 127.0.0.1. Most tests share o
 that Python starts once for them."""
 from __future__ import annotations
 
+import re
+
 import mha_core
 import pytest
 from playwright.sync_api import expect
@@ -222,3 +224,103 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
         assert show_sentence(widget, text) <= ANSWER_MS
         check_layout(widget.evaluate(READ), tokens_of(text))
         expect(error).to_be_hidden()
+
+
+# ---------------------------------------------------------------- honest states: what is shown before Python answers
+
+WORKER = re.compile(r".*/runtime/worker\.js$")
+EXAMPLE_SHOWN = "Shown: the patterns of the built-in example sentence, not of the sentence in the box. "
+WAITING = "Waiting for Python to start in your browser to compute them."
+
+
+def hold_worker(page) -> list:
+    """Hold back the request for the runtime's worker script, so Python cannot start; returns the held routes."""
+    held = []
+    page.context.route(WORKER, lambda route: held.append(route))
+    return held
+
+
+def release(page, held: list) -> None:
+    """Let the held worker script through (once Playwright has delivered its request to us)."""
+    for _ in range(500):
+        if held:
+            break
+        page.wait_for_timeout(20)  # not a sleep for the page: this lets Playwright hand us the held request
+    held.pop().continue_()
+    page.context.unroute(WORKER)
+
+
+def expect_stale(widget, line: str | None) -> None:
+    """The outputs are marked stale with line (or, for None, not marked); marked means visible and readable:
+    a dashed frame and the line at full opacity, not faded text."""
+    stale = widget.locator('[data-output="stale"]')
+    marked = widget.locator("[data-stale]")
+    expect(marked).to_have_count(3)
+    for section in marked.all():
+        expect(section).to_have_attribute("data-stale", "true" if line else "false")
+    if not line:
+        expect(stale).to_be_hidden()
+        return
+    expect(stale).to_have_text(line)
+    expect(stale).to_be_visible()
+    styles = widget.evaluate("""root => [root.querySelector('[data-output="stale"]'), ...root.querySelectorAll("[data-stale]")]
+      .map(el => { const s = getComputedStyle(el); return [s.opacity, s.outlineStyle, s.color]; })""")
+    body = widget.evaluate("root => getComputedStyle(root).color")
+    assert styles[0] == ["1", "none", body], styles  # the line: full strength, the widget's text colour
+    assert all(opacity == "1" and outline == "dashed" for opacity, outline, _ in styles[1:]), styles
+
+
+def test_an_edit_before_python_shows_the_example_marked_as_such_then_its_own_patterns(page, site_url, heads_path):
+    held = hold_worker(page)
+    widget = open_widget(page, site_url, heads_path)
+    example = widget.evaluate(READ)
+    expect_stale(widget, None)
+    field = widget.locator('textarea[name="sentence"]')
+    field.fill(SENTENCE)
+    field.press("Tab")
+    expect(widget).to_have_attribute("data-state", "busy")
+    expect_stale(widget, EXAMPLE_SHOWN + WAITING)
+    assert widget.evaluate(READ) == example  # the example still, and said to be
+    assert field.input_value() == SENTENCE
+    assert page.locator("html").get_attribute("data-mha-runtime") != "ready"
+    release(page, held)
+    expect(widget).to_have_attribute("data-state", "live")
+    expect_stale(widget, None)
+    check_layout(widget.evaluate(READ), tokens_of(SENTENCE))
+    widget.locator('input[name="ablate"]').check()  # with Python ready, nothing stale is shown for an answer this quick
+    expect(widget).to_have_attribute("data-ablate", "true")
+    expect_stale(widget, None)
+
+
+def test_a_shared_link_shows_the_example_labelled_until_its_sentence_is_computed(page, site_url, heads_path):
+    held = hold_worker(page)
+    widget = open_widget(page, site_url, heads_path, "?sentence=a%20b%20c%20a%20b&head=content&ablate=1")
+    expect(widget.locator('textarea[name="sentence"]')).to_have_value("a b c a b")
+    expect(widget).to_have_attribute("data-head", "content")
+    expect_stale(widget, EXAMPLE_SHOWN + WAITING)
+    example = mha_core.head_patterns(widget.evaluate("root => JSON.parse(root.querySelector('[data-heads-data]').textContent).sentence"))
+    check_layout(widget.evaluate(READ), example["tokens"])
+    release(page, held)
+    expect(widget).to_have_attribute("data-state", "live")
+    expect_stale(widget, None)
+    check_layout(widget.evaluate(READ), ["a", "b", "c", "a", "b"])
+    assert widget.get_attribute("data-ablate") == "true"
+
+
+def test_after_a_failed_start_an_edit_is_marked_stale_with_the_reason(page, page_log, site_url, heads_path):
+    page_log.allow(r"this worker is broken")
+    page.context.route(WORKER, lambda route: route.fulfill(body='throw new Error("this worker is broken");',
+                                                            content_type="text/javascript"))
+    widget = open_widget(page, site_url, heads_path)
+    example = widget.evaluate(READ)
+    field = widget.locator('textarea[name="sentence"]')
+    field.fill(SENTENCE)
+    field.press("Tab")
+    expect(widget).to_have_attribute("data-state", "error")
+    expect_stale(widget, EXAMPLE_SHOWN + "Python could not compute them: see the message above.")
+    assert widget.evaluate(READ) == example
+    page.context.unroute(WORKER)
+    page.locator("[data-mha-status]").first.get_by_role("button", name="Retry").click()
+    expect(widget).to_have_attribute("data-state", "live")
+    expect_stale(widget, None)
+    check_layout(widget.evaluate(READ), tokens_of(SENTENCE))

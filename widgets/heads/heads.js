@@ -3,16 +3,17 @@
 // wires the events and asks Python (head_patterns, head_weights); render.js draws. One head_patterns
 // call answers all five heads, so switching heads renders from the result in hand, without Python.
 // The page arrives pre-rendered (data-state="initial"); this module keeps it live.
-import { call } from "../runtime/bridge.js";
+import { call, onStatus } from "../runtime/bridge.js";
 import { output, showMessage } from "../runtime/dom.js";
 import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
 import { makePalette } from "./palette.js";
-import { renderHead, selectQuery, showCell, showResult } from "./render.js";
+import { renderHead, selectQuery, showCell, showResult, showStale } from "./render.js";
 import { readURL, writeURL } from "./state.js";
 import { renderWeights } from "./weights.js";
 
 const CACHE_SIZE = 8; // results kept, by sentence and knock-out
+const STALE_AFTER_MS = 250; // with Python ready an answer takes tens of ms: no flash of "computing"
 
 const keyOf = (job) => JSON.stringify([job.sentence, job.ablate]);
 // The knock-out box's value is the head it zeroes.
@@ -24,6 +25,7 @@ async function request(w, job) {
   const hit = w.cache.get(keyOf(job));
   if (hit) return finish(w, job, hit);
   w.root.dataset.state = "busy";
+  markStale(w);
   if (w.pending) return;
   w.pending = true;
   while (w.pending) {
@@ -49,6 +51,7 @@ function keepInURL(w) {
 function finish(w, job, result) {
   showResult(w, job, result);
   w.root.dataset.state = "live";
+  markStale(w);
   if (w.details.open) showWeights(w);
   keepInURL(w);
 }
@@ -56,6 +59,32 @@ function finish(w, job, result) {
 function fail(w, err) {
   w.root.dataset.state = "error";
   showMessage(w.root, "error", `Could not compute the patterns of this sentence: ${err.message}`);
+  markStale(w);
+}
+
+/** What is shown instead of what the reader asked for, and what it waits for; "" when they match. */
+function staleText(w) {
+  const { job: shown, wanted } = w;
+  if (keyOf(shown) === keyOf(wanted)) return "";
+  const instead = shown.sentence !== wanted.sentence
+    ? `the patterns of ${shown.sentence === w.data.sentence ? "the built-in example sentence" : "the sentence before"}, not of the sentence in the box`
+    : `the patterns ${shown.ablate ? "with" : "without"} the knock-out, not ${wanted.ablate ? "with" : "without"} it`;
+  const waits = w.root.dataset.state === "error" || w.runtime === "error"
+    ? "Python could not compute them: see the message above."
+    : w.runtime === "ready" ? "Computing them…" : "Waiting for Python to start in your browser to compute them.";
+  return `Shown: ${instead}. ${waits}`;
+}
+
+/** Mark the outputs stale (data-stale, and a line saying why) whenever they do not match the inputs. */
+function markStale(w) {
+  clearTimeout(w.staleTimer);
+  const text = staleText(w);
+  const shownAlready = output(w.root, "stale").hidden === false;
+  if (text && w.runtime === "ready" && w.root.dataset.state === "busy" && !shownAlready) {
+    w.staleTimer = setTimeout(() => showStale(w.root, staleText(w)), STALE_AFTER_MS);
+  } else {
+    showStale(w.root, text);
+  }
 }
 
 /** Apply the sentence field (on change or submit) and the knock-out box. */
@@ -133,6 +162,10 @@ function mount(root) {
   };
   w.ablate.checked = false; // a reloaded page may keep the box ticked; the pre-rendered patterns are without
   showResult(w, job, data.result);
+  onStatus(({ state }) => {
+    w.runtime = state;
+    markStale(w);
+  });
   root.querySelector("form").addEventListener("submit", (event) => { event.preventDefault(); apply(w); });
   w.textarea.addEventListener("change", () => apply(w));
   w.textarea.addEventListener("keydown", (event) => event.key === "Enter" && (event.ctrlKey || event.metaKey) && apply(w));
