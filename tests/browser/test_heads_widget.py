@@ -107,6 +107,54 @@ def test_ablating_the_previous_token_head_removes_the_induction_stripe(live_widg
     check_rule("induction", heatmap(select_head(widget, "induction"), len(tokens)), tokens)
 
 
+def test_ticking_the_knock_out_shows_the_induction_head_and_says_it_is_ablated(live_widget):
+    widget = live_widget("heads")
+    show_sentence(widget, SENTENCE)
+    tokens = tokens_of(SENTENCE)
+    box, note = widget.locator('input[name="ablate"]'), widget.locator('[data-output="ablation"]')
+    select_head(widget, "content")
+    expect(note).to_be_hidden()
+    box.check()
+    expect(widget).to_have_attribute("data-head", "induction")  # the head the knock-out breaks, shown at once
+    expect(widget.locator('button[data-head="induction"]')).to_have_attribute("aria-pressed", "true")
+    expect(widget).to_have_attribute("data-ablate", "true")
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(widget.locator('[data-output="label"]')).to_have_text("Induction")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("Ablated pattern: the previous-token head is knocked out")
+    W = heatmap(widget.evaluate(READ), len(tokens))
+    assert all(W[q][q] >= 0.9 for q in rule_rows("induction", tokens))  # the stripe is gone: what the note says
+    select_head(widget, "content")
+    expect(note).to_contain_text("Unchanged by the knock-out")
+    box.uncheck()
+    expect(widget).to_have_attribute("data-ablate", "false")
+    expect(note).to_be_hidden()
+    assert widget.get_attribute("data-head") == "content"  # unticking leaves the head the reader chose
+
+
+def test_enter_applies_the_sentence_and_shift_enter_starts_a_new_line(live_widget):
+    widget = live_widget("heads")
+    show_sentence(widget, SENTENCE)
+    field = widget.locator('textarea[name="sentence"]')
+    expect(widget.locator(f'label[for="{field.get_attribute("id")}"]')).to_contain_text(
+        "Enter shows it, Shift+Enter starts a new line")
+    field.fill("one two one two")
+    field.press("Enter")  # applied, and no newline typed
+    expect(widget).to_have_attribute("data-tokens", "4")
+    expect(widget).to_have_attribute("data-state", "live")
+    assert field.input_value() == "one two one two"
+    assert widget.get_attribute("data-query") == str(mha_core.head_patterns("one two one two")["first_query"]) == "2"
+    expect(field).to_be_focused()
+    field.press("End")
+    field.press("Shift+Enter")
+    field.press_sequentially("three")
+    assert field.input_value() == "one two one two\nthree"
+    assert widget.get_attribute("data-tokens") == "4"  # a new line is not applied by itself
+    field.press("Enter")
+    expect(widget).to_have_attribute("data-tokens", "5")
+    check_layout(widget.evaluate(READ), ["one", "two", "one", "two", "three"])
+
+
 @pytest.mark.parametrize("text", [HOSTILE, "שלום עולם, שלום 😀 🇫🇷 e\u0301 !!! ¿?", "!!! ... ???"])
 def test_reader_text_is_shown_as_plain_text(live_widget, text):
     widget = live_widget("heads")
@@ -132,9 +180,9 @@ def test_state_is_kept_in_the_link(page, site_url, heads_path):
     widget = open_widget(page, site_url, heads_path)
     wait_ready(page)
     show_sentence(widget, SENTENCE)
-    select_head(widget, "content")
     widget.locator('input[name="ablate"]').check()
     expect(widget).to_have_attribute("data-ablate", "true")
+    select_head(widget, "content")
     page.reload()
     widget = page.locator('[data-mha-widget="heads"]').first
     expect(widget).to_have_attribute("data-state", "live")
@@ -324,3 +372,83 @@ def test_after_a_failed_start_an_edit_is_marked_stale_with_the_reason(page, page
     expect(widget).to_have_attribute("data-state", "live")
     expect_stale(widget, None)
     check_layout(widget.evaluate(READ), tokens_of(SENTENCE))
+
+
+# ---------------------------------------------------------------- layout: a desktop, a phone, other scripts
+
+FIT = """root => {
+  const box = root.querySelector(".mha-heads__scroll--grid"), table = box.querySelector("table");
+  const column = root.closest(".md-content__inner") || root.parentElement;
+  const sentence = root.querySelector("textarea").getBoundingClientRect();
+  return { scroll: box.scrollWidth, client: box.clientWidth, tableRight: table.getBoundingClientRect().right,
+           columnRight: column.getBoundingClientRect().right, pageWidth: document.documentElement.scrollWidth,
+           gap: table.getBoundingClientRect().top - sentence.bottom };
+}"""
+TARGETS = """root => [root.querySelector('select[name="query"]'), ...root.querySelectorAll('[data-output="sentence"] button')]
+  .map(el => { const r = el.getBoundingClientRect(); return [el.textContent, r.width, r.height]; })"""
+LABELS = """root => [...root.querySelectorAll("table [data-token-index]")].map(el => {
+  const s = getComputedStyle(el);
+  return { axis: el.dataset.axis, text: el.textContent, mode: s.writingMode, orientation: s.textOrientation,
+           transform: s.transform, overflowX: s.overflowX, scrollW: el.scrollWidth, clientW: el.clientWidth,
+           scrollH: el.scrollHeight, clientH: el.clientHeight };
+})"""
+
+
+def test_a_64_token_heatmap_fits_the_content_column_on_a_desktop(page, site_url, heads_path):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    text = " ".join(f"w{i % 40}" for i in range(64))
+    show_sentence(widget, text)
+    check_layout(widget.evaluate(READ), tokens_of(text))
+    fit = widget.evaluate(FIT)
+    assert fit["scroll"] <= fit["client"], fit  # nothing hidden in a horizontal scroll
+    assert fit["tableRight"] <= fit["columnRight"] + 0.5 and fit["pageWidth"] <= 1280, fit
+
+
+@pytest.fixture
+def phone(browser, site_url, heads_path):
+    """The heads widget's page on a phone (390 × 844, touch), checked like the `page` fixture."""
+    log = conftest.PageLog()
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    log.watch(context, page)
+    page.set_default_timeout(conftest.READY_TIMEOUT_MS)
+    yield page
+    context.close()
+    log.check()
+
+
+def test_on_a_phone_the_heatmap_follows_the_sentence_and_tokens_are_touch_targets(phone, site_url, heads_path):
+    widget = open_widget(phone, site_url, heads_path)  # the built-in example: no Python needed for any of this
+    fit = widget.evaluate(FIT)
+    assert 0 < fit["gap"] <= 300 and fit["pageWidth"] <= 390, fit  # the heatmap right under the sentence box
+    assert "hover" not in widget.inner_text().lower()
+    targets = widget.evaluate(TARGETS)
+    assert len(targets) == int(widget.get_attribute("data-tokens")) + 1
+    assert all(width >= 24 and height >= 24 for _, width, height in targets), targets  # WCAG 2.5.8
+    tokens = tokens_of(widget.locator('textarea[name="sentence"]').input_value())
+    widget.locator('select[name="query"]').select_option("3")  # the row picker: a query without a 10-px cell
+    expect(widget).to_have_attribute("data-query", "3")
+    expect(widget.locator("tr[data-selected] th")).to_have_text(tokens[3])
+    readout = widget.locator('[data-output="cell"]')
+    widget.locator('[data-output="sentence"] button[data-token-index="1"]').tap()  # the key, by its token
+    weight = widget.locator('td[data-q="3"][data-k="1"]').get_attribute("data-weight")
+    expect(readout).to_have_text(f"“{tokens[3]}” (3) → “{tokens[1]}” (1): {weight}")
+    widget.locator('[data-output="sentence"] button[data-token-index="5"]').tap()
+    expect(readout).to_have_text(f"“{tokens[3]}” (3) → “{tokens[5]}” (5): masked, a later token")
+
+
+@pytest.mark.parametrize("text", ["我爱北京天安门。我爱你", "東京に行きました、東京 👨‍👩‍👧‍👦 🇫🇷 U.S.A. a"])
+def test_labels_in_other_scripts_are_upright_and_whole(live_widget, text):
+    widget = live_widget("heads")
+    show_sentence(widget, text)
+    check_layout(widget.evaluate(READ), tokens_of(text))
+    labels = widget.evaluate(LABELS)
+    for label in labels:
+        if label["axis"] == "key":  # vertical, CJK upright, not turned upside down
+            assert label["mode"] == "vertical-rl" and label["orientation"] in ("mixed", "upright"), label
+            assert label["transform"] == "none" and label["overflowX"] == "visible", label
+            assert label["scrollH"] <= label["clientH"], label  # the whole character along the column
+        elif len(label["text"]) == 1:
+            assert label["scrollW"] <= label["clientW"], label  # a one-character query label is not cut

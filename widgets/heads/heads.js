@@ -87,13 +87,20 @@ function markStale(w) {
   }
 }
 
-/** Apply the sentence field (on change or submit) and the knock-out box. */
+/** Apply the sentence field (on change, Enter or submit) and the knock-out box. */
 function apply(w) {
   const sentence = w.textarea.value;
   if (!sentence.trim()) return showMessage(w.root, "error", "Type a sentence: at least one word or punctuation mark.");
   const job = { sentence, ablate: w.ablate.checked };
   if (keyOf(job) !== keyOf(w.wanted) || w.root.dataset.state === "error") request(w, job);
   else showMessage(w.root, "error", ""); // the sentence asked for already: only a message about the field goes
+}
+
+/** Enter applies the sentence, Shift+Enter starts a new line (and Enter that confirms an input method's text does neither). */
+function onFieldKey(w, event) {
+  if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+  event.preventDefault();
+  apply(w);
 }
 
 const say = (el, text) => el.replaceChildren(Object.assign(document.createElement("p"), { textContent: text }));
@@ -140,6 +147,12 @@ function onGridFocus(w, event) {
   if (q !== w.query) selectQuery(w, q);
 }
 
+/** The query picker's choice: row q selected, and the grid's keyboard position moved into it. */
+function pickQuery(w, q) {
+  selectQuery(w, q);
+  setActive(w.grid, q, Math.min(w.grid.active.k, q));
+}
+
 function restoreFromURL(w) {
   const { values, ignored } = readURL(location.search, [...w.buttons].map((b) => b.dataset.head));
   noteIgnored(w.root, ignored);
@@ -157,6 +170,7 @@ function mount(root) {
     root, data, job, wanted: job, result: data.result, head: root.dataset.head, query: Number(root.dataset.query),
     palette: makePalette(data.palette, data.steps), layers: data.layers, grid: adoptGrid(root.querySelector("table")),
     buttons: root.querySelectorAll("button[data-head]"), textarea: root.querySelector('textarea[name="sentence"]'),
+    picker: root.querySelector('select[name="query"]'),
     ablate: root.querySelector('input[name="ablate"]'), details: output(root, "weights-details"),
     cache: new Map([[keyOf(job), data.result]]), urlState: root.hasAttribute("data-url-state"), readout: null,
   };
@@ -168,8 +182,11 @@ function mount(root) {
   });
   root.querySelector("form").addEventListener("submit", (event) => { event.preventDefault(); apply(w); });
   w.textarea.addEventListener("change", () => apply(w));
-  w.textarea.addEventListener("keydown", (event) => event.key === "Enter" && (event.ctrlKey || event.metaKey) && apply(w));
-  w.ablate.addEventListener("change", () => apply(w));
+  w.textarea.addEventListener("keydown", (event) => onFieldKey(w, event));
+  w.ablate.addEventListener("change", () => {
+    if (w.ablate.checked) selectHead(w, "induction"); // the head the knock-out breaks
+    apply(w);
+  });
   root.querySelector(".mha-heads__heads").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-head]");
     if (button) selectHead(w, button.dataset.head);
@@ -180,6 +197,11 @@ function mount(root) {
   table.addEventListener("mouseover", (event) => {
     const td = event.target.closest("td[data-q]");
     if (td) showCell(w, Number(td.dataset.q), Number(td.dataset.k));
+  });
+  w.picker.addEventListener("change", () => pickQuery(w, Number(w.picker.value)));
+  output(root, "sentence").addEventListener("click", (event) => {
+    const token = event.target.closest("button[data-token-index]");
+    if (token) showCell(w, w.query, Number(token.dataset.tokenIndex));
   });
   w.details.addEventListener("toggle", () => w.details.open && showWeights(w));
   recomputeOnReady(root, () => request(w, w.wanted));
