@@ -452,3 +452,99 @@ def test_labels_in_other_scripts_are_upright_and_whole(live_widget, text):
             assert label["scrollH"] <= label["clientH"], label  # the whole character along the column
         elif len(label["text"]) == 1:
             assert label["scrollW"] <= label["clientW"], label  # a one-character query label is not cut
+
+
+# ---------------------------------------------------------------- accessibility of the heatmap
+
+def rgba(css: str) -> tuple[float, float, float, float]:
+    """(r, g, b, alpha) of a computed colour "rgb(r, g, b)" or "rgba(r, g, b, a)"."""
+    parts = [float(x) for x in re.findall(r"[\d.]+", css)]
+    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
+
+
+def contrast(fg: str, under: str) -> float:
+    """WCAG contrast of colour fg drawn over the opaque colour under (fg's alpha composited)."""
+    *top, alpha = rgba(fg)
+    base = rgba(under)[:3]
+    drawn = [alpha * t + (1 - alpha) * b for t, b in zip(top, base)]
+
+    def luminance(rgb):
+        linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    a, b = sorted((luminance(drawn), luminance(base)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+RAMP = """root => {
+  const data = JSON.parse(root.querySelector("[data-heads-data]").textContent);
+  const probe = document.createElement("i");
+  root.append(probe);
+  const colours = data.palette.map((hex) => { probe.style.color = hex; return getComputedStyle(probe).color; });
+  probe.remove();
+  return colours.concat([...root.querySelectorAll("td[data-q]")].map((td) => getComputedStyle(td).backgroundColor));
+}"""
+SHADOW_COLOURS = r"rgba?\([^)]*\)"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_focus_ring_and_the_selected_row_show_on_every_cell_colour(page, site_url, heads_path, scheme):
+    page.emulate_media(color_scheme=scheme)
+    widget = open_widget(page, site_url, heads_path)
+    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
+    widget.locator('button[data-head="averaged"]').focus()
+    page.keyboard.press("Tab")  # into the grid, by keyboard: its one cell in the tab order
+    page.keyboard.press("ArrowDown")
+    focused = widget.locator("td:focus")
+    expect(focused).to_have_count(1)
+    q = focused.get_attribute("data-q")
+    expect(widget.locator(f'tr[data-selected] td[data-q="{q}"]').first).to_be_attached()  # the focused cell's row is selected
+    ring = focused.evaluate("td => { const s = getComputedStyle(td); return [s.outlineColor, s.outlineWidth, s.outlineStyle, s.boxShadow]; }")
+    other = widget.locator(f'tr[data-selected] td[data-q]:not(:focus)').first.evaluate("td => getComputedStyle(td).boxShadow")
+    outline, width, style, shadow = ring
+    assert style == "solid" and float(width.removesuffix("px")) >= 2, ring
+    inner = re.findall(SHADOW_COLOURS, shadow)
+    assert len(inner) == 1 and "2px inset" in shadow, ring  # the ring's own inner tone, not the row's lines
+    lines = set(re.findall(SHADOW_COLOURS, other))
+    assert len(lines) == 2, other  # the selected row: two tones
+    for cell in widget.evaluate(RAMP):  # the ramp's anchors and every drawn cell
+        assert max(contrast(outline, cell), contrast(inner[0], cell)) >= 3, (cell, ring)
+        assert max(contrast(line, cell) for line in lines) >= 3, (cell, other)
+
+
+def test_every_cell_is_named_query_key_weight_and_masked_cells_say_so(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    tokens = tokens_of(widget.locator('textarea[name="sentence"]').input_value())
+    names = widget.evaluate("""root => [...root.querySelectorAll("tbody td")].map(td =>
+      [td.dataset.q === undefined ? null : +td.dataset.q, +td.dataset.k, td.dataset.weight ?? null, td.getAttribute("aria-label")])""")
+    n = len(tokens)
+    assert len(names) == n * n
+    drawn = {(q, k): (weight, name) for q, k, weight, name in names if q is not None}
+    assert len(drawn) == n * (n + 1) // 2
+    for (q, k), (weight, name) in drawn.items():
+        assert name == f"“{tokens[q]}” ({q}) → “{tokens[k]}” ({k}): {weight}", name
+    masked = [name for q, _, _, name in names if q is None]
+    rows = [(q, k) for q in range(n) for k in range(q + 1, n)]
+    assert masked == [f"“{tokens[q]}” ({q}) → “{tokens[k]}” ({k}): masked, a later token" for q, k in rows]
+    weight = widget.locator('td[data-q="2"][data-k="1"]').get_attribute("data-weight")
+    expect(widget.get_by_role("gridcell", name=f"“{tokens[2]}” (2) → “{tokens[1]}” (1): {weight}", exact=True)).to_have_count(1)
+
+
+def test_the_weight_matrices_scroll_boxes_are_reachable_by_keyboard(live_widget):
+    widget = live_widget("heads")
+    show_sentence(widget, SENTENCE)
+    widget.locator('input[name="ablate"]').uncheck()
+    expect(widget).to_have_attribute("data-ablate", "false")
+    select_head(widget, "previous_token")  # a head with all four matrices non-zero: four tables
+    details = widget.locator('[data-output="weights-details"]')
+    if not details.evaluate("d => d.open"):
+        details.locator("summary").click()
+    boxes = widget.locator('[data-output="weights"] .mha-heads__scroll')
+    expect(boxes).to_have_count(4)
+    for name, box in zip(("W_Q", "W_K", "W_V", "W_O"), boxes.all()):
+        expect(box.locator("caption var")).to_have_text(name)
+        expect(box).to_have_attribute("tabindex", "0")
+        expect(box).to_have_attribute("role", "region")
+        expect(box).to_have_accessible_name(f"{name}, scrollable")
+    details.locator("summary").focus()
+    widget.page.keyboard.press("Tab")
+    expect(boxes.first).to_be_focused()
