@@ -8,14 +8,13 @@ import { output, showMessage } from "../runtime/dom.js";
 import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
 import { makePalette } from "./palette.js";
-import { renderHead, selectQuery, showCell, showResult, showStale } from "./render.js";
+import { renderHead, selectQuery, showCell, showResult } from "./render.js";
+import { keyOf, markStale } from "./stale.js";
 import { readURL, writeURL } from "./state.js";
 import { renderWeights } from "./weights.js";
 
 const CACHE_SIZE = 8; // results kept, by sentence and knock-out
-const STALE_AFTER_MS = 250; // with Python ready an answer takes tens of ms: no flash of "computing"
 
-const keyOf = (job) => JSON.stringify([job.sentence, job.ablate]);
 // The knock-out box's value is the head it zeroes.
 const argsOf = (w, job) => ({ text_or_tokens: job.sentence, ablate: job.ablate ? [w.ablate.value] : [] });
 
@@ -60,31 +59,6 @@ function fail(w, err) {
   w.root.dataset.state = "error";
   showMessage(w.root, "error", `Could not compute the patterns of this sentence: ${err.message}`);
   markStale(w);
-}
-
-/** What is shown instead of what the reader asked for, and what it waits for; "" when they match. */
-function staleText(w) {
-  const { job: shown, wanted } = w;
-  if (keyOf(shown) === keyOf(wanted)) return "";
-  const instead = shown.sentence !== wanted.sentence
-    ? `the patterns of ${shown.sentence === w.data.sentence ? "the built-in example sentence" : "the sentence before"}, not of the sentence in the box`
-    : `the patterns ${shown.ablate ? "with" : "without"} the knock-out, not ${wanted.ablate ? "with" : "without"} it`;
-  const waits = w.root.dataset.state === "error" || w.runtime === "error"
-    ? "Python could not compute them: see the message above."
-    : w.runtime === "ready" ? "Computing them…" : "Waiting for Python to start in your browser to compute them.";
-  return `Shown: ${instead}. ${waits}`;
-}
-
-/** Mark the outputs stale (data-stale, and a line saying why) whenever they do not match the inputs. */
-function markStale(w) {
-  clearTimeout(w.staleTimer);
-  const text = staleText(w);
-  const shownAlready = output(w.root, "stale").hidden === false;
-  if (text && w.runtime === "ready" && w.root.dataset.state === "busy" && !shownAlready) {
-    w.staleTimer = setTimeout(() => showStale(w.root, staleText(w)), STALE_AFTER_MS);
-  } else {
-    showStale(w.root, text);
-  }
 }
 
 /** Apply the sentence field (on change, Enter or submit) and the knock-out box. */

@@ -1,7 +1,7 @@
 // Render the widget's state (w) into its nodes: the heatmap, the sentence highlights, the small
 // multiples, the readouts and "How this head works". Everything comes from a head_patterns result
 // already in hand; nothing here calls Python, so a head switch costs one paint of the heatmap.
-import { output, setData, showMessage } from "../runtime/dom.js";
+import { output, showMessage } from "../runtime/dom.js";
 import { paint, selectRow, setTokens } from "./grid.js";
 import { cellText, drawThumb, highlight, setOptions, setSentence, showInfo } from "./view.js";
 
@@ -59,10 +59,4 @@ export function showResult(w, job, result) {
   showMessage(w.root, "notice", result.notice);
   showMessage(w.root, "error", "");
   renderHead(w);
-}
-
-/** Mark the outputs as not matching the inputs (text: what is shown instead and what it waits for), or as matching (""). */
-export function showStale(root, text) {
-  showMessage(root, "stale", text);
-  root.querySelectorAll("[data-stale]").forEach((el) => setData(el, "stale", String(Boolean(text))));
 }
