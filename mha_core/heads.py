@@ -27,7 +27,6 @@ import numpy as np
 
 from .attention import multi_head_attention
 
-TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 MAX_TOKENS = 64
 MAX_TEXT_CHARS = 100_000
 HEAD_KINDS = ("previous_token", "positional", "induction", "content", "averaged")
@@ -89,14 +88,74 @@ HEAD_INFO = {
 }
 
 
+# ---------------------------------------------------------------- text into tokens
+# A token is a word (letters, digits and their marks), an abbreviation of single letters ("U.S.A."),
+# one CJK ideograph or kana (scripts written without spaces), or any other grapheme cluster alone: a
+# punctuation mark, an emoji with its modifiers and joins, a flag. One regular expression finds the
+# pieces; _joins then glues a piece to the token right before it where Unicode's grapheme-cluster rules
+# (UAX #29) keep them together. Standard library only: the code runs in Pyodide too.
+
+IDEOGRAPHS = ("\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+              "\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d\U00020000-\U000323af")  # CJK ideographs, kana
+LETTER = rf"[^\W\d_{IDEOGRAPHS}]"
+TOKEN_RE = re.compile(
+    rf"(?<!\w){LETTER}(?:\.{LETTER}(?!\w))+\.?"  # an abbreviation: U.S.A. / e.g. / U.S.A
+    rf"|[{IDEOGRAPHS}]"  # one ideograph or kana
+    rf"|[^\W{IDEOGRAPHS}]+"  # a word: \w characters that are not ideographs
+    r"|[^\w\s]")  # any other character, alone (marks and joiners are glued on by _joins)
+PIECE_RE = re.compile(rf"{TOKEN_RE.pattern}|\s+")  # the same, and the spaces between tokens
+IDEOGRAPH_RE = re.compile(f"[{IDEOGRAPHS}]")
+ZWJ = "\u200d"
+
+
+def _is_regional_indicator(ch: str) -> bool:  # two of them make a flag
+    return "\U0001f1e6" <= ch <= "\U0001f1ff"
+
+
+def _extends(ch: str) -> bool:
+    """Continues the cluster before it: a combining mark, ZWJ, a variation selector, a skin-tone modifier, a tag."""
+    return (unicodedata.category(ch)[0] == "M" or ch == ZWJ or "\ufe00" <= ch <= "\ufe0f"
+            or "\U000e0100" <= ch <= "\U000e01ef" or "\U0001f3fb" <= ch <= "\U0001f3ff" or "\U000e0020" <= ch <= "\U000e007f")
+
+
+def _is_pictographic(ch: str) -> bool:
+    """Extended_Pictographic, near enough: emoji and other symbols, what a ZWJ joins."""
+    return (unicodedata.category(ch) == "So" and not _is_regional_indicator(ch)) or ch in "\u00a9\u00ae\u203c\u2049"
+
+
+def _is_word(token: str) -> bool:
+    return (token[0].isalnum() or token[0] == "_") and not IDEOGRAPH_RE.match(token)
+
+
+def _joins(token: str, piece: str) -> bool:
+    """Whether piece, found right after token, belongs to it. Hangul needs no rule of its own: its
+    syllables and conjoining jamo are all word characters, so a Korean word is never cut."""
+    if _extends(piece[0]):  # GB9: marks and the like stay with their base (é, 👍🏽, ❤️, 1️⃣)
+        return True
+    if token[-1] == ZWJ:  # GB11: pictograph ZWJ × pictograph (👨‍👩‍👧‍👦)
+        return _is_pictographic(piece[0]) and _is_pictographic(token[0])
+    if _is_regional_indicator(piece[0]):  # GB12/13: regional indicators pair up into a flag (🇫🇷)
+        return len(token) == 1 and _is_regional_indicator(token)
+    return _is_word(piece) and _is_word(token) and _extends(token[-1])  # a word goes on after a mark
+
+
 def _scan(text: str) -> tuple[list[str], int]:
     """(the first MAX_TOKENS tokens, how many tokens the whole text has); linear in len(text)."""
-    tokens, count = [], 0
-    for match in TOKEN_RE.finditer(text):
-        if count < MAX_TOKENS:
-            tokens.append(match.group())
-        count += 1
-    return tokens, count
+    if text.isascii():  # every character is a cluster of its own: nothing to glue
+        tokens = TOKEN_RE.findall(text)
+        return tokens[:MAX_TOKENS], len(tokens)
+    glue = {ch for ch in set(text) if _extends(ch) or _is_regional_indicator(ch)}  # what _joins looks at
+    tokens, token = [], ""
+    for piece in PIECE_RE.findall(text):
+        if token and (piece[0] in glue or token[-1] in glue) and _joins(token, piece):
+            token += piece
+            continue
+        if token:
+            tokens.append(token)
+        token = "" if piece[0].isspace() else piece
+    if token:
+        tokens.append(token)
+    return tokens[:MAX_TOKENS], len(tokens)
 
 
 def _check_text(text) -> str:
@@ -111,7 +170,8 @@ def _check_text(text) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Words and punctuation marks as separate tokens (\\w+ or one non-space symbol), at most 64."""
+    """The text's first 64 tokens: words, abbreviations, CJK characters one by one, and every other
+    grapheme cluster (punctuation, an emoji with its joins, a flag) alone."""
     return _scan(_check_text(text))[0]
 
 
@@ -256,18 +316,36 @@ def _run(tokens: list[str], ablate: tuple[str, ...]):
     return L, W, x, residual, patterns
 
 
+def first_query(tokens: list[str]) -> int:
+    """The query a reader is shown first: the first token seen before (where the heads disagree most),
+    else the last token."""
+    seen = set()
+    for i, key in enumerate(t.casefold() for t in tokens):
+        if key in seen:
+            return i
+        seen.add(key)
+    return len(tokens) - 1
+
+
+def _notice(shown: int, given: int) -> str:
+    return f"Only the first {shown} of the {given:,} tokens are shown: these heads take at most {shown}." \
+        if given > shown else ""
+
+
 def head_patterns(text_or_tokens, ablate=()) -> dict:
     """Attention patterns of the constructed heads on a text (or a list of tokens).
 
     Returns {"tokens": [...], "heads": {kind: [n, n] array, row = query, column = key},
-    "boundaries": [bool per token], "truncated": bool, "n_tokens_given": int, "info": HEAD_INFO}.
-    At most 64 tokens are used; longer input is cut and reported (truncated, n_tokens_given).
+    "boundaries": [bool per token], "truncated": bool, "n_tokens_given": int, "info": HEAD_INFO,
+    "first_query": the row to show first, "notice": what a reader is told about the cut, or ""}.
+    At most 64 tokens are used; longer input is cut and reported (truncated, n_tokens_given, notice).
     ablate: head kinds whose output is zeroed before layer 1; ("previous_token",) breaks induction.
     """
     tokens, given = _tokens(text_or_tokens)
     L, _, x, _, patterns = _run(tokens, _check_ablate(ablate))
     return {"tokens": tokens, "heads": patterns, "boundaries": [bool(b) for b in x[:, L.boundary]],
-            "truncated": given > len(tokens), "n_tokens_given": given, "info": HEAD_INFO}
+            "truncated": given > len(tokens), "n_tokens_given": given, "info": HEAD_INFO,
+            "first_query": first_query(tokens), "notice": _notice(len(tokens), given)}
 
 
 def head_weights(text_or_tokens, ablate=()) -> dict:

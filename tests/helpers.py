@@ -134,7 +134,6 @@ def form_config(widget) -> dict:
 # ---------------------------------------------------------------- the heads widget
 
 SENTENCE = "Mary gave John a book; later, Mary gave John a pen."
-TOKEN = re.compile(r"\w+|[^\w\s]")  # words, and each other non-space character alone
 READ = """root => ({
   cells: [...root.querySelectorAll("td[data-q][data-k][data-weight]")].map(td => [+td.dataset.q, +td.dataset.k, td.dataset.weight]),
   masked: [...root.querySelectorAll("td[data-masked]")].length,
@@ -157,7 +156,8 @@ TIME_ANSWER = """root => {
 
 
 def tokens_of(text: str) -> list[str]:
-    return TOKEN.findall(text)
+    """The tokens the widget must label (mha_core's tokenizer, itself tested case by case in tests/core)."""
+    return mha_core.tokenize(text)
 
 
 def heatmap(read: dict, n: int) -> list[list[float | None]]:

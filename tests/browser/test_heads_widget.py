@@ -6,6 +6,8 @@ error, console error, CSP violation or request off 127.0.0.1. Most tests share o
 that Python starts once for them."""
 from __future__ import annotations
 
+import re
+
 import mha_core
 import pytest
 from playwright.sync_api import expect
@@ -105,6 +107,54 @@ def test_ablating_the_previous_token_head_removes_the_induction_stripe(live_widg
     check_rule("induction", heatmap(select_head(widget, "induction"), len(tokens)), tokens)
 
 
+def test_ticking_the_knock_out_shows_the_induction_head_and_says_it_is_ablated(live_widget):
+    widget = live_widget("heads")
+    show_sentence(widget, SENTENCE)
+    tokens = tokens_of(SENTENCE)
+    box, note = widget.locator('input[name="ablate"]'), widget.locator('[data-output="ablation"]')
+    select_head(widget, "content")
+    expect(note).to_be_hidden()
+    box.check()
+    expect(widget).to_have_attribute("data-head", "induction")  # the head the knock-out breaks, shown at once
+    expect(widget.locator('button[data-head="induction"]')).to_have_attribute("aria-pressed", "true")
+    expect(widget).to_have_attribute("data-ablate", "true")
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(widget.locator('[data-output="label"]')).to_have_text("Induction")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("Ablated pattern: the previous-token head is knocked out")
+    W = heatmap(widget.evaluate(READ), len(tokens))
+    assert all(W[q][q] >= 0.9 for q in rule_rows("induction", tokens))  # the stripe is gone: what the note says
+    select_head(widget, "content")
+    expect(note).to_contain_text("Unchanged by the knock-out")
+    box.uncheck()
+    expect(widget).to_have_attribute("data-ablate", "false")
+    expect(note).to_be_hidden()
+    assert widget.get_attribute("data-head") == "content"  # unticking leaves the head the reader chose
+
+
+def test_enter_applies_the_sentence_and_shift_enter_starts_a_new_line(live_widget):
+    widget = live_widget("heads")
+    show_sentence(widget, SENTENCE)
+    field = widget.locator('textarea[name="sentence"]')
+    expect(widget.locator(f'label[for="{field.get_attribute("id")}"]')).to_contain_text(
+        "Enter shows it, Shift+Enter starts a new line")
+    field.fill("one two one two")
+    field.press("Enter")  # applied, and no newline typed
+    expect(widget).to_have_attribute("data-tokens", "4")
+    expect(widget).to_have_attribute("data-state", "live")
+    assert field.input_value() == "one two one two"
+    assert widget.get_attribute("data-query") == str(mha_core.head_patterns("one two one two")["first_query"]) == "2"
+    expect(field).to_be_focused()
+    field.press("End")
+    field.press("Shift+Enter")
+    field.press_sequentially("three")
+    assert field.input_value() == "one two one two\nthree"
+    assert widget.get_attribute("data-tokens") == "4"  # a new line is not applied by itself
+    field.press("Enter")
+    expect(widget).to_have_attribute("data-tokens", "5")
+    check_layout(widget.evaluate(READ), ["one", "two", "one", "two", "three"])
+
+
 @pytest.mark.parametrize("text", [HOSTILE, "שלום עולם, שלום 😀 🇫🇷 e\u0301 !!! ¿?", "!!! ... ???"])
 def test_reader_text_is_shown_as_plain_text(live_widget, text):
     widget = live_widget("heads")
@@ -130,9 +180,9 @@ def test_state_is_kept_in_the_link(page, site_url, heads_path):
     widget = open_widget(page, site_url, heads_path)
     wait_ready(page)
     show_sentence(widget, SENTENCE)
-    select_head(widget, "content")
     widget.locator('input[name="ablate"]').check()
     expect(widget).to_have_attribute("data-ablate", "true")
+    select_head(widget, "content")
     page.reload()
     widget = page.locator('[data-mha-widget="heads"]').first
     expect(widget).to_have_attribute("data-state", "live")
@@ -222,3 +272,279 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
         assert show_sentence(widget, text) <= ANSWER_MS
         check_layout(widget.evaluate(READ), tokens_of(text))
         expect(error).to_be_hidden()
+
+
+# ---------------------------------------------------------------- honest states: what is shown before Python answers
+
+WORKER = re.compile(r".*/runtime/worker\.js$")
+EXAMPLE_SHOWN = "Shown: the patterns of the built-in example sentence, not of the sentence in the box. "
+WAITING = "Waiting for Python to start in your browser to compute them."
+
+
+def hold_worker(page) -> list:
+    """Hold back the request for the runtime's worker script, so Python cannot start; returns the held routes."""
+    held = []
+    page.context.route(WORKER, lambda route: held.append(route))
+    return held
+
+
+def release(page, held: list) -> None:
+    """Let the held worker script through (once Playwright has delivered its request to us)."""
+    for _ in range(500):
+        if held:
+            break
+        page.wait_for_timeout(20)  # not a sleep for the page: this lets Playwright hand us the held request
+    held.pop().continue_()
+    page.context.unroute(WORKER)
+
+
+def expect_stale(widget, line: str | None) -> None:
+    """The outputs are marked stale with line (or, for None, not marked); marked means visible and readable:
+    a dashed frame and the line at full opacity, not faded text."""
+    stale = widget.locator('[data-output="stale"]')
+    marked = widget.locator("[data-stale]")
+    expect(marked).to_have_count(3)
+    for section in marked.all():
+        expect(section).to_have_attribute("data-stale", "true" if line else "false")
+    if not line:
+        expect(stale).to_be_hidden()
+        return
+    expect(stale).to_have_text(line)
+    expect(stale).to_be_visible()
+    styles = widget.evaluate("""root => [root.querySelector('[data-output="stale"]'), ...root.querySelectorAll("[data-stale]")]
+      .map(el => { const s = getComputedStyle(el); return [s.opacity, s.outlineStyle, s.color]; })""")
+    body = widget.evaluate("root => getComputedStyle(root).color")
+    assert styles[0] == ["1", "none", body], styles  # the line: full strength, the widget's text colour
+    assert all(opacity == "1" and outline == "dashed" for opacity, outline, _ in styles[1:]), styles
+
+
+def test_an_edit_before_python_shows_the_example_marked_as_such_then_its_own_patterns(page, site_url, heads_path):
+    held = hold_worker(page)
+    widget = open_widget(page, site_url, heads_path)
+    example = widget.evaluate(READ)
+    expect_stale(widget, None)
+    field = widget.locator('textarea[name="sentence"]')
+    field.fill(SENTENCE)
+    field.press("Tab")
+    expect(widget).to_have_attribute("data-state", "busy")
+    expect_stale(widget, EXAMPLE_SHOWN + WAITING)
+    assert widget.evaluate(READ) == example  # the example still, and said to be
+    assert field.input_value() == SENTENCE
+    assert page.locator("html").get_attribute("data-mha-runtime") != "ready"
+    release(page, held)
+    expect(widget).to_have_attribute("data-state", "live")
+    expect_stale(widget, None)
+    check_layout(widget.evaluate(READ), tokens_of(SENTENCE))
+    widget.locator('input[name="ablate"]').check()  # with Python ready, nothing stale is shown for an answer this quick
+    expect(widget).to_have_attribute("data-ablate", "true")
+    expect_stale(widget, None)
+
+
+def test_a_shared_link_shows_the_example_labelled_until_its_sentence_is_computed(page, site_url, heads_path):
+    held = hold_worker(page)
+    widget = open_widget(page, site_url, heads_path, "?sentence=a%20b%20c%20a%20b&head=content&ablate=1")
+    expect(widget.locator('textarea[name="sentence"]')).to_have_value("a b c a b")
+    expect(widget).to_have_attribute("data-head", "content")
+    expect_stale(widget, EXAMPLE_SHOWN + WAITING)
+    example = mha_core.head_patterns(widget.evaluate("root => JSON.parse(root.querySelector('[data-heads-data]').textContent).sentence"))
+    check_layout(widget.evaluate(READ), example["tokens"])
+    release(page, held)
+    expect(widget).to_have_attribute("data-state", "live")
+    expect_stale(widget, None)
+    check_layout(widget.evaluate(READ), ["a", "b", "c", "a", "b"])
+    assert widget.get_attribute("data-ablate") == "true"
+
+
+def test_after_a_failed_start_an_edit_is_marked_stale_with_the_reason(page, page_log, site_url, heads_path):
+    page_log.allow(r"this worker is broken")
+    page.context.route(WORKER, lambda route: route.fulfill(body='throw new Error("this worker is broken");',
+                                                            content_type="text/javascript"))
+    widget = open_widget(page, site_url, heads_path)
+    example = widget.evaluate(READ)
+    field = widget.locator('textarea[name="sentence"]')
+    field.fill(SENTENCE)
+    field.press("Tab")
+    expect(widget).to_have_attribute("data-state", "error")
+    expect_stale(widget, EXAMPLE_SHOWN + "Python could not compute them: see the message above.")
+    assert widget.evaluate(READ) == example
+    page.context.unroute(WORKER)
+    page.locator("[data-mha-status]").first.get_by_role("button", name="Retry").click()
+    expect(widget).to_have_attribute("data-state", "live")
+    expect_stale(widget, None)
+    check_layout(widget.evaluate(READ), tokens_of(SENTENCE))
+
+
+# ---------------------------------------------------------------- layout: a desktop, a phone, other scripts
+
+FIT = """root => {
+  const box = root.querySelector(".mha-heads__scroll--grid"), table = box.querySelector("table");
+  const column = root.closest(".md-content__inner") || root.parentElement;
+  const sentence = root.querySelector("textarea").getBoundingClientRect();
+  return { scroll: box.scrollWidth, client: box.clientWidth, tableRight: table.getBoundingClientRect().right,
+           columnRight: column.getBoundingClientRect().right, pageWidth: document.documentElement.scrollWidth,
+           gap: table.getBoundingClientRect().top - sentence.bottom };
+}"""
+TARGETS = """root => [root.querySelector('select[name="query"]'), ...root.querySelectorAll('[data-output="sentence"] button')]
+  .map(el => { const r = el.getBoundingClientRect(); return [el.textContent, r.width, r.height]; })"""
+LABELS = """root => [...root.querySelectorAll("table [data-token-index]")].map(el => {
+  const s = getComputedStyle(el);
+  return { axis: el.dataset.axis, text: el.textContent, mode: s.writingMode, orientation: s.textOrientation,
+           transform: s.transform, overflowX: s.overflowX, scrollW: el.scrollWidth, clientW: el.clientWidth,
+           scrollH: el.scrollHeight, clientH: el.clientHeight };
+})"""
+
+
+def test_a_64_token_heatmap_fits_the_content_column_on_a_desktop(page, site_url, heads_path):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    widget = open_widget(page, site_url, heads_path)
+    wait_ready(page)
+    text = " ".join(f"w{i % 40}" for i in range(64))
+    show_sentence(widget, text)
+    check_layout(widget.evaluate(READ), tokens_of(text))
+    fit = widget.evaluate(FIT)
+    assert fit["scroll"] <= fit["client"], fit  # nothing hidden in a horizontal scroll
+    assert fit["tableRight"] <= fit["columnRight"] + 0.5 and fit["pageWidth"] <= 1280, fit
+
+
+@pytest.fixture
+def phone(browser, site_url, heads_path):
+    """The heads widget's page on a phone (390 × 844, touch), checked like the `page` fixture."""
+    log = conftest.PageLog()
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    log.watch(context, page)
+    page.set_default_timeout(conftest.READY_TIMEOUT_MS)
+    yield page
+    context.close()
+    log.check()
+
+
+def test_on_a_phone_the_heatmap_follows_the_sentence_and_tokens_are_touch_targets(phone, site_url, heads_path):
+    widget = open_widget(phone, site_url, heads_path)  # the built-in example: no Python needed for any of this
+    fit = widget.evaluate(FIT)
+    assert 0 < fit["gap"] <= 300 and fit["pageWidth"] <= 390, fit  # the heatmap right under the sentence box
+    assert "hover" not in widget.inner_text().lower()
+    targets = widget.evaluate(TARGETS)
+    assert len(targets) == int(widget.get_attribute("data-tokens")) + 1
+    assert all(width >= 24 and height >= 24 for _, width, height in targets), targets  # WCAG 2.5.8
+    tokens = tokens_of(widget.locator('textarea[name="sentence"]').input_value())
+    widget.locator('select[name="query"]').select_option("3")  # the row picker: a query without a 10-px cell
+    expect(widget).to_have_attribute("data-query", "3")
+    expect(widget.locator("tr[data-selected] th")).to_have_text(tokens[3])
+    readout = widget.locator('[data-output="cell"]')
+    widget.locator('[data-output="sentence"] button[data-token-index="1"]').tap()  # the key, by its token
+    weight = widget.locator('td[data-q="3"][data-k="1"]').get_attribute("data-weight")
+    expect(readout).to_have_text(f"“{tokens[3]}” (3) → “{tokens[1]}” (1): {weight}")
+    widget.locator('[data-output="sentence"] button[data-token-index="5"]').tap()
+    expect(readout).to_have_text(f"“{tokens[3]}” (3) → “{tokens[5]}” (5): masked, a later token")
+
+
+@pytest.mark.parametrize("text", ["我爱北京天安门。我爱你", "東京に行きました、東京 👨‍👩‍👧‍👦 🇫🇷 U.S.A. a"])
+def test_labels_in_other_scripts_are_upright_and_whole(live_widget, text):
+    widget = live_widget("heads")
+    show_sentence(widget, text)
+    check_layout(widget.evaluate(READ), tokens_of(text))
+    labels = widget.evaluate(LABELS)
+    for label in labels:
+        if label["axis"] == "key":  # vertical, CJK upright, not turned upside down
+            assert label["mode"] == "vertical-rl" and label["orientation"] in ("mixed", "upright"), label
+            assert label["transform"] == "none" and label["overflowX"] == "visible", label
+            assert label["scrollH"] <= label["clientH"], label  # the whole character along the column
+        elif len(label["text"]) == 1:
+            assert label["scrollW"] <= label["clientW"], label  # a one-character query label is not cut
+
+
+# ---------------------------------------------------------------- accessibility of the heatmap
+
+def rgba(css: str) -> tuple[float, float, float, float]:
+    """(r, g, b, alpha) of a computed colour "rgb(r, g, b)" or "rgba(r, g, b, a)"."""
+    parts = [float(x) for x in re.findall(r"[\d.]+", css)]
+    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
+
+
+def contrast(fg: str, under: str) -> float:
+    """WCAG contrast of colour fg drawn over the opaque colour under (fg's alpha composited)."""
+    *top, alpha = rgba(fg)
+    base = rgba(under)[:3]
+    drawn = [alpha * t + (1 - alpha) * b for t, b in zip(top, base)]
+
+    def luminance(rgb):
+        linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    a, b = sorted((luminance(drawn), luminance(base)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+RAMP = """root => {
+  const data = JSON.parse(root.querySelector("[data-heads-data]").textContent);
+  const probe = document.createElement("i");
+  root.append(probe);
+  const colours = data.palette.map((hex) => { probe.style.color = hex; return getComputedStyle(probe).color; });
+  probe.remove();
+  return colours.concat([...root.querySelectorAll("td[data-q]")].map((td) => getComputedStyle(td).backgroundColor));
+}"""
+SHADOW_COLOURS = r"rgba?\([^)]*\)"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_focus_ring_and_the_selected_row_show_on_every_cell_colour(page, site_url, heads_path, scheme):
+    page.emulate_media(color_scheme=scheme)
+    widget = open_widget(page, site_url, heads_path)
+    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
+    widget.locator('button[data-head="averaged"]').focus()
+    page.keyboard.press("Tab")  # into the grid, by keyboard: its one cell in the tab order
+    page.keyboard.press("ArrowDown")
+    focused = widget.locator("td:focus")
+    expect(focused).to_have_count(1)
+    q = focused.get_attribute("data-q")
+    expect(widget.locator(f'tr[data-selected] td[data-q="{q}"]').first).to_be_attached()  # the focused cell's row is selected
+    ring = focused.evaluate("td => { const s = getComputedStyle(td); return [s.outlineColor, s.outlineWidth, s.outlineStyle, s.boxShadow]; }")
+    other = widget.locator(f'tr[data-selected] td[data-q]:not(:focus)').first.evaluate("td => getComputedStyle(td).boxShadow")
+    outline, width, style, shadow = ring
+    assert style == "solid" and float(width.removesuffix("px")) >= 2, ring
+    inner = re.findall(SHADOW_COLOURS, shadow)
+    assert len(inner) == 1 and "2px inset" in shadow, ring  # the ring's own inner tone, not the row's lines
+    lines = set(re.findall(SHADOW_COLOURS, other))
+    assert len(lines) == 2, other  # the selected row: two tones
+    for cell in widget.evaluate(RAMP):  # the ramp's anchors and every drawn cell
+        assert max(contrast(outline, cell), contrast(inner[0], cell)) >= 3, (cell, ring)
+        assert max(contrast(line, cell) for line in lines) >= 3, (cell, other)
+
+
+def test_every_cell_is_named_query_key_weight_and_masked_cells_say_so(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    tokens = tokens_of(widget.locator('textarea[name="sentence"]').input_value())
+    names = widget.evaluate("""root => [...root.querySelectorAll("tbody td")].map(td =>
+      [td.dataset.q === undefined ? null : +td.dataset.q, +td.dataset.k, td.dataset.weight ?? null, td.getAttribute("aria-label")])""")
+    n = len(tokens)
+    assert len(names) == n * n
+    drawn = {(q, k): (weight, name) for q, k, weight, name in names if q is not None}
+    assert len(drawn) == n * (n + 1) // 2
+    for (q, k), (weight, name) in drawn.items():
+        assert name == f"“{tokens[q]}” ({q}) → “{tokens[k]}” ({k}): {weight}", name
+    masked = [name for q, _, _, name in names if q is None]
+    rows = [(q, k) for q in range(n) for k in range(q + 1, n)]
+    assert masked == [f"“{tokens[q]}” ({q}) → “{tokens[k]}” ({k}): masked, a later token" for q, k in rows]
+    weight = widget.locator('td[data-q="2"][data-k="1"]').get_attribute("data-weight")
+    expect(widget.get_by_role("gridcell", name=f"“{tokens[2]}” (2) → “{tokens[1]}” (1): {weight}", exact=True)).to_have_count(1)
+
+
+def test_the_weight_matrices_scroll_boxes_are_reachable_by_keyboard(live_widget):
+    widget = live_widget("heads")
+    show_sentence(widget, SENTENCE)
+    widget.locator('input[name="ablate"]').uncheck()
+    expect(widget).to_have_attribute("data-ablate", "false")
+    select_head(widget, "previous_token")  # a head with all four matrices non-zero: four tables
+    details = widget.locator('[data-output="weights-details"]')
+    if not details.evaluate("d => d.open"):
+        details.locator("summary").click()
+    boxes = widget.locator('[data-output="weights"] .mha-heads__scroll')
+    expect(boxes).to_have_count(4)
+    for name, box in zip(("W_Q", "W_K", "W_V", "W_O"), boxes.all()):
+        expect(box.locator("caption var")).to_have_text(name)
+        expect(box).to_have_attribute("tabindex", "0")
+        expect(box).to_have_attribute("role", "region")
+        expect(box).to_have_accessible_name(f"{name}, scrollable")
+    details.locator("summary").focus()
+    widget.page.keyboard.press("Tab")
+    expect(boxes.first).to_be_focused()

@@ -38,13 +38,13 @@ export function adoptGrid(table) {
   });
   const focusable = table.querySelector('td[tabindex="0"]');
   const active = focusable ? { q: Number(focusable.dataset.q), k: Number(focusable.dataset.k) } : { q: 0, k: 0 };
-  return { table, n: rows.length, corner, cols, rows, active };
+  return { table, n: rows.length, corner, cols, rows, active, renamed: true };
 }
 
 export const cellAt = (g, q, k) => (q < g.n && k <= q ? g.rows[q].cells[k] : null);
 
-/** Show tokens on both axes, with n = tokens.length rows of n cells. */
-export function setTokens(g, tokens) {
+/** Show tokens on both axes, with n = tokens.length rows of n cells; name(q, k) names the masked cells. */
+export function setTokens(g, tokens, name) {
   const n = tokens.length;
   for (let i = g.cols.length; i < n; i++) g.cols.push(label("key", i, "col"));
   for (let q = g.rows.length; q < n; q++) {
@@ -63,26 +63,33 @@ export function setTokens(g, tokens) {
     setText(g.cols[i].firstChild, token);
     setText(g.rows[i].label.firstChild, token);
   });
+  for (let q = 0; q < n; q++) {
+    for (let k = q + 1; k < n; k++) g.rows[q].cells[k].ariaLabel = name(q, k);
+  }
+  g.renamed = true; // paint names every drawn cell anew
   if (!cellAt(g, g.active.q, g.active.k)) setActive(g, 0, 0);
 }
 
-/** Colour each drawn cell by its weight (pattern: [n, n], row = query) and record it to 4 decimals. */
-export function paint(g, pattern, colour) {
+/** Colour each drawn cell by its weight (pattern: [n, n], row = query), record it to 4 decimals and
+    name the cell name(q, k, weight) for assistive technology. */
+export function paint(g, pattern, colour, name) {
   for (let q = 0; q < g.n; q++) {
     const cells = g.rows[q].cells;
     const row = pattern[q];
     for (let k = 0; k <= q; k++) {
       const text = row[k].toFixed(4);
-      if (cells[k].dataset.weight === text) continue;
+      if (cells[k].dataset.weight === text && !g.renamed) continue;
       cells[k].dataset.weight = text;
       cells[k].style.backgroundColor = colour(row[k]);
+      cells[k].ariaLabel = name(q, k, row[k]);
     }
   }
+  g.renamed = false;
 }
 
 /** Make cell (q, k) the one in the tab order, and mark its row and column. */
 export function setActive(g, q, k) {
-  const old = cellAt(g, g.active.q, g.active.k);
+  const old = g.rows[g.active.q]?.cells[g.active.k]; // kept even when a shorter sentence left it out
   if (old) old.tabIndex = -1;
   g.cols[g.active.k]?.removeAttribute("data-active");
   g.active = { q, k };

@@ -6,16 +6,16 @@
 import { call } from "../runtime/bridge.js";
 import { mountEach } from "../runtime/page.js";
 import { output, showMessage } from "../runtime/dom.js";
-import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
+import { noteIgnored, recomputeOnReady, whileShown } from "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
 import { makePalette } from "./palette.js";
 import { renderHead, selectQuery, showCell, showResult } from "./render.js";
+import { keyOf, markStale } from "./stale.js";
 import { readURL, writeURL } from "./state.js";
 import { renderWeights } from "./weights.js";
 
 const CACHE_SIZE = 8; // results kept, by sentence and knock-out
 
-const keyOf = (job) => JSON.stringify([job.sentence, job.ablate]);
 // The knock-out box's value is the head it zeroes.
 const argsOf = (w, job) => ({ text_or_tokens: job.sentence, ablate: job.ablate ? [w.ablate.value] : [] });
 
@@ -25,6 +25,7 @@ async function request(w, job) {
   const hit = w.cache.get(keyOf(job));
   if (hit) return finish(w, job, hit);
   w.root.dataset.state = "busy";
+  markStale(w);
   if (w.pending) return;
   w.pending = true;
   while (w.pending) {
@@ -50,6 +51,7 @@ function keepInURL(w) {
 function finish(w, job, result) {
   showResult(w, job, result);
   w.root.dataset.state = "live";
+  markStale(w);
   if (w.details.open) showWeights(w);
   keepInURL(w);
 }
@@ -57,15 +59,23 @@ function finish(w, job, result) {
 function fail(w, err) {
   w.root.dataset.state = "error";
   showMessage(w.root, "error", `Could not compute the patterns of this sentence: ${err.message}`);
+  markStale(w);
 }
 
-/** Apply the sentence field (on change or submit) and the knock-out box. */
+/** Apply the sentence field (on change, Enter or submit) and the knock-out box. */
 function apply(w) {
   const sentence = w.textarea.value;
   if (!sentence.trim()) return showMessage(w.root, "error", "Type a sentence: at least one word or punctuation mark.");
   const job = { sentence, ablate: w.ablate.checked };
   if (keyOf(job) !== keyOf(w.wanted) || w.root.dataset.state === "error") request(w, job);
   else showMessage(w.root, "error", ""); // the sentence asked for already: only a message about the field goes
+}
+
+/** Enter applies the sentence, Shift+Enter starts a new line (and Enter that confirms an input method's text does neither). */
+function onFieldKey(w, event) {
+  if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+  event.preventDefault();
+  apply(w);
 }
 
 const say = (el, text) => el.replaceChildren(Object.assign(document.createElement("p"), { textContent: text }));
@@ -112,6 +122,12 @@ function onGridFocus(w, event) {
   if (q !== w.query) selectQuery(w, q);
 }
 
+/** The query picker's choice: row q selected, and the grid's keyboard position moved into it. */
+function pickQuery(w, q) {
+  selectQuery(w, q);
+  setActive(w.grid, q, Math.min(w.grid.active.k, q));
+}
+
 function restoreFromURL(w) {
   const { values, ignored } = readURL(location.search, [...w.buttons].map((b) => b.dataset.head));
   noteIgnored(w.root, ignored);
@@ -129,15 +145,23 @@ function mount(root) {
     root, data, job, wanted: job, result: data.result, head: root.dataset.head, query: Number(root.dataset.query),
     palette: makePalette(data.palette, data.steps), layers: data.layers, grid: adoptGrid(root.querySelector("table")),
     buttons: root.querySelectorAll("button[data-head]"), textarea: root.querySelector('textarea[name="sentence"]'),
+    picker: root.querySelector('select[name="query"]'),
     ablate: root.querySelector('input[name="ablate"]'), details: output(root, "weights-details"),
     cache: new Map([[keyOf(job), data.result]]), urlState: root.hasAttribute("data-url-state"), readout: null,
   };
   w.ablate.checked = false; // a reloaded page may keep the box ticked; the pre-rendered patterns are without
   showResult(w, job, data.result);
+  whileShown(root, ({ state }) => {
+    w.runtime = state;
+    markStale(w);
+  });
   root.querySelector("form").addEventListener("submit", (event) => { event.preventDefault(); apply(w); });
   w.textarea.addEventListener("change", () => apply(w));
-  w.textarea.addEventListener("keydown", (event) => event.key === "Enter" && (event.ctrlKey || event.metaKey) && apply(w));
-  w.ablate.addEventListener("change", () => apply(w));
+  w.textarea.addEventListener("keydown", (event) => onFieldKey(w, event));
+  w.ablate.addEventListener("change", () => {
+    if (w.ablate.checked) selectHead(w, "induction"); // the head the knock-out breaks
+    apply(w);
+  });
   root.querySelector(".mha-heads__heads").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-head]");
     if (button) selectHead(w, button.dataset.head);
@@ -148,6 +172,11 @@ function mount(root) {
   table.addEventListener("mouseover", (event) => {
     const td = event.target.closest("td[data-q]");
     if (td) showCell(w, Number(td.dataset.q), Number(td.dataset.k));
+  });
+  w.picker.addEventListener("change", () => pickQuery(w, Number(w.picker.value)));
+  output(root, "sentence").addEventListener("click", (event) => {
+    const token = event.target.closest("button[data-token-index]");
+    if (token) showCell(w, w.query, Number(token.dataset.tokenIndex));
   });
   w.details.addEventListener("toggle", () => w.details.open && showWeights(w));
   recomputeOnReady(root, () => request(w, w.wanted));

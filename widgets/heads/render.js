@@ -3,19 +3,23 @@
 // already in hand; nothing here calls Python, so a head switch costs one paint of the heatmap.
 import { output, showMessage } from "../runtime/dom.js";
 import { paint, selectRow, setTokens } from "./grid.js";
-import { cellText, drawThumb, highlight, setSentence, showInfo } from "./view.js";
+import { cellText, drawThumb, highlight, setOptions, setSentence, showInfo } from "./view.js";
 
-/** The row shown first: the first token seen before (the content head leaves its own position), else the last. */
-function firstQuery({ heads: { content } }) {
-  const q = content.findIndex((row, i) => row[i] < 0.5);
-  return q < 0 ? content.length - 1 : q;
-}
+// What the knock-out (zeroing the previous-token head's output) does to the pattern of each head shown.
+const KNOCKED_OUT = {
+  induction: "Ablated pattern: the previous-token head is knocked out (its output zeroed), so a repeated token no longer finds what followed its earlier occurrence.",
+  averaged: "With the previous-token head knocked out: this mean includes the ablated induction pattern.",
+  previous_token: "This head is knocked out: it still attends as shown, but its output is zeroed.",
+  positional: "Unchanged by the knock-out: layer 0 does not read the previous-token head's output.",
+  content: "Unchanged by the knock-out: layer 0 does not read the previous-token head's output.",
+};
 
 /** Select query q: its row in the heatmap and its attention in the sentence. */
 export function selectQuery(w, q) {
   w.query = q;
   w.root.dataset.query = String(q);
   selectRow(w.grid, q);
+  w.picker.value = String(q);
   const text = highlight(output(w.root, "sentence"), w.result.tokens, w.result.heads[w.head][q], q);
   output(w.root, "query").textContent = text;
 }
@@ -25,13 +29,16 @@ export function showCell(w, q, k) {
   output(w.root, "cell").textContent = cellText(w.result.tokens, q, k, w.result.heads[w.head][q][k]);
 }
 
+const namer = ({ tokens }) => (q, k, weight) => cellText(tokens, q, k, weight);
+
 /** Draw the selected head from the result in hand. */
 export function renderHead(w) {
   const { root, result, head } = w;
-  paint(w.grid, result.heads[head], w.palette.css);
+  paint(w.grid, result.heads[head], w.palette.css, namer(result));
   root.dataset.head = head;
   for (const button of w.buttons) button.setAttribute("aria-pressed", String(button.dataset.head === head));
   showInfo(root, result.info[head], w.layers, { averaged: head === "averaged", ablated: w.job.ablate && head === w.ablate.value });
+  showMessage(root, "ablation", w.job.ablate ? KNOCKED_OUT[head] : "");
   selectQuery(w, w.query);
   if (w.readout) showCell(w, w.readout.q, w.readout.k);
 }
@@ -41,16 +48,15 @@ export function showResult(w, job, result) {
   const sentenceChanged = job.sentence !== w.job.sentence;
   Object.assign(w, { job, result });
   const n = result.tokens.length;
-  setTokens(w.grid, result.tokens);
+  setTokens(w.grid, result.tokens, namer(result));
   setSentence(output(w.root, "sentence"), result.tokens);
-  if (sentenceChanged || w.query >= n) w.query = firstQuery(result);
+  setOptions(w.picker, result.tokens);
+  if (sentenceChanged || w.query >= n) w.query = result.first_query; // mha_core's choice, as at build time
   if (w.readout && (sentenceChanged || w.readout.q >= n)) w.readout = null;
   w.root.style.setProperty("--n", String(n));
   Object.assign(w.root.dataset, { tokens: String(n), ablate: String(job.ablate) });
   w.buttons.forEach((button) => drawThumb(button.querySelector("canvas"), result.heads[button.dataset.head], w.palette.rgb));
-  const given = result.n_tokens_given.toLocaleString("en-US");
-  showMessage(w.root, "notice", result.truncated ?
-    `Only the first ${n} of the ${given} tokens are shown: these heads take at most ${n}.` : "");
+  showMessage(w.root, "notice", result.notice);
   showMessage(w.root, "error", "");
   renderHead(w);
 }

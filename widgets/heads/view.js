@@ -7,11 +7,12 @@ const SHOWN_CHARS = 30;
 
 export const clip = (text) => clipTo(text, SHOWN_CHARS);
 
-/** The sentence as one span per token, reusing the spans it has. */
+/** The sentence as one button per token (choosing one reads its weight), reusing the buttons it has. */
 export function setSentence(el, tokens) {
   const spans = [...el.children];
   for (let i = spans.length; i < tokens.length; i++) {
-    const span = document.createElement("span");
+    const span = document.createElement("button");
+    span.type = "button";
     span.dataset.tokenIndex = String(i);
     span.dataset.axis = "sentence";
     span.dir = "auto";
@@ -29,11 +30,20 @@ export function highlight(el, tokens, row, q) {
     span.toggleAttribute("data-query", j === q);
     span.toggleAttribute("data-future", j > q);
   });
-  return `Where the query “${clip(tokens[q])}” (position ${q}) attends, in the sentence:`;
+  return `Where the query “${clip(tokens[q])}” (position ${q}) attends, in the sentence (choose a token to read its weight):`;
 }
 
+/** "query → key: weight" for cell (q, k); a key after the query is masked (weight undefined). */
 export const cellText = (tokens, q, k, weight) =>
-  `“${clip(tokens[q])}” (${q}) → “${clip(tokens[k])}” (${k}): ${weight.toFixed(4)}`;
+  `“${clip(tokens[q])}” (${q}) → “${clip(tokens[k])}” (${k}): ${k > q ? "masked, a later token" : weight.toFixed(4)}`;
+
+/** The query picker's options: one per token, "position: token". */
+export function setOptions(select, tokens) {
+  const options = [...select.options];
+  for (let i = options.length; i < tokens.length; i++) options.push(new Option("", String(i)));
+  if (select.options.length !== tokens.length) select.replaceChildren(...options.slice(0, tokens.length));
+  tokens.forEach((token, i) => setText(options[i], `${i}: ${clip(token)}`));
+}
 
 /** Draw pattern ([n, n]) into a canvas of n × n pixels; masked cells stay transparent. */
 export function drawThumb(canvas, pattern, rgb) {

@@ -36,6 +36,7 @@ function matrixTable(name, M, rowLabels, colLabels) {
     tr.append(element("th", rowLabels[i]), ...cols.map((j) => element("td", fmt(M[i][j]))));
   }
   const scroll = element("div", undefined, "mha-heads__scroll");
+  Object.assign(scroll, { tabIndex: 0, role: "region", ariaLabel: `${name}, scrollable` }); // reachable by keyboard
   scroll.append(table);
   return scroll;
 }

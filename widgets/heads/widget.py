@@ -50,12 +50,6 @@ def fmt_weight(weight: float) -> str:
     return str(Decimal(weight).quantize(Decimal("0.0001"), ROUND_HALF_UP))
 
 
-def first_query(result: dict) -> int:
-    """The row shown first: the first token seen before (the content head leaves its own position), else the last."""
-    content = result["heads"]["content"]
-    return next((i for i, row in enumerate(content) if row[i] < 0.5), len(content) - 1)
-
-
 def patterns(sentence: str) -> dict:
     """head_patterns through the bridge: exactly the JSON the browser gets."""
     reply = json.loads(bridge.call("head_patterns", json.dumps({"text_or_tokens": sentence})))
@@ -75,7 +69,7 @@ def rows(result: dict, head: str) -> list[dict]:
 def context(head: str = "induction") -> dict:
     """The template's variables: the default sentence's patterns, pre-rendered for head."""
     result = patterns(SENTENCE)
-    query = first_query(result)
+    query = result["first_query"]  # the row mha_core chooses, here and in the browser
     return {
         "sentence": SENTENCE, "head": head, "kinds": HEAD_KINDS, "ablated": ABLATED, "max_tokens": MAX_TOKENS,
         "result": result, "info": result["info"], "rows": rows(result, head), "query": query,
