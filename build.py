@@ -323,6 +323,9 @@ def stage_assets(assets: Path, pyodide_cdn: bool) -> None:
             dest = assets / "widgets" / src.relative_to(ROOT / "widgets")
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest)
+    for module in sorted((ROOT / "widgets").glob("*/widget.py")):  # files a widget computes: assets() -> {name: bytes}
+        for name, data in getattr(widget_module(module.parent.name), "assets", dict)().items():
+            (assets / "widgets" / module.parent.name / name).write_bytes(data)
     wheel = build_wheel(ROOT / "mha_core", assets / "wheels")
     config = {"pyodide": PYODIDE_CDN if pyodide_cdn else None,
               "wheel": wheel.name, "wheel_sha256": sha256(wheel), "pyodide_sha256": BROWSER_PINS}

@@ -8,6 +8,7 @@ from .config import LIMITS, AttentionConfig, ConfigError, check_config
 from .heads import HEAD_INFO, HEAD_KINDS, MAX_TOKENS, head_patterns, head_weights, tokenize
 from .presets import PRESETS, Preset, presets
 from .shapes import param_count, shape_report
+from .training import TrainConfig, Trainer, TrainingDiverged, evaluate, forward, init_params, loss_and_grads, sample_batch, train
 
 __version__ = "0.1.0"
 
@@ -16,4 +17,6 @@ __all__ = [
     "PRESETS", "Preset", "presets", "param_count", "shape_report",
     "softmax", "split_heads", "merge_heads", "scaled_dot_product_attention", "multi_head_attention",
     "HEAD_INFO", "HEAD_KINDS", "MAX_TOKENS", "tokenize", "head_patterns", "head_weights",
+    "TrainConfig", "Trainer", "TrainingDiverged", "sample_batch", "init_params", "forward", "loss_and_grads",
+    "evaluate", "train",
 ]

@@ -15,6 +15,7 @@ from .config import check_config
 from .heads import head_patterns, head_weights
 from .presets import presets
 from .shapes import param_count, shape_report
+from .training import training_advance, training_evaluate, training_start, training_stop
 
 FUNCTIONS = {
     "check_config": check_config,
@@ -23,6 +24,10 @@ FUNCTIONS = {
     "presets": presets,
     "head_patterns": head_patterns,
     "head_weights": head_weights,
+    "training_start": training_start,
+    "training_advance": training_advance,
+    "training_stop": training_stop,
+    "training_evaluate": training_evaluate,
 }
 
 

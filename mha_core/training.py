@@ -18,6 +18,7 @@ Shapes: B batch, n seq_len, d_model, h n_heads, d_k d_head, V vocab.
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import numbers
 import time
@@ -134,6 +135,11 @@ def sample_batch(config: TrainConfig, rng: np.random.Generator) -> np.ndarray:
     blocks = rng.permuted(np.tile(np.arange(config.vocab), (config.batch, 1)), axis=1)  # [B, V]: distinct
     positions = np.arange(config.seq_len) % periods[:, None]  # [B, n]: t mod period
     return np.take_along_axis(blocks, positions, axis=1)  # [B, n]
+
+
+def eval_batch(config: TrainConfig, seed: int) -> np.ndarray:
+    """[batch, seq_len] tokens a run with this seed is measured on (never trained on)."""
+    return sample_batch(config, np.random.default_rng([_seed(seed), 2]))
 
 
 def init_params(config: TrainConfig, seed: int) -> dict[str, np.ndarray]:
@@ -347,7 +353,7 @@ class Trainer:
         self.params = init_params(self.config, self.seed)
         self.moments = {name: (np.zeros_like(p), np.zeros_like(p)) for name, p in self.params.items()}
         self.batches = np.random.default_rng([self.seed, 1])
-        self.eval_tokens = sample_batch(self.config, np.random.default_rng([self.seed, 2]))
+        self.eval_tokens = eval_batch(self.config, self.seed)
         self.step, self.history, self.checkpoints = 0, [], []
         self._record()
 
@@ -431,3 +437,132 @@ def decode_params(text: str, config: TrainConfig) -> dict[str, np.ndarray]:
 def config_dict(config: TrainConfig) -> dict:
     """The config as plain JSON-ready fields."""
     return asdict(config)
+
+
+# ---------------------------------------------------------------- what the widget shows, built and live
+
+SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
+SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
+ROLE_MIN = 0.4  # a head is named after its best detector score when that score reaches this
+MAX_BUDGET_MS = 1000
+_RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
+_RUN_IDS = itertools.count(1)
+
+
+def display_tokens(config: TrainConfig) -> list[int]:
+    """The test sequence the patterns are shown on: a block of distinct tokens, period halfway between
+    min_period and max_period, repeated to fill seq_len."""
+    period = (config.min_period + config.max_period) // 2
+    block = np.random.default_rng(2024).permutation(config.vocab)[:period]  # [period]
+    return block[np.arange(config.seq_len) % period].tolist()  # [n]
+
+
+def head_roles(scores: dict) -> list[list[str | None]]:
+    """roles[layer][head]: the detector kind with the head's highest score if it is ≥ ROLE_MIN, else None."""
+    n_layers, n_heads = len(scores[DETECTORS[0]]), len(scores[DETECTORS[0]][0])
+    roles = []
+    for layer in range(n_layers):
+        best = [max(DETECTORS, key=lambda kind: scores[kind][layer][head]) for head in range(n_heads)]
+        roles.append([kind if scores[kind][layer][head] >= ROLE_MIN else None for head, kind in enumerate(best)])
+    return roles
+
+
+def _rounded(entry: dict) -> dict:
+    """A history entry with losses to 4 decimals and scores to 3, the precision the widget shows."""
+    out = {k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items() if k != "scores"}
+    out["scores"] = {kind: [[round(s, 3) for s in layer] for layer in value] for kind, value in entry["scores"].items()}
+    return out
+
+
+def _encode_patterns(patterns: list[np.ndarray]) -> str:
+    """[L] × [1, h, n, n] weights as base64 of little-endian uint16 (weight × 65535, rounded), layer by layer."""
+    stacked = np.stack([p[0] for p in patterns])  # [L, h, n, n]
+    return base64.b64encode(np.rint(stacked * 65535).astype("<u2").tobytes()).decode()
+
+
+def checkpoint_view(params: dict, config: TrainConfig, step: int, scores: dict) -> dict:
+    """One checkpoint for the widget: patterns on display_tokens, the heads' roles and the weights."""
+    _, patterns = forward(params, display_tokens(config), config)
+    return {"step": step, "patterns": _encode_patterns(patterns), "roles": head_roles(scores),
+            "params": encode_params(params, config)}
+
+
+def run_view(trainer: Trainer) -> dict:
+    """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view)."""
+    scores = {h["step"]: h["scores"] for h in trainer.history}
+    config = trainer.config
+    return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step,
+            "tokens": display_tokens(config), "symbols": SYMBOLS[:config.vocab],
+            "history": [_rounded(h) for h in trainer.history],
+            "checkpoints": [checkpoint_view(c["params"], config, c["step"], scores[c["step"]])
+                            for c in trainer.checkpoints]}
+
+
+def _schedule_trainer(config, seed) -> Trainer:
+    return Trainer(config, seed, SCHEDULE["log_every"], SCHEDULE["checkpoint_every"])
+
+
+def recorded_run(config=None, seed: int = 0) -> dict:
+    """A whole run of SCHEDULE["steps"] steps as run_view gives it (what the page ships)."""
+    trainer = _schedule_trainer(config, seed)
+    trainer.run(SCHEDULE["steps"])
+    return run_view(trainer)
+
+
+def _run(run) -> Trainer:
+    if run not in _RUNS or isinstance(run, bool):
+        raise ValueError("this training run is over (stopped, replaced by a newer one, or never started).")
+    return _RUNS[run]
+
+
+def training_start(config=None, seed: int = 0) -> dict:
+    """Start a run in this Python (ending any other): {"run": its id, ...run_view at step 0}."""
+    trainer = _schedule_trainer(config, seed)
+    _RUNS.clear()
+    run = next(_RUN_IDS)
+    _RUNS[run] = trainer
+    return {"run": run, **run_view(trainer)}
+
+
+def training_advance(run: int, budget_ms: float = 80) -> dict:
+    """Train run for about budget_ms (at least one step, never past SCHEDULE["steps"]).
+
+    Returns {"step", "done", "history": the new entries, "checkpoints": the new ones}. A diverged run
+    is ended and its message raised (TrainingDiverged, a ValueError).
+    """
+    trainer = _run(run)
+    if isinstance(budget_ms, bool) or not isinstance(budget_ms, numbers.Real) or not 0 < budget_ms <= MAX_BUDGET_MS:
+        raise ValueError(f"budget_ms must be a number above 0 and at most {MAX_BUDGET_MS}, got {budget_ms!r:.40}.")
+    logged, saved = len(trainer.history), len(trainer.checkpoints)
+    left = SCHEDULE["steps"] - trainer.step
+    try:
+        if left:
+            trainer.run(left, budget_s=budget_ms / 1000)
+    except TrainingDiverged:
+        _RUNS.pop(run, None)
+        raise
+    scores = {h["step"]: h["scores"] for h in trainer.history}
+    done = trainer.step >= SCHEDULE["steps"]
+    if done:
+        _RUNS.pop(run, None)
+    return {"step": trainer.step, "done": done, "history": [_rounded(h) for h in trainer.history[logged:]],
+            "checkpoints": [checkpoint_view(c["params"], trainer.config, c["step"], scores[c["step"]])
+                            for c in trainer.checkpoints[saved:]]}
+
+
+def training_stop(run: int) -> dict:
+    """End run; {"stopped": False} if it had already ended."""
+    return {"stopped": _RUNS.pop(run, None) is not None}
+
+
+def training_evaluate(config, seed: int, params: str, ablate=()) -> dict:
+    """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed:
+    {"intact": evaluate(...), "ablated": evaluate(..., ablate), "patterns": display_tokens' patterns,
+    ablated}, on the evaluation batch of the run with this seed."""
+    config = as_config(config)
+    weights = decode_params(params, config)
+    tokens = eval_batch(config, seed)
+    ablate = _check_ablate(ablate, config)
+    _, patterns = forward(weights, display_tokens(config), config, ablate)
+    return {"intact": _rounded(evaluate(weights, tokens, config)),
+            "ablated": _rounded(evaluate(weights, tokens, config, ablate)), "patterns": _encode_patterns(patterns)}
