@@ -31,3 +31,4 @@ test: $(VENV)/.test chromium
 bench: $(VENV)/.test chromium
 	$(PY) bench/core_speed.py
 	$(PY) bench/browser_budget.py
+	$(PY) bench/training_speed.py

@@ -55,6 +55,7 @@ function show(w, index) {
   setData(loss, "value", entry.loss_repeat.toFixed(3));
   setText(loss, entry.loss_repeat.toFixed(3));
   setText(output(w.root, "total"), String(run.steps));
+  setData(w.root, "checkpoints", String(run.checkpoints.length));
   drawGrid(w, patterns, entry.scores, checkpoint.roles);
   drawHead(w, patterns, run.tokens, run.symbols, checkpoint.step);
   drawCharts(w.root, run, checkpoint.step);
@@ -65,7 +66,10 @@ const knockKey = (w) => JSON.stringify([w.runId, w.index, [...w.ablate].sort()])
 /** With heads knocked out, ask Python for the shown checkpoint's loss, scores and patterns without them. */
 async function knockOut(w) {
   const key = knockKey(w);
-  if (!w.ablate.size) return show(w, w.index);
+  if (!w.ablate.size) {
+    setText(output(w.root, "knockout"), w.knockoutHelp);
+    return show(w, w.index);
+  }
   const checkpoint = w.run.checkpoints[w.index];
   if (!checkpoint.params) return; // the built run's weights arrive with the asset; show() runs again then
   const state = w.root.dataset.state;
@@ -132,6 +136,7 @@ async function train(w) {
     const run = await call("training_start", { config: settings(w.form), seed });
     const start = performance.now();
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), knockout: null });
+    setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
     w.root.dataset.state = "training";
     layoutGrid(w.root.querySelector(".mha-training__grid"), run.config);
@@ -175,6 +180,7 @@ function mount(root) {
     root, data, run, runId: "built", index: 0, ablate: new Set(), knockout: null, training: null,
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector("form"), grid: adoptGrid(root.querySelector("table")),
+    knockoutHelp: output(root, "knockout").textContent,
   };
   const induction = data.last.roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).find(([role]) => role === "induction");
   w.selected = induction ? induction.slice(1) : [data.config.n_layers - 1, 0];

@@ -45,7 +45,7 @@ export function drawGrid(w, patterns, scores, roles) {
     setData(cell, "role", roles[l][h] || "");
     setText(cell.querySelector('[data-output="prev"]'), prev);
     setText(cell.querySelector('[data-output="induction"]'), induction);
-    setText(cell.querySelector('[data-output="role"]'), w.data.roleNames[String(roles[l][h])]);
+    setText(cell.querySelector('[data-output="role"]'), w.data.roleNames[roles[l][h] ?? "None"]);
     cell.toggleAttribute("data-ablated", w.ablate.has(`${l},${h}`));
     cell.setAttribute("aria-pressed", String(l === w.selected[0] && h === w.selected[1]));
     drawThumb(cell.querySelector("canvas"), patterns[l][h], w.palette.rgb);
