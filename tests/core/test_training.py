@@ -1,16 +1,18 @@
 """training.py: the hand-written backward pass against finite differences and torch.autograd, the
 induction circuit that training finds (checked by rules written here), its ablation, and bad input."""
 
+import json
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 import torch
 from threadpoolctl import threadpool_limits
 
-from mha_core import multi_head_attention
+from mha_core import bridge, multi_head_attention
 from mha_core.training import (TrainConfig, Trainer, TrainingDiverged, decode_params, encode_params, evaluate,
-                               forward, init_params, loss_and_grads, sample_batch, train)
+                               forward, init_params, loss_and_grads, recorded_run, sample_batch, train)
 
 SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
                     min_period=2, max_period=4)
@@ -264,3 +266,64 @@ def test_bad_tokens_seeds_and_ablations():
         Trainer(SMALL, seed=-1)
     with pytest.raises(ValueError, match="n_steps must be at least 1"):
         Trainer(SMALL).run(0)
+
+
+# ---------------------------------------------------------------- the browser's calls, through the bridge
+
+def bridge_call(fn, **args):
+    return json.loads(bridge.call(fn, json.dumps(args)))
+
+
+def test_a_run_through_the_bridge_in_slices():
+    fields = {"n_heads": 1, "batch": 4}
+    started = bridge_call("training_start", config=fields, seed=5)
+    assert started["ok"], started
+    run = started["result"]
+    assert run["step"] == 0 and [c["step"] for c in run["checkpoints"]] == [0]
+    assert run["config"] == {**asdict(TrainConfig()), **fields} and len(run["tokens"]) == 32
+    steps = 0
+    while steps < 35:
+        answer = bridge_call("training_advance", run=run["run"], budget_ms=50)
+        assert answer["ok"], answer
+        assert answer["result"]["step"] > steps and not answer["result"]["done"]
+        steps = answer["result"]["step"]
+        run["history"] += answer["result"]["history"]
+        run["checkpoints"] += answer["result"]["checkpoints"]
+    assert [h["step"] for h in run["history"]] == list(range(0, steps + 1, 10))
+    assert [c["step"] for c in run["checkpoints"]] == list(range(0, steps + 1, 30))
+    assert bridge_call("training_stop", run=run["run"]) == {"ok": True, "result": {"stopped": True}}
+    assert bridge_call("training_stop", run=run["run"])["result"] == {"stopped": False}
+    over = bridge_call("training_advance", run=run["run"])
+    assert not over["ok"] and "this training run is over" in over["error"]
+    # a checkpoint's weights, sent back, give its recorded numbers (float16 weights: close, not equal)
+    last = run["checkpoints"][-1]
+    measured = bridge_call("training_evaluate", config=run["config"], seed=5, params=last["params"])["result"]
+    recorded = next(h for h in run["history"] if h["step"] == last["step"])
+    assert measured["intact"]["loss"] == pytest.approx(recorded["loss"], abs=5e-3)
+    assert measured["ablated"] == measured["intact"]
+
+
+def test_bridge_refuses_bad_runs_and_weights():
+    assert "unknown config field 'heads'" in bridge_call("training_start", config={"heads": 2})["error"]
+    assert "lr must be a number above 0" in bridge_call("training_start", config={"lr": 0})["error"]
+    run = bridge_call("training_start", config={"batch": 2})["result"]["run"]
+    assert "budget_ms must be" in bridge_call("training_advance", run=run, budget_ms=10**6)["error"]
+    params = encode_params(init_params(TrainConfig(), 0), TrainConfig())
+    assert "this config has" in bridge_call("training_evaluate", config={"n_heads": 1}, seed=0, params=params)["error"]
+    assert "ablate holds" in bridge_call("training_evaluate", config={}, seed=0, params=params, ablate=[[0, 9]])["error"]
+
+
+def test_a_diverging_run_ends_through_the_bridge():
+    run = bridge_call("training_start", config={"lr": 1.0, "batch": 4}, seed=0)["result"]["run"]
+    for _ in range(100):
+        answer = bridge_call("training_advance", run=run, budget_ms=50)
+        if not answer["ok"]:
+            break
+    assert "training diverged at step" in answer["error"]
+    assert "this training run is over" in bridge_call("training_advance", run=run)["error"]
+
+
+def test_the_recorded_run_is_the_same_bytes_every_time():
+    def recorded():
+        return json.dumps(recorded_run(SMALL, 1), sort_keys=True, allow_nan=False)
+    assert recorded() == recorded()

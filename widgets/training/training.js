@@ -119,6 +119,7 @@ function settings(form) {
 function setRunning(w, running) {
   w.form.elements.train.disabled = running;
   w.form.elements.stop.disabled = !running;
+  w.root.querySelector('button[name="knockout"]').disabled = running; // knock-outs measure a finished run
 }
 
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
