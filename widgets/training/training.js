@@ -9,7 +9,7 @@ import "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "../heads/grid.js";
 import { makePalette } from "../heads/palette.js";
 import { drawCharts } from "./charts.js";
-import { decodePatterns, drawGrid, drawHead, layoutGrid } from "./view.js";
+import { decodePatterns, drawGrid, drawHead, layoutGrid, summarize } from "./view.js";
 
 const SLICE_MS = 80; // Python's share of each slice of a live run
 
@@ -57,6 +57,7 @@ function show(w, index) {
   setText(output(w.root, "total"), String(run.steps));
   setData(w.root, "checkpoints", String(run.checkpoints.length));
   drawGrid(w, patterns, entry.scores, checkpoint.roles);
+  setText(output(w.root, "summary"), summarize(checkpoint.roles, entryAt(run, checkpoint.step).scores, w.data.roleNames, checkpoint.step, w.data.roleMin));
   drawHead(w, patterns, run.tokens, run.symbols, checkpoint.step);
   drawCharts(w.root, run, checkpoint.step);
 }

@@ -52,6 +52,14 @@ export function drawGrid(w, patterns, scores, roles) {
   }
 }
 
+/** One sentence naming the heads that have a role at this step, with the score that names them. */
+export function summarize(roles, scores, names, step, roleMin) {
+  const named = roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).filter(([role]) => role);
+  if (!named.length) return `At step ${step} no head has a clear role yet: every detector score is below ${roleMin}.`;
+  const parts = named.map(([role, l, h]) => `L${l} H${h} is a ${names[role]} head (score ${scores[role][l][h].toFixed(3)})`);
+  return `At step ${step}, ${parts.join("; ")}.`;
+}
+
 /** The selected head's heatmap on the test sequence, with its caption. */
 export function drawHead(w, patterns, tokens, symbols, step) {
   const [l, h] = w.selected;

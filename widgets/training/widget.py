@@ -78,5 +78,5 @@ def context() -> dict:
         "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"}, "tokens": run["tokens"], "symbols": run["symbols"],
                  "config": config, "seed": run["seed"], "steps": run["steps"],
                  "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
-                 "palette": PALETTE, "paletteSteps": STEPS, "roleNames": {str(k): v for k, v in ROLE_NAMES.items()}},
+                 "palette": PALETTE, "paletteSteps": STEPS, "roleMin": training.ROLE_MIN, "roleNames": {str(k): v for k, v in ROLE_NAMES.items()}},
     }
