@@ -55,7 +55,7 @@ function show(w, index) {
   setData(loss, "value", entry.loss_repeat.toFixed(3));
   setText(loss, entry.loss_repeat.toFixed(3));
   setText(output(w.root, "total"), String(run.steps));
-  setData(w.root, "checkpoints", String(run.checkpoints.length));
+  setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   drawGrid(w, patterns, entry.scores, checkpoint.roles);
   setText(output(w.root, "summary"), summarize(checkpoint.roles, entryAt(run, checkpoint.step).scores, w.data.roleNames, checkpoint.step, w.data.roleMin));
   drawHead(w, patterns, run.tokens, run.symbols, checkpoint.step);
@@ -176,8 +176,9 @@ function mount(root) {
   if (root.dataset.mounted) return;
   root.dataset.mounted = "true";
   const data = JSON.parse(root.querySelector("[data-training-data]").textContent);
+  const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
   const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
-    history: data.history, checkpoints: [data.last] };
+    history: data.history, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, run, runId: "built", index: 0, ablate: new Set(), knockout: null, training: null,
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
@@ -186,20 +187,20 @@ function mount(root) {
   };
   const induction = data.last.roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).find(([role]) => role === "induction");
   w.selected = induction ? induction.slice(1) : [data.config.n_layers - 1, 0];
-  show(w, 0);
-  w.slider.max = String(data.checkpoint_steps.length - 1);
-  w.slider.value = w.slider.max;
+  show(w, last);
   setActive(w.grid, 0, 0);
   const asset = loadAsset(root).then((full) => {
     if (w.runId !== "built") return;
     w.run = full;
-    show(w, full.checkpoints.length - 1);
+    show(w, w.index);
     if (w.ablate.size) knockOut(w);
   }).catch((err) => fail(w, `The recorded run could not be loaded: ${err.message}`));
 
   w.slider.addEventListener("input", async () => {
-    if (w.runId === "built") await asset;
-    show(w, Math.min(Number(w.slider.value), w.run.checkpoints.length - 1));
+    if (!w.run.checkpoints[Number(w.slider.value)]) await asset;
+    const index = Number(w.slider.value);
+    if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
+    show(w, index);
     if (w.ablate.size) knockOut(w);
   });
   root.querySelector(".mha-training__grid").addEventListener("click", (event) => {
