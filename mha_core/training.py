@@ -28,6 +28,7 @@ import numpy as np
 
 from .attention import _forward_steps, merge_heads, split_heads
 from .config import whole_number
+from .heads import tokenize
 
 # Upper bounds for a training run: a browser must finish each step in milliseconds.
 TRAIN_LIMITS = {"vocab": 64, "d_model": 128, "n_layers": 4, "n_heads": 8, "d_head": 64,
@@ -555,14 +556,38 @@ def training_stop(run: int) -> dict:
     return {"stopped": _RUNS.pop(run, None) is not None}
 
 
-def training_evaluate(config, seed: int, params: str, ablate=()) -> dict:
-    """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed:
-    {"intact": evaluate(...), "ablated": evaluate(..., ablate), "patterns": display_tokens' patterns,
-    ablated}, on the evaluation batch of the run with this seed."""
+def text_tokens(text: str, config: TrainConfig) -> tuple[list[int], list[str]]:
+    """(token ids, the words) of a reader's text: words and punctuation marks (heads.tokenize), ids given in
+    order of first appearance (case-insensitive), so repeats stay repeats; at most seq_len of them."""
+    words = tokenize(text)[:config.seq_len]
+    ids: dict[str, int] = {}
+    for word in words:
+        ids.setdefault(word.lower(), len(ids))
+    if len(ids) > config.vocab:
+        raise ValueError(f"the text has {len(ids)} different words in its first {len(words)}; "
+                         f"the model knows {config.vocab} tokens.")
+    if len(words) < 2:
+        raise ValueError("the text needs at least 2 words or punctuation marks.")
+    return [ids[word.lower()] for word in words], words
+
+
+def training_evaluate(config, seed: int, params: str, ablate=(), text: str | None = None) -> dict:
+    """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed.
+
+    Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
+    run with this seed, and "patterns" (ablated, encoded as in checkpoint_view) with their "labels" on
+    display_tokens, or on the reader's text (text_tokens) when text is given.
+    """
     config = as_config(config)
     weights = decode_params(params, config)
     tokens = eval_batch(config, seed)
     ablate = _check_ablate(ablate, config)
-    _, patterns = forward(weights, display_tokens(config), config, ablate)
+    if text is None:
+        shown = display_tokens(config)
+        labels = [SYMBOLS[t] for t in shown]
+    else:
+        shown, labels = text_tokens(text, config)
+    _, patterns = forward(weights, shown, config, ablate)
     return {"intact": _rounded(evaluate(weights, tokens, config)),
-            "ablated": _rounded(evaluate(weights, tokens, config, ablate)), "patterns": _encode_patterns(patterns)}
+            "ablated": _rounded(evaluate(weights, tokens, config, ablate)),
+            "patterns": _encode_patterns(patterns), "labels": labels}

@@ -152,6 +152,40 @@ def test_knock_out_the_previous_token_head(live_widget, run):
     expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{run['history'][-1]['loss_repeat']:.3f}")
 
 
+def test_the_readers_own_text(live_widget, run):
+    widget = live_widget("training")
+    wait_loaded(widget, run)
+    widget.locator('input[name="step"]').fill(str(len(run["checkpoints"]) - 1))
+    induction = run["checkpoints"][-1]["roles"][1].index("induction")
+    widget.locator(f'button[data-layer="1"][data-head="{induction}"]').click()
+    text = "the cat sat on the mat , the cat sat on the mat ."
+    widget.locator('input[name="text"]').fill(text)
+    widget.locator('button[name="show"]').click()
+    words = text.split()
+    labels = widget.locator("thead [data-token-index]")
+    expect(labels).to_have_count(len(words))
+    expect(widget).to_have_attribute("data-state", "live")
+    assert labels.all_text_contents() == words
+    answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], text=text)
+    n = len(words)
+    want = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, 2, n, n)[1, induction] / 65535
+    shown = np.zeros((n, n))
+    for q, k, weight in widget.evaluate(READ)["cells"]:
+        shown[q, k] = weight
+    np.testing.assert_allclose(shown, want, atol=2e-4)
+    # on the second "cat sat on": each word attends to the word after its first occurrence
+    second = words.index(",") + 2  # the second "cat"
+    assert all(shown[q, q - 7 + 1] > 0.5 for q in range(second, second + 3))
+    # a text of one word is refused with a message; back to the test sequence
+    widget.locator('input[name="text"]').fill("hello")
+    widget.locator('button[name="show"]').click()
+    expect(widget.locator('[data-output="error"]')).to_have_text("the text needs at least 2 words or punctuation marks.")
+    expect(widget).to_have_attribute("data-state", "error")
+    widget.locator('button[name="reset"]').click()
+    expect(labels).to_have_count(len(run["tokens"]))
+    expect(widget.locator('[data-output="error"]')).to_be_hidden()
+
+
 def test_train_it_yourself_then_stop_then_again(live_widget):
     widget = live_widget("training")
     widget.locator('select[name="n_heads"]').select_option("3")
@@ -203,3 +237,4 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     expect(widget.locator('button[name="train"]')).to_be_enabled()
     expect(widget.locator('button[name="stop"]')).to_be_disabled()
     assert "NaN" not in widget.inner_text()
+

@@ -12,7 +12,7 @@ from threadpoolctl import threadpool_limits
 
 from mha_core import bridge, multi_head_attention
 from mha_core.training import (TrainConfig, Trainer, TrainingDiverged, decode_params, encode_params, evaluate,
-                               forward, init_params, loss_and_grads, recorded_run, sample_batch, train)
+                               forward, init_params, loss_and_grads, recorded_run, sample_batch, text_tokens, train)
 
 SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
                     min_period=2, max_period=4)
@@ -327,3 +327,15 @@ def test_the_recorded_run_is_the_same_bytes_every_time():
     def recorded():
         return json.dumps(recorded_run(SMALL, 1), sort_keys=True, allow_nan=False)
     assert recorded() == recorded()
+
+
+def test_a_readers_text_becomes_tokens_in_order_of_first_appearance():
+    ids, words = text_tokens("The cat sat. the CAT sat!", TrainConfig())
+    assert words == ["The", "cat", "sat", ".", "the", "CAT", "sat", "!"] and ids == [0, 1, 2, 3, 0, 1, 2, 4]
+    assert len(text_tokens("a b " * 40, TrainConfig())[0]) == 32
+    with pytest.raises(ValueError, match="33 different words in its first 33; the model knows 32 tokens"):
+        text_tokens(" ".join(f"w{i}" for i in range(40)), TrainConfig(seq_len=33, vocab=32))
+    with pytest.raises(ValueError, match="at least 2 words"):
+        text_tokens("one", TrainConfig())
+    with pytest.raises(ValueError, match="text is empty"):
+        text_tokens("   ", TrainConfig())

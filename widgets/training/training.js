@@ -38,14 +38,19 @@ function patternsOf(w, index) {
   return checkpoint.decoded;
 }
 
-/** Draw checkpoint index of the run shown: readouts, grid, heatmap, curves' marker. */
+const viewKey = (w) => JSON.stringify([w.runId, w.index, [...w.ablate].sort(), w.text]);
+
+/** Draw checkpoint index of the run shown: readouts, grid, heatmap, curves' marker. With heads knocked out
+    or the reader's text, the patterns (and, knocked out, the loss and scores) are Python's answer, once in. */
 function show(w, index) {
   w.index = index;
   const { run } = w;
   const checkpoint = run.checkpoints[index];
-  const knocked = w.ablate.size && w.knockout?.key === knockKey(w) ? w.knockout.result : null;
-  const entry = knocked ? knocked.ablated : entryAt(run, checkpoint.step);
-  const patterns = knocked ? decodePatterns(knocked.patterns, run.config, run.tokens.length) : patternsOf(w, index);
+  const view = (w.ablate.size || w.text !== null) && w.view?.key === viewKey(w) ? w.view.result : null;
+  const recorded = entryAt(run, checkpoint.step);
+  const entry = view && w.ablate.size ? view.ablated : recorded;
+  const patterns = view ? decodePatterns(view.patterns, run.config, view.labels.length) : patternsOf(w, index);
+  const labels = view ? view.labels : run.tokens.map((t) => run.symbols[t]);
   w.slider.max = String(run.checkpoints.length - 1);
   w.slider.value = String(index);
   const step = output(w.root, "step");
@@ -56,45 +61,51 @@ function show(w, index) {
   setText(loss, entry.loss_repeat.toFixed(3));
   setText(output(w.root, "total"), String(run.steps));
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
+  w.root.style.setProperty("--n", String(labels.length));
   drawGrid(w, patterns, entry.scores, checkpoint.roles);
-  setText(output(w.root, "summary"), summarize(checkpoint.roles, entryAt(run, checkpoint.step).scores, w.data.roleNames, checkpoint.step, w.data.roleMin));
-  drawHead(w, patterns, run.tokens, run.symbols, checkpoint.step);
+  setText(output(w.root, "summary"), summarize(checkpoint.roles, recorded.scores, w.data.roleNames, checkpoint.step, w.data.roleMin));
+  const period = run.tokens.indexOf(run.tokens[0], 1);
+  drawHead(w, patterns, labels, checkpoint.step, view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`);
   drawCharts(w.root, run, checkpoint.step);
 }
 
-const knockKey = (w) => JSON.stringify([w.runId, w.index, [...w.ablate].sort()]);
-
-/** With heads knocked out, ask Python for the shown checkpoint's loss, scores and patterns without them. */
-async function knockOut(w) {
-  const key = knockKey(w);
-  if (!w.ablate.size) {
-    setText(output(w.root, "knockout"), w.knockoutHelp);
-    return show(w, w.index);
-  }
+/** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text. */
+async function measure(w) {
+  const key = viewKey(w);
+  if (!w.ablate.size) setText(output(w.root, "knockout"), w.knockoutHelp);
+  if (!w.ablate.size && w.text === null) return settle(w);
   const checkpoint = w.run.checkpoints[w.index];
-  if (!checkpoint.params) return; // the built run's weights arrive with the asset; show() runs again then
-  const state = w.root.dataset.state;
-  if (state !== "training") w.root.dataset.state = "busy";
-  setText(output(w.root, "knockout"), "Measuring without the knocked-out heads (Python)…");
+  if (!checkpoint?.params) return; // the built run's weights arrive with the asset; measure() runs again then
+  if (w.root.dataset.state !== "training") w.root.dataset.state = "busy";
+  if (w.ablate.size) setText(output(w.root, "knockout"), "Measuring without the knocked-out heads (Python)…");
   try {
     const result = await call("training_evaluate", {
       config: w.run.config, seed: w.run.seed, params: checkpoint.params,
-      ablate: [...w.ablate].map((k) => k.split(",").map(Number)),
+      ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text,
     });
-    if (key !== knockKey(w)) return; // the reader moved on meanwhile
-    w.knockout = { key, result };
-    const { intact, ablated } = result;
-    const best = bestInduction(intact.scores);
-    setText(output(w.root, "knockout"),
-      `Loss on the repeats ${intact.loss_repeat.toFixed(3)} → ${ablated.loss_repeat.toFixed(3)}; ` +
-      `induction score of L${best[0]} H${best[1]} ${intact.scores.induction[best[0]][best[1]].toFixed(3)} → ` +
-      `${ablated.scores.induction[best[0]][best[1]].toFixed(3)} (with every head: ${intact.loss_first.toFixed(3)} on first occurrences).`);
-    if (w.root.dataset.state === "busy") w.root.dataset.state = "live";
-    show(w, w.index);
+    if (key !== viewKey(w)) return; // the reader moved on meanwhile
+    w.view = { key, result };
+    if (w.ablate.size) setText(output(w.root, "knockout"), knockoutText(result));
+    settle(w);
   } catch (err) {
-    if (key !== knockKey(w)) return;
-    fail(w, `Could not knock out the head: ${err.message}`);
+    if (key !== viewKey(w)) return;
+    fail(w, err.message);
+    show(w, w.index);
   }
+}
+
+/** Show what is asked for, now in hand; a waiting or failed widget is live again. */
+function settle(w) {
+  showMessage(w.root, "error", "");
+  if (w.root.dataset.state === "busy" || w.root.dataset.state === "error") w.root.dataset.state = "live";
+  show(w, w.index);
+}
+
+function knockoutText({ intact, ablated }) {
+  const [l, h] = bestInduction(intact.scores);
+  return `Loss on the repeats ${intact.loss_repeat.toFixed(3)} → ${ablated.loss_repeat.toFixed(3)}; ` +
+    `induction score of L${l} H${h} ${intact.scores.induction[l][h].toFixed(3)} → ` +
+    `${ablated.scores.induction[l][h].toFixed(3)} (with every head: ${intact.loss_first.toFixed(3)} on first occurrences).`;
 }
 
 /** [layer, head] of the head with the highest induction score outside layer 0 (or in it, for one layer). */
@@ -120,7 +131,9 @@ function settings(form) {
 function setRunning(w, running) {
   w.form.elements.train.disabled = running;
   w.form.elements.stop.disabled = !running;
-  w.root.querySelector('button[name="knockout"]').disabled = running; // knock-outs measure a finished run
+  for (const name of ["knockout", "show", "reset"]) { // these measure a finished run
+    w.root.querySelector(`button[name="${name}"]`).disabled = running;
+  }
 }
 
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
@@ -137,7 +150,7 @@ async function train(w) {
   try {
     const run = await call("training_start", { config: settings(w.form), seed });
     const start = performance.now();
-    Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), knockout: null });
+    Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
     w.root.dataset.state = "training";
@@ -180,9 +193,9 @@ function mount(root) {
   const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
     history: data.history, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
-    root, data, run, runId: "built", index: 0, ablate: new Set(), knockout: null, training: null,
+    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null,
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
-    form: root.querySelector("form"), grid: adoptGrid(root.querySelector("table")),
+    form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
     knockoutHelp: output(root, "knockout").textContent,
   };
   const induction = data.last.roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).find(([role]) => role === "induction");
@@ -193,7 +206,7 @@ function mount(root) {
     if (w.runId !== "built") return;
     w.run = full;
     show(w, w.index);
-    if (w.ablate.size) knockOut(w);
+    if (w.ablate.size || w.text !== null) measure(w);
   }).catch((err) => fail(w, `The recorded run could not be loaded: ${err.message}`));
 
   w.slider.addEventListener("input", async () => {
@@ -201,7 +214,7 @@ function mount(root) {
     const index = Number(w.slider.value);
     if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
     show(w, index);
-    if (w.ablate.size) knockOut(w);
+    if (w.ablate.size || w.text !== null) measure(w);
   });
   root.querySelector(".mha-training__grid").addEventListener("click", (event) => {
     const cell = event.target.closest("button[data-layer]");
@@ -213,9 +226,22 @@ function mount(root) {
     const key = w.selected.join(",");
     if (!w.ablate.delete(key)) w.ablate.add(key);
     show(w, w.index);
-    knockOut(w);
+    measure(w);
   });
   w.form.addEventListener("submit", (event) => { event.preventDefault(); train(w); });
+  const sequence = root.querySelector(".mha-training__sequence");
+  sequence.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = sequence.elements.text.value;
+    if (!text.trim()) return showMessage(root, "error", "Type a text first: at least two words or punctuation marks.");
+    w.text = text;
+    measure(w);
+  });
+  sequence.elements.reset.addEventListener("click", () => {
+    w.text = null;
+    sequence.elements.text.value = "";
+    measure(w);
+  });
   w.form.elements.stop.addEventListener("click", () => { if (w.training) w.training.stop = true; });
   const table = root.querySelector("table");
   table.addEventListener("focusin", (event) => {

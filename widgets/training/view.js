@@ -60,15 +60,15 @@ export function summarize(roles, scores, names, step, roleMin) {
   return `At step ${step}, ${parts.join("; ")}.`;
 }
 
-/** The selected head's heatmap on the test sequence, with its caption. */
-export function drawHead(w, patterns, tokens, symbols, step) {
+/** The selected head's heatmap on the shown sequence (labels: one per token), with its caption. */
+export function drawHead(w, patterns, labels, step, sequence) {
   const [l, h] = w.selected;
-  setTokens(w.grid, tokens.map((t) => symbols[t]));
+  setTokens(w.grid, labels);
   paint(w.grid, patterns[l][h], w.palette.css);
   setData(w.root, "selected", `${l},${h}`);
   const knocked = w.ablate.size ? ` (knocked out: ${[...w.ablate].map((k) => `L${k.replace(",", " H")}`).join(", ")})` : "";
   setText(output(w.root, "caption"),
-    `Layer ${l}, head ${h} at step ${step}${knocked}: each row is a query, each column a key, on a test sequence that repeats a block of ${tokens.indexOf(tokens[0], 1)} tokens.`);
+    `Layer ${l}, head ${h} at step ${step}${knocked}: each row is a query, each column a key, on ${sequence}.`);
   const button = w.root.querySelector('button[name="knockout"]');
   button.setAttribute("aria-pressed", String(w.ablate.has(`${l},${h}`)));
   setText(button, w.ablate.has(`${l},${h}`) ? "Restore this head" : "Knock out this head");
