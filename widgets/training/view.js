@@ -56,7 +56,9 @@ export function drawGrid(w, patterns, scores, roles) {
 export function summarize(roles, scores, names, step, roleMin) {
   const named = roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).filter(([role]) => role);
   if (!named.length) return `At step ${step} no head has a clear role yet: every detector score is below ${roleMin}.`;
-  const parts = named.map(([role, l, h]) => `L${l} H${h} is a ${names[role]} head (score ${scores[role][l][h].toFixed(3)})`);
+  const article = (word) => (/^[aeiou]/.test(word) ? "an" : "a");
+  const parts = named.map(([role, l, h]) =>
+    `L${l} H${h} is ${article(names[role])} ${names[role]} head (score ${scores[role][l][h].toFixed(3)})`);
   return `At step ${step}, ${parts.join("; ")}.`;
 }
 
