@@ -158,22 +158,22 @@ async function train(w) {
     w.selected = [Math.min(1, run.config.n_layers - 1), 0];
     show(w, 0);
     let done = false;
-    while (!done && !w.training.stop) {
+    let step = 0;
+    while (!done && !w.training.stop && w.root.isConnected) { // a page swapped out (instant navigation) stops it
       const slice = await call("training_advance", { run: run.run, budget_ms: SLICE_MS });
       run.history.push(...slice.history);
       run.checkpoints.push(...slice.checkpoints);
-      done = slice.done;
-      progress.value = slice.step;
-      setText(progress, `${slice.step} of ${run.steps} steps`);
+      ({ done, step } = slice);
+      progress.value = step;
+      setText(progress, `${step} of ${run.steps} steps`);
       setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
       else drawCharts(w.root, run, run.checkpoints[w.index].step);
     }
     if (!done) await call("training_stop", { run: run.run });
-    const last = run.history.at(-1).step;
     setText(output(w.root, "run"), done ?
-      `Shown: your run (seed ${seed}), ${last} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
-      `Shown: your run (seed ${seed}), stopped at step ${last}.`);
+      `Shown: your run (seed ${seed}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
+      `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
     w.root.dataset.state = "live";
   } catch (err) {
     fail(w, err.message);
