@@ -118,7 +118,8 @@ def as_config(config) -> TrainConfig:
         raise ValueError(f"config must be an object of TrainConfig fields, got {type(config).__name__}.")
     unknown = sorted(set(config) - set(TrainConfig.__dataclass_fields__))
     if unknown:
-        raise ValueError(f"unknown config field {unknown[0]!r:.40}; known: {', '.join(TrainConfig.__dataclass_fields__)}.")
+        known = ", ".join(TrainConfig.__dataclass_fields__)
+        raise ValueError(f"unknown config field {unknown[0]!r:.40}; known: {known}.")
     return TrainConfig(**config)
 
 
@@ -236,7 +237,7 @@ def _attention_backward(steps: dict, d_out: np.ndarray, W_QKV: np.ndarray, W_O: 
     d_scores *= 1 / math.sqrt(q.shape[-1])  # scores = q kᵀ / √d_k
     d_q = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
     d_k = np.swapaxes(d_scores, -1, -2) @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
-    d_qkv = np.concatenate([merge_heads(g) for g in (d_q, d_k, d_v)], axis=-1)  # 3 × [B, n, h·d_k] -> [B, n, 3·h·d_k]
+    d_qkv = np.concatenate([merge_heads(g) for g in (d_q, d_k, d_v)], axis=-1)  # -> [B, n, 3·h·d_k]
     d_W_QKV = _outer_sum(x, d_qkv)  # [d_model, 3·h·d_k]
     return d_qkv @ W_QKV.T, d_W_QKV, d_W_O  # [B, n, 3·h·d_k] @ [3·h·d_k, d_model] -> [B, n, d_model]
 
@@ -348,7 +349,8 @@ class Trainer:
         self.log_every, error = whole_number("log_every", log_every, 10_000)
         if error:
             raise ValueError(error)
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, numbers.Integral) or checkpoint_every < 0:
+        every = checkpoint_every
+        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 0:
             raise ValueError(f"checkpoint_every must be a whole number, 0 for none, got {checkpoint_every!r:.40}.")
         self.checkpoint_every = int(checkpoint_every)
         self.params = init_params(self.config, self.seed)

@@ -63,9 +63,11 @@ function show(w, index) {
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String(labels.length));
   drawGrid(w, patterns, entry.scores, checkpoint.roles);
-  setText(output(w.root, "summary"), summarize(checkpoint.roles, recorded.scores, w.data.roleNames, checkpoint.step, w.data.roleMin));
+  const { roleNames, roleMin } = w.data;
+  setText(output(w.root, "summary"), summarize(checkpoint.roles, recorded.scores, roleNames, checkpoint.step, roleMin));
   const period = run.tokens.indexOf(run.tokens[0], 1);
-  drawHead(w, patterns, labels, checkpoint.step, view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`);
+  const sequence = view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`;
+  drawHead(w, patterns, labels, checkpoint.step, sequence);
   drawCharts(w.root, run, checkpoint.step);
 }
 

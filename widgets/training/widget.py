@@ -75,8 +75,9 @@ def context() -> dict:
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "step": last["step"], "loss": fmt3(entry["loss_repeat"]),
         "cells": cells, "config": config, "lrs": LRS, "total_steps": run["steps"],
-        "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"}, "tokens": run["tokens"], "symbols": run["symbols"],
-                 "config": config, "seed": run["seed"], "steps": run["steps"],
-                 "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
-                 "palette": PALETTE, "paletteSteps": STEPS, "roleMin": training.ROLE_MIN, "roleNames": {str(k): v for k, v in ROLE_NAMES.items()}},
+        "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"},
+                 "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
+                 "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
+                 "palette": PALETTE, "paletteSteps": STEPS, "roleMin": training.ROLE_MIN,
+                 "roleNames": {str(k): v for k, v in ROLE_NAMES.items()}},
     }
