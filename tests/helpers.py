@@ -193,17 +193,26 @@ def show_sentence(widget, text: str) -> float | None:
 
 # ---------------------------------------------------------------- either widget
 
+# Each widget's field a change goes into, and the key that applies it.
+FIELDS = {"shapes": ('input[type="number"][name="batch"]', "Enter"), "heads": ('textarea[name="sentence"]', "Tab"),
+          "training": ('input[name="text"]', "Enter")}
+
+
 def ask(name, widget, value) -> None:
-    """Change the widget's input (batch, or the sentence) without waiting for an answer."""
-    field = widget.locator('input[type="number"][name="batch"]' if name == "shapes" else 'textarea[name="sentence"]')
+    """Change the widget's input (batch, the sentence, or the training widget's text) without waiting for an answer."""
+    selector, key = FIELDS[name]
+    field = widget.locator(selector)
     field.fill(str(value))
-    field.press("Enter" if name == "shapes" else "Tab")
+    field.press(key)
 
 
 def check_answered(name, widget, value) -> None:
     """The widget is live with Python's answer for value."""
     if name == "shapes":
         assert_shows(widget, **{**form_config(widget), "batch": value})
+    elif name == "training":  # the heatmap shows the text's tokens
+        expect(widget).to_have_attribute("data-state", "live")
+        expect(widget.locator("thead [data-token-index]")).to_have_text(tokens_of(value))
     else:
         expect(widget).to_have_attribute("data-state", "live")
         check_layout(widget.evaluate(READ), tokens_of(value))

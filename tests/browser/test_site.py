@@ -15,7 +15,7 @@ from tests.helpers import ask, check_answered, serve
 
 RUNTIME_FILES = re.compile(r"/assets/(pyodide|wheels|widgets/runtime)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
-CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave"}
+CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "training": "Mary gave John a book; Mary gave"}
 
 
 def site_pages(site) -> list[str]:
@@ -63,7 +63,7 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
                 assert_no_runtime(page, page_log.requests[before:])
     finally:
         root_server.shutdown()
-    assert sorted(live) == ["heads", "shapes"]
+    assert sorted(live) == ["heads", "shapes", "training"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 
@@ -95,7 +95,7 @@ def test_moving_between_pages_mounts_the_widgets_afresh(page, site_url, shapes_p
     page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
     expect(page).to_have_url(site_url + heads_path)
     assert page.evaluate("window.__earlier") is None  # a new document
-    assert use_widgets(page) == ["heads"]
+    assert use_widgets(page) == ["heads", "training"]
     page.go_back()
     expect(page.locator('[data-mha-widget="shapes"]')).to_have_attribute("data-state", "initial")
     assert use_widgets(page) == ["shapes"]
