@@ -39,3 +39,4 @@ bench: $(VENV)/.test chromium
 	$(PY) bench/core_speed.py
 	$(PY) bench/browser_budget.py
 	$(PY) bench/network.py
+	$(PY) bench/training_speed.py

@@ -10,6 +10,7 @@ from .presets import PRESETS, Preset, presets
 from .memory import memory_steps
 from .shapes import param_count, shape_report
 from .worked import worked_example
+from .training import TrainConfig, Trainer, TrainingDiverged, evaluate, forward, init_params, loss_and_grads, sample_batch, train
 
 __version__ = "0.1.0"
 
@@ -19,4 +20,6 @@ __all__ = [
     "softmax", "split_heads", "merge_heads", "scaled_dot_product_attention", "multi_head_attention",
     "HEAD_INFO", "HEAD_KINDS", "MAX_TOKENS", "tokenize", "head_patterns", "head_weights",
     "memory_steps", "worked_example",
+    "TrainConfig", "Trainer", "TrainingDiverged", "sample_batch", "init_params", "forward", "loss_and_grads",
+    "evaluate", "train",
 ]

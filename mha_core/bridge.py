@@ -17,6 +17,7 @@ from .memory import memory_steps
 from .presets import presets
 from .shapes import param_count, shape_report
 from .worked import worked_example
+from .training import training_advance, training_evaluate, training_start, training_stop
 
 FUNCTIONS = {
     "check_config": check_config,
@@ -27,6 +28,10 @@ FUNCTIONS = {
     "head_weights": head_weights,
     "worked_example": worked_example,
     "memory_steps": memory_steps,
+    "training_start": training_start,
+    "training_advance": training_advance,
+    "training_stop": training_stop,
+    "training_evaluate": training_evaluate,
 }
 
 

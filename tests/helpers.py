@@ -210,16 +210,22 @@ def check_small_widget(name, widget, value) -> None:
 
 # ---------------------------------------------------------------- any widget
 
+# Each widget's field a change goes into, and the key that applies it.
+FIELDS = {"shapes": ('input[type="number"][name="batch"]', "Enter"), "heads": ('textarea[name="sentence"]', "Tab"),
+          "training": ('input[name="text"]', "Enter")}
+
+
 def ask(name, widget, value) -> None:
-    """Change the widget's input (batch, the sentence, the heads drawn in memory, or the worked example's
-    numbers, drawn anew up to seed value) without waiting for an answer."""
+    """Change the widget's input (batch, a sentence, the training widget's text, the heads drawn in memory,
+    or the worked example's numbers, drawn anew up to seed value) without waiting for an answer."""
     if name == "memory":
         return widget.locator('select[name="n_heads"]').select_option(str(value))
     if name == "worked":
         return widget.locator('[data-action="redraw"]').click()
-    field = widget.locator('input[type="number"][name="batch"]' if name == "shapes" else 'textarea[name="sentence"]')
+    selector, key = FIELDS[name]
+    field = widget.locator(selector)
     field.fill(str(value))
-    field.press("Enter" if name == "shapes" else "Tab")
+    field.press(key)
 
 
 def check_answered(name, widget, value) -> None:
@@ -230,6 +236,9 @@ def check_answered(name, widget, value) -> None:
         expect(widget).to_have_attribute("data-state", "live")
         expect(widget).to_have_attribute("data-h" if name == "memory" else "data-seed", str(value))
         check_small_widget(name, widget, value)
+    elif name == "training":  # the heatmap shows the text's tokens
+        expect(widget).to_have_attribute("data-state", "live")
+        expect(widget.locator("thead [data-token-index]")).to_have_text(tokens_of(value))
     else:
         expect(widget).to_have_attribute("data-state", "live")
         check_layout(widget.evaluate(READ), tokens_of(value))

@@ -16,7 +16,8 @@ from tests.helpers import ask, check_answered
 
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
-CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2}
+CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2,
+           "training": "Mary gave John a book; Mary gave"}
 
 
 def site_pages(site) -> list[str]:
@@ -63,7 +64,7 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
             live += use_widgets(page)
         else:
             assert_no_python(page, page_log.requests[before:])
-    assert sorted(live) == ["heads", "memory", "shapes", "worked"]
+    assert sorted(live) == ["heads", "memory", "shapes", "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 
@@ -96,8 +97,8 @@ def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, he
     page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
     expect(page).to_have_url(site_url + heads_path)
     assert page.evaluate("window.__earlier") is True  # the same document
-    assert use_widgets(page) == ["heads"]
+    assert use_widgets(page) == ["heads", "training"]
     page.reload()
     assert page.evaluate("window.__earlier") is None  # a new document
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", re.compile("idle|loading"))
-    assert use_widgets(page) == ["heads"]
+    assert use_widgets(page) == ["heads", "training"]

@@ -16,7 +16,8 @@ def call(fn, args):
 
 def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shape_report", "param_count", "presets",
-                                    "head_patterns", "head_weights", "worked_example", "memory_steps"}
+                                    "head_patterns", "head_weights", "worked_example", "memory_steps",
+                                    "training_start", "training_advance", "training_stop", "training_evaluate"}
 
 
 def test_shape_report_round_trip():

@@ -1,0 +1,211 @@
+"""How fast does mha_core train the widget's model, in CPython and in the reader's browser?
+
+1. CPython: one training step (forward, hand-written backward, Adam) of mha_core at the default
+   TrainConfig next to a straightforward NumPy implementation of the same model written here (a loop
+   over heads, the textbook backward pass), timed alternately on one BLAS thread; both must give the
+   same gradients. Target: ratio of medians ≤ 1.0.
+2. Headless Chromium, Pyodide: press "Train" in the training widget and measure the ms per step, the
+   time until a layer-1 head's induction score passes 0.4, the main-thread tasks over 50 ms while it
+   trains, and how long the heads widget on the same page takes to answer a new sentence meanwhile.
+   Targets: ≤ 20 ms per step, induction within 15 s, no long task, the answer within 150 ms.
+
+    python bench/training_speed.py [--rounds N] [--site DIR] [--no-browser]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mha_core.training import TrainConfig, Trainer, init_params, loss_and_grads, sample_batch  # noqa: E402
+
+STEP_RATIO_TARGET = 1.0
+MS_PER_STEP_TARGET = 20
+INDUCTION_TARGET_S = 15
+ANSWER_TARGET_MS = 150
+
+
+# ---------------------------------------------------------------- a straightforward implementation
+
+def plain_loss_and_grads(params: dict, tokens: np.ndarray, c: TrainConfig):
+    """The same model and loss, head by head, as a textbook would write it."""
+    B, n = tokens.shape
+    x = params["W_E"][tokens] + params["W_pos"][:n]
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    cache = []
+    for layer in range(c.n_layers):
+        W_Q, W_K, W_V, W_O = (params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
+        out, heads = np.zeros_like(x), []
+        for h in range(c.n_heads):
+            s = slice(h * c.d_head, (h + 1) * c.d_head)
+            q, k, v = x @ W_Q[:, s], x @ W_K[:, s], x @ W_V[:, s]
+            scores = np.einsum("bid,bjd->bij", q, k) / math.sqrt(c.d_head)
+            scores = np.where(mask, scores, -np.inf)
+            a = np.exp(scores - scores.max(-1, keepdims=True))
+            a /= a.sum(-1, keepdims=True)
+            z = a @ v
+            out += z @ W_O[s]
+            heads.append((q, k, v, a, z))
+        cache.append((x, heads))
+        x = x + out
+    logits = x @ params["W_U"]
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    p = p[:, :-1]
+    targets = tokens[:, 1:]
+    count = B * (n - 1)
+    loss = -np.log(p[np.arange(B)[:, None], np.arange(n - 1)[None], targets]).mean()
+    d_logits = np.zeros_like(logits)
+    d_logits[:, :-1] = p
+    d_logits[np.arange(B)[:, None], np.arange(n - 1)[None], targets] -= 1
+    d_logits /= count
+    grads = {"W_U": np.einsum("bnd,bnv->dv", x, d_logits)}
+    d_x = d_logits @ params["W_U"].T
+    for layer in reversed(range(c.n_layers)):
+        x_in, heads = cache[layer]
+        W_Q, W_K, W_V, W_O = (params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
+        g = {w: np.zeros_like(params[f"blocks.{layer}.attn.{w}"]) for w in ("W_Q", "W_K", "W_V", "W_O")}
+        d_in = d_x.copy()
+        for h, (q, k, v, a, z) in enumerate(heads):
+            s = slice(h * c.d_head, (h + 1) * c.d_head)
+            g["W_O"][s] = np.einsum("bnd,bne->de", z, d_x)
+            d_z = d_x @ W_O[s].T
+            d_a = np.einsum("bid,bjd->bij", d_z, v)
+            d_v = np.einsum("bij,bid->bjd", a, d_z)
+            d_s = a * (d_a - (d_a * a).sum(-1, keepdims=True)) / math.sqrt(c.d_head)
+            d_q = d_s @ k
+            d_k = np.einsum("bij,bid->bjd", d_s, q)
+            for w, d in (("W_Q", d_q), ("W_K", d_k), ("W_V", d_v)):
+                g[w][:, s] = np.einsum("bnd,bne->de", x_in, d)
+            d_in += d_q @ W_Q[:, s].T + d_k @ W_K[:, s].T + d_v @ W_V[:, s].T
+        grads.update({f"blocks.{layer}.attn.{w}": g[w] for w in g})
+        d_x = d_in
+    grads["W_E"] = np.zeros_like(params["W_E"])
+    np.add.at(grads["W_E"], tokens, d_x)
+    grads["W_pos"] = np.zeros_like(params["W_pos"])
+    grads["W_pos"][:n] = d_x.sum(0)
+    return loss, grads
+
+
+class PlainAdam:
+    def __init__(self, params, lr):
+        self.params, self.lr, self.t = params, lr, 0
+        self.m = {k: np.zeros_like(v) for k, v in params.items()}
+        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+
+    def step(self, grads):
+        self.t += 1
+        for k, g in grads.items():
+            self.m[k] = 0.9 * self.m[k] + 0.1 * g
+            self.v[k] = 0.999 * self.v[k] + 0.001 * g * g
+            m_hat, v_hat = self.m[k] / (1 - 0.9 ** self.t), self.v[k] / (1 - 0.999 ** self.t)
+            self.params[k] = self.params[k] - self.lr * m_hat / (np.sqrt(v_hat) + 1e-8)
+
+
+def cpython(rounds: int) -> bool:
+    config = TrainConfig()
+    tokens = sample_batch(config, np.random.default_rng(0))
+    params = init_params(config, 0)
+    loss, grads = loss_and_grads(params, tokens, config)
+    plain_loss, plain_grads = plain_loss_and_grads(params, tokens, config)
+    assert abs(loss - plain_loss) < 1e-10 and all(np.allclose(grads[k], plain_grads[k], atol=1e-12) for k in grads)
+
+    trainer = Trainer(config, 0, log_every=10_000)  # no evaluation inside the timed steps
+    plain_rng, adam = np.random.default_rng([0, 1]), PlainAdam(init_params(config, 0), config.lr)
+
+    def plain_step():
+        adam.step(plain_loss_and_grads(adam.params, sample_batch(config, plain_rng), config)[1])
+
+    ours, theirs = [], []
+    with threadpool_limits(1):
+        for fn, times in ((lambda: trainer.run(1), ours), (plain_step, theirs)) * 3:  # warm up
+            fn()
+        for _ in range(rounds):
+            for fn, times in ((lambda: trainer.run(1), ours), (plain_step, theirs)):
+                t0 = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+    ratio = statistics.median(ours) / statistics.median(theirs)
+    print(f"CPython training step, default config (B={config.batch}, n={config.seq_len}, d_model={config.d_model}, "
+          f"{config.n_layers}×{config.n_heads} heads), one BLAS thread, {rounds} steps each, alternately:")
+    print(f"  mha_core {statistics.median(ours):.2f} ms (best {min(ours):.2f}), straightforward NumPy "
+          f"{statistics.median(theirs):.2f} ms (best {min(theirs):.2f}): ratio of medians {ratio:.2f} "
+          f"(target ≤ {STEP_RATIO_TARGET})")
+    return ratio <= STEP_RATIO_TARGET
+
+
+# ---------------------------------------------------------------- in the browser
+
+# Installed before the click: records when a layer-1 head's induction score first passes 0.4 and every
+# main-thread task over 50 ms.
+WATCH = """() => {
+  const root = document.querySelector('[data-mha-widget="training"]');
+  window.__bench = { longTasks: [], inductionAt: null, clickAt: null };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) if (window.__bench.clickAt !== null) window.__bench.longTasks.push(e.duration);
+  }).observe({ type: "longtask" });
+  new MutationObserver(() => {
+    if (window.__bench.inductionAt !== null || root.dataset.run !== "reader") return;
+    const best = Math.max(...[...root.querySelectorAll('button[data-layer="1"]')].map((b) => Number(b.dataset.scoreInduction)));
+    if (best > 0.4) window.__bench.inductionAt = performance.now();
+  }).observe(root, { attributes: true, subtree: true, attributeFilter: ["data-score-induction"] });
+  root.querySelector('button[name="train"]').addEventListener("click", () => { window.__bench.clickAt = performance.now(); }, { capture: true });
+}"""
+
+
+def browser(site: Path | None) -> bool:
+    from playwright.sync_api import expect
+
+    from tests.helpers import chromium, pages_with, served_site, show_sentence
+
+    with served_site(site) as (built, base), chromium() as b:
+        page = b.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(base + pages_with(built, 'data-mha-widget="training"')[0])
+        expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=60_000)
+        widget = page.locator('[data-mha-widget="training"]')
+        heads = page.locator('[data-mha-widget="heads"]')
+        page.evaluate(WATCH)
+        widget.locator('button[name="train"]').click()
+        expect(widget).to_have_attribute("data-state", "training", timeout=30_000)
+        expect(widget.locator('[data-output="step"]')).not_to_have_attribute("data-value", "0", timeout=30_000)
+        answers = [show_sentence(heads, f"a b c d {word} a b c d {word}") for word in ("one", "two", "three")]
+        expect(widget).to_have_attribute("data-state", "live", timeout=180_000)
+        bench = page.evaluate("() => window.__bench")
+        elapsed = float(widget.locator('[data-output="elapsed"]').text_content().split()[0])
+    steps = 600
+    ms_per_step = elapsed * 1000 / steps
+    induction_s = (bench["inductionAt"] - bench["clickAt"]) / 1000 if bench["inductionAt"] else math.inf
+    long_tasks = bench["longTasks"]
+    answer = max(a for a in answers if a is not None)
+    print("Headless Chromium, Pyodide, the training widget's own run (600 steps, slices of 80 ms):")
+    print(f"  {ms_per_step:.1f} ms per step (whole run {elapsed:.1f} s; target ≤ {MS_PER_STEP_TARGET})")
+    print(f"  induction score > 0.4 after {induction_s:.1f} s from the click (target ≤ {INDUCTION_TARGET_S})")
+    print(f"  main-thread tasks over 50 ms while training: {len(long_tasks)} {[round(t) for t in long_tasks]}")
+    print(f"  heads widget answers while training: {[round(a) for a in answers if a is not None]} ms "
+          f"(target ≤ {ANSWER_TARGET_MS})")
+    return (ms_per_step <= MS_PER_STEP_TARGET and induction_s <= INDUCTION_TARGET_S and not long_tasks
+            and answer <= ANSWER_TARGET_MS)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--site", type=Path, help="a built site (default: build one now)")
+    parser.add_argument("--no-browser", action="store_true", help="only the CPython comparison")
+    args = parser.parse_args()
+    ok = cpython(args.rounds)
+    if not args.no_browser:
+        ok = browser(args.site) and ok
+    print("all targets met" if ok else "a target was missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""The training widget in the real site: its first paint against the shipped asset, the step slider, head
+selection, the knock-out (Python in the worker), a live run with Stop, bad settings and a diverging run."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from mha_core import training
+
+ASSET = "assets/widgets/training/run.json"
+READ = """root => ({
+  step: root.querySelector('[data-output="step"]').dataset.value,
+  loss: root.querySelector('[data-output="loss"]').dataset.value,
+  grid: [...root.querySelectorAll("button[data-layer]")].map(b => [+b.dataset.layer, +b.dataset.head,
+          b.dataset.scorePreviousToken, b.dataset.scoreInduction, b.dataset.role]),
+  cells: [...root.querySelectorAll("td[data-q][data-k][data-weight]")].map(td => [+td.dataset.q, +td.dataset.k, +td.dataset.weight]),
+  selected: root.dataset.selected,
+  marker: root.querySelector('[data-chart="loss"] [data-marker]').dataset.marker,
+  lines: [...root.querySelectorAll("svg[data-chart] polyline")].length,
+})"""
+
+
+@pytest.fixture(scope="module")
+def run(built_site) -> dict:
+    return json.loads((built_site / ASSET).read_bytes())
+
+
+@pytest.fixture(scope="module")
+def training_url(site_url, widget_path) -> str:
+    return site_url + widget_path("training")
+
+
+def patterns(checkpoint: dict, run: dict) -> np.ndarray:
+    """[L, h, n, n] weights of a checkpoint, decoded here from the asset's uint16 bytes."""
+    c, n = run["config"], len(run["tokens"])
+    raw = np.frombuffer(base64.b64decode(checkpoint["patterns"]), dtype="<u2")
+    return raw.reshape(c["n_layers"], c["n_heads"], n, n) / 65535
+
+
+def expected(run: dict, index: int, selected: tuple[int, int]) -> dict:
+    """What the widget must show at checkpoint index with head `selected` chosen."""
+    checkpoint = run["checkpoints"][index]
+    entry = next(h for h in run["history"] if h["step"] == checkpoint["step"])
+    c = run["config"]
+    return {
+        "step": str(checkpoint["step"]), "loss": f"{entry['loss_repeat']:.3f}",
+        "grid": [[l, h, f"{entry['scores']['previous_token'][l][h]:.3f}", f"{entry['scores']['induction'][l][h]:.3f}",
+                  checkpoint["roles"][l][h] or ""] for l in range(c["n_layers"]) for h in range(c["n_heads"])],
+        "selected": f"{selected[0]},{selected[1]}", "marker": str(checkpoint["step"]),
+        "lines": 2 + c["n_layers"] * c["n_heads"],
+        "pattern": patterns(checkpoint, run)[selected],
+    }
+
+
+def check(widget, want: dict) -> None:
+    shown = widget.evaluate(READ)
+    pattern = want.pop("pattern")
+    cells = shown.pop("cells")
+    assert shown == want
+    n = pattern.shape[0]
+    assert sorted((q, k) for q, k, _ in cells) == [(q, k) for q in range(n) for k in range(q + 1)]
+    for q, k, weight in cells:
+        assert weight == pytest.approx(pattern[q, k], abs=5.1e-5)
+
+
+def wait_loaded(widget, run: dict) -> None:
+    """The asset with every checkpoint is in."""
+    expect(widget).to_have_attribute("data-checkpoints", str(len(run["checkpoints"])))
+
+
+def test_asset_is_checked_small_and_trained_here(built_site, run):
+    data = (built_site / ASSET).read_bytes()
+    html = next(p for p in built_site.rglob("index.html") if 'data-mha-widget="training"' in p.read_text()).read_text()
+    assert f'data-sha256="{hashlib.sha256(data).hexdigest()}"' in html
+    assert len(data) <= 1_000_000
+    assert 20 <= len(run["checkpoints"]) <= 30 and run["checkpoints"][-1]["step"] == run["steps"]
+    config = training.TrainConfig(**run["config"])
+    weights = training.decode_params(run["checkpoints"][-1]["params"], config)
+    tokens = training.eval_batch(config, run["seed"])
+    assert training.evaluate(weights, tokens, config)["loss_repeat"] == pytest.approx(run["history"][-1]["loss_repeat"], abs=5e-3)
+
+
+def test_first_paint_shows_the_last_checkpoint(page, training_url, run):
+    page.goto(training_url)
+    widget = page.locator('[data-mha-widget="training"]')
+    expect(widget).to_have_attribute("data-state", "initial")
+    last = len(run["checkpoints"]) - 1
+    induction = next((l, h) for l, row in enumerate(run["checkpoints"][-1]["roles"]) for h, r in enumerate(row) if r == "induction")
+    check(widget, expected(run, last, induction))
+    wait_loaded(widget, run)
+    check(widget, expected(run, last, induction))
+
+
+def test_scrub_and_select_heads(page, training_url, run):
+    page.goto(training_url)
+    widget = page.locator('[data-mha-widget="training"]')
+    wait_loaded(widget, run)
+    slider = widget.locator('input[name="step"]')
+    selected = tuple(map(int, widget.get_attribute("data-selected").split(",")))
+    for index in (0, 7, 12, len(run["checkpoints"]) - 1):
+        slider.fill(str(index))
+        check(widget, expected(run, index, selected))
+    slider.fill("3")
+    slider.press("ArrowRight")
+    check(widget, expected(run, 4, selected))
+    for layer, head in ((0, 0), (0, 1), (1, 1)):
+        widget.locator(f'button[data-layer="{layer}"][data-head="{head}"]').click()
+        expect(widget.locator(f'button[data-layer="{layer}"][data-head="{head}"]')).to_have_attribute("aria-pressed", "true")
+        check(widget, expected(run, 4, (layer, head)))
+    # the plateau and the drop: the repeats' loss falls, and an induction head appears only after it
+    start, end = run["history"][0], run["history"][-1]
+    assert end["loss_repeat"] < 0.4 < start["loss_repeat"] - 2
+    assert run["checkpoints"][0]["roles"][1] == [None, None] and "induction" in run["checkpoints"][-1]["roles"][1]
+
+
+def test_knock_out_the_previous_token_head(live_widget, run):
+    widget = live_widget("training")
+    wait_loaded(widget, run)
+    widget.locator('input[name="step"]').fill(str(len(run["checkpoints"]) - 1))
+    roles = run["checkpoints"][-1]["roles"]
+    prev = roles[0].index("previous_token")
+    induction = roles[1].index("induction")
+    widget.locator(f'button[data-layer="0"][data-head="{prev}"]').click()
+    widget.locator('button[name="knockout"]').click()
+    expect(widget.locator('button[name="knockout"]')).to_have_attribute("aria-pressed", "true")
+    expect(widget).to_have_attribute("data-state", "live")
+    config = training.TrainConfig(**run["config"])
+    answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[0, prev]])
+    intact, ablated = answer["intact"], answer["ablated"]
+    assert ablated["loss_repeat"] > intact["loss_repeat"] + 1  # the circuit is broken
+    expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{ablated['loss_repeat']:.3f}")
+    cell = widget.locator(f'button[data-layer="1"][data-head="{induction}"]')
+    expect(cell).to_have_attribute("data-score-induction", f"{ablated['scores']['induction'][1][induction]:.3f}")
+    expect(widget.locator('[data-output="knockout"]')).to_contain_text(f"{intact['loss_repeat']:.3f} → {ablated['loss_repeat']:.3f}")
+    expect(widget.locator(f'button[data-layer="0"][data-head="{prev}"]')).to_have_attribute("data-ablated", "")
+    # the induction head's own pattern, computed with the knock-out, loses its stripe
+    cell.click()
+    n = len(run["tokens"])
+    shown = np.zeros((n, n))
+    for q, k, weight in widget.evaluate(READ)["cells"]:
+        shown[q, k] = weight
+    want = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, config.n_heads, n, n)[1, induction] / 65535
+    np.testing.assert_allclose(shown, want, atol=2e-4)
+    # restore: the recorded numbers come back
+    widget.locator(f'button[data-layer="0"][data-head="{prev}"]').click()
+    widget.locator('button[name="knockout"]').click()
+    expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{run['history'][-1]['loss_repeat']:.3f}")
+
+
+def test_the_readers_own_text(live_widget, run):
+    widget = live_widget("training")
+    wait_loaded(widget, run)
+    widget.locator('input[name="step"]').fill(str(len(run["checkpoints"]) - 1))
+    induction = run["checkpoints"][-1]["roles"][1].index("induction")
+    widget.locator(f'button[data-layer="1"][data-head="{induction}"]').click()
+    text = "the cat sat on the mat , the cat sat on the mat ."
+    widget.locator('input[name="text"]').fill(text)
+    widget.locator('button[name="show"]').click()
+    words = text.split()
+    labels = widget.locator("thead [data-token-index]")
+    expect(labels).to_have_count(len(words))
+    expect(widget).to_have_attribute("data-state", "live")
+    assert labels.all_text_contents() == words
+    answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], text=text)
+    n = len(words)
+    want = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, 2, n, n)[1, induction] / 65535
+    shown = np.zeros((n, n))
+    for q, k, weight in widget.evaluate(READ)["cells"]:
+        shown[q, k] = weight
+    np.testing.assert_allclose(shown, want, atol=2e-4)
+    # on the second "cat sat on": each word attends to the word after its first occurrence
+    second = words.index(",") + 2  # the second "cat"
+    assert all(shown[q, q - 7 + 1] > 0.5 for q in range(second, second + 3))
+    # a text of one word is refused with a message; back to the test sequence
+    widget.locator('input[name="text"]').fill("hello")
+    widget.locator('button[name="show"]').click()
+    expect(widget.locator('[data-output="error"]')).to_have_text("the text needs at least 2 words or punctuation marks.")
+    expect(widget).to_have_attribute("data-state", "error")
+    widget.locator('button[name="reset"]').click()
+    expect(labels).to_have_count(len(run["tokens"]))
+    expect(widget.locator('[data-output="error"]')).to_be_hidden()
+
+
+def test_train_it_yourself_then_stop_then_again(live_widget):
+    widget = live_widget("training")
+    widget.locator('select[name="n_heads"]').select_option("3")
+    widget.locator('button[name="train"]').click()
+    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget.locator('button[name="stop"]')).to_be_enabled()
+    expect(widget.locator("button[data-layer]")).to_have_count(6)  # 2 layers × 3 heads: the reader's run
+    expect(widget.locator('input[name="step"]')).to_have_attribute("max", "2", timeout=120_000)  # checkpoints 0, 30, 60
+    widget.locator('button[name="stop"]').click()
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(widget).to_have_attribute("data-run", "reader")
+    expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
+    step = int(widget.locator("progress").evaluate("p => p.value"))
+    assert 60 <= step < 600
+    expect(widget.locator('button[name="train"]')).to_be_enabled()
+    expect(widget.locator('[data-output="elapsed"]')).to_contain_text(" s")
+    # scrub the reader's run
+    widget.locator('input[name="step"]').fill("1")
+    expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", "30")
+    # start again, with the default heads, and stop at once
+    widget.locator('select[name="n_heads"]').select_option("2")
+    widget.locator('button[name="train"]').click()
+    expect(widget.locator("button[data-layer]")).to_have_count(4)
+    widget.locator('button[name="stop"]').click()
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(widget.locator('[data-output="error"]')).to_be_hidden()
+
+
+def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
+    widget = live_widget("training")
+    shown_step = widget.locator('[data-output="step"]').get_attribute("data-value")
+    widget.locator('input[name="min_period"]').fill("1")
+    widget.locator('button[name="train"]').click()
+    expect(widget).to_have_attribute("data-state", "error")
+    expect(widget.locator('[data-output="error"]')).to_have_text("min_period must be at least 2, got 1.")
+    assert widget.locator('[data-output="step"]').get_attribute("data-value") == shown_step  # nothing lost
+    widget.locator('input[name="min_period"]').fill("")
+    widget.locator('button[name="train"]').click()
+    expect(widget.locator('[data-output="error"]')).to_have_text("min_period must be a whole number, got None.")
+    widget.locator('input[name="min_period"]').fill("5")
+    widget.locator('input[name="max_period"]').fill("40")
+    widget.locator('button[name="train"]').click()
+    expect(widget.locator('[data-output="error"]')).to_contain_text("max_period=40 exceeds vocab=32")
+    widget.locator('input[name="max_period"]').fill("16")
+    widget.locator('select[name="lr"]').select_option("1.0")
+    widget.locator('button[name="train"]').click()
+    expect(widget.locator('[data-output="error"]')).to_contain_text("training diverged at step", timeout=60_000)
+    expect(widget).to_have_attribute("data-state", "error")
+    expect(widget.locator('button[name="train"]')).to_be_enabled()
+    expect(widget.locator('button[name="stop"]')).to_be_disabled()
+    assert "NaN" not in widget.inner_text()
+

@@ -1,0 +1,268 @@
+// The training widget: a two-layer attention-only transformer trained by mha_core. The page arrives with
+// the run trained at build time (its history and last checkpoint); the asset with every checkpoint is
+// fetched and checked by sha256 for the step slider. Knock-outs and the reader's own run call Python in
+// the worker (runtime/bridge.js); a run advances in slices of at most SLICE_MS, so the page stays responsive.
+// data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
+import { call } from "../runtime/bridge.js";
+import { mountEach } from "../runtime/page.js";
+import { output, setData, setText, showMessage } from "../runtime/dom.js";
+import "../runtime/status.js";
+import { adoptGrid, cellAt, moveFrom, setActive } from "../heads/grid.js";
+import { makePalette } from "../heads/palette.js";
+import { drawCharts } from "./charts.js";
+import { decodePatterns, drawGrid, drawHead, layoutGrid, summarize } from "./view.js";
+
+const SLICE_MS = 80; // Python's share of each slice of a live run
+
+async function sha256(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The built run with every checkpoint, if the asset is the one the page was built with. */
+async function loadAsset(root) {
+  const response = await fetch(new URL(`./${root.dataset.asset}`, import.meta.url));
+  if (!response.ok) throw new Error(`${root.dataset.asset}: HTTP ${response.status}`);
+  const bytes = await response.arrayBuffer();
+  if (crypto.subtle && (await sha256(bytes)) !== root.dataset.sha256) {
+    throw new Error(`${root.dataset.asset} is not the file this page was built with (its sha256 differs)`);
+  }
+  return JSON.parse(new TextDecoder().decode(bytes));
+}
+
+const entryAt = (run, step) => run.history.find((h) => h.step === step);
+
+/** The checkpoint index shown, its patterns decoded once (ablated ones come from Python). */
+function patternsOf(w, index) {
+  const checkpoint = w.run.checkpoints[index];
+  checkpoint.decoded ||= decodePatterns(checkpoint.patterns, w.run.config, w.run.tokens.length);
+  return checkpoint.decoded;
+}
+
+const viewKey = (w) => JSON.stringify([w.runId, w.index, [...w.ablate].sort(), w.text]);
+
+/** Draw checkpoint index of the run shown: readouts, grid, heatmap, curves' marker. With heads knocked out
+    or the reader's text, the patterns (and, knocked out, the loss and scores) are Python's answer, once in. */
+function show(w, index) {
+  w.index = index;
+  const { run } = w;
+  const checkpoint = run.checkpoints[index];
+  const view = (w.ablate.size || w.text !== null) && w.view?.key === viewKey(w) ? w.view.result : null;
+  const recorded = entryAt(run, checkpoint.step);
+  const entry = view && w.ablate.size ? view.ablated : recorded;
+  const patterns = view ? decodePatterns(view.patterns, run.config, view.labels.length) : patternsOf(w, index);
+  const labels = view ? view.labels : run.tokens.map((t) => run.symbols[t]);
+  w.slider.max = String(run.checkpoints.length - 1);
+  w.slider.value = String(index);
+  const step = output(w.root, "step");
+  setData(step, "value", String(checkpoint.step));
+  setText(step, String(checkpoint.step));
+  const loss = output(w.root, "loss");
+  setData(loss, "value", entry.loss_repeat.toFixed(3));
+  setText(loss, entry.loss_repeat.toFixed(3));
+  setText(output(w.root, "total"), String(run.steps));
+  setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
+  w.root.style.setProperty("--n", String(labels.length));
+  drawGrid(w, patterns, entry.scores, checkpoint.roles);
+  const { roleNames, roleMin } = w.data;
+  setText(output(w.root, "summary"), summarize(checkpoint.roles, recorded.scores, roleNames, checkpoint.step, roleMin));
+  const period = run.tokens.indexOf(run.tokens[0], 1);
+  const sequence = view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`;
+  drawHead(w, patterns, labels, checkpoint.step, sequence);
+  drawCharts(w.root, run, checkpoint.step);
+}
+
+/** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text. */
+async function measure(w) {
+  const key = viewKey(w);
+  if (!w.ablate.size) setText(output(w.root, "knockout"), w.knockoutHelp);
+  if (!w.ablate.size && w.text === null) return settle(w);
+  const checkpoint = w.run.checkpoints[w.index];
+  if (!checkpoint?.params) return; // the built run's weights arrive with the asset; measure() runs again then
+  if (w.root.dataset.state !== "training") w.root.dataset.state = "busy";
+  if (w.ablate.size) setText(output(w.root, "knockout"), "Measuring without the knocked-out heads (Python)…");
+  try {
+    const result = await call("training_evaluate", {
+      config: w.run.config, seed: w.run.seed, params: checkpoint.params,
+      ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text,
+    });
+    if (key !== viewKey(w)) return; // the reader moved on meanwhile
+    w.view = { key, result };
+    if (w.ablate.size) setText(output(w.root, "knockout"), knockoutText(result));
+    settle(w);
+  } catch (err) {
+    if (key !== viewKey(w)) return;
+    fail(w, err.message);
+    show(w, w.index);
+  }
+}
+
+/** Show what is asked for, now in hand; a waiting or failed widget is live again. */
+function settle(w) {
+  showMessage(w.root, "error", "");
+  if (w.root.dataset.state === "busy" || w.root.dataset.state === "error") w.root.dataset.state = "live";
+  show(w, w.index);
+}
+
+function knockoutText({ intact, ablated }) {
+  const [l, h] = bestInduction(intact.scores);
+  return `Loss on the repeats ${intact.loss_repeat.toFixed(3)} → ${ablated.loss_repeat.toFixed(3)}; ` +
+    `induction score of L${l} H${h} ${intact.scores.induction[l][h].toFixed(3)} → ` +
+    `${ablated.scores.induction[l][h].toFixed(3)} (with every head: ${intact.loss_first.toFixed(3)} on first occurrences).`;
+}
+
+/** [layer, head] of the head with the highest induction score outside layer 0 (or in it, for one layer). */
+function bestInduction(scores) {
+  let best = [0, 0];
+  scores.induction.forEach((row, l) => row.forEach((s, h) => {
+    if ((l > 0 || scores.induction.length === 1) && s > (scores.induction[best[0]][best[1]] ?? -1)) best = [l, h];
+  }));
+  return best;
+}
+
+function fail(w, message) {
+  w.root.dataset.state = "error";
+  showMessage(w.root, "error", message);
+}
+
+/** The reader's settings as TrainConfig fields; the numbers are checked by Python. */
+function settings(form) {
+  const number = (name) => (form.elements[name].value.trim() === "" ? null : Number(form.elements[name].value));
+  return { n_heads: number("n_heads"), lr: number("lr"), min_period: number("min_period"), max_period: number("max_period") };
+}
+
+function setRunning(w, running) {
+  w.form.elements.train.disabled = running;
+  w.form.elements.stop.disabled = !running;
+  for (const name of ["knockout", "show", "reset"]) { // these measure a finished run
+    w.root.querySelector(`button[name="${name}"]`).disabled = running;
+  }
+}
+
+/** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
+async function train(w) {
+  if (w.training) return;
+  const seed = Math.floor(Math.random() * 2 ** 31);
+  w.training = { stop: false };
+  showMessage(w.root, "error", "");
+  setRunning(w, true);
+  w.root.dataset.state = "busy";
+  setText(output(w.root, "run"), "Starting Python and a fresh model…");
+  const progress = w.form.querySelector("progress");
+  progress.value = 0;
+  try {
+    const run = await call("training_start", { config: settings(w.form), seed });
+    const start = performance.now();
+    Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
+    setText(output(w.root, "knockout"), w.knockoutHelp);
+    w.root.dataset.run = "reader";
+    w.root.dataset.state = "training";
+    layoutGrid(w.root.querySelector(".mha-training__grid"), run.config);
+    w.selected = [Math.min(1, run.config.n_layers - 1), 0];
+    show(w, 0);
+    let done = false;
+    let step = 0;
+    while (!done && !w.training.stop && w.root.isConnected) { // a page swapped out (instant navigation) stops it
+      const slice = await call("training_advance", { run: run.run, budget_ms: SLICE_MS });
+      run.history.push(...slice.history);
+      run.checkpoints.push(...slice.checkpoints);
+      ({ done, step } = slice);
+      progress.value = step;
+      setText(progress, `${step} of ${run.steps} steps`);
+      setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
+      if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
+      else drawCharts(w.root, run, run.checkpoints[w.index].step);
+    }
+    if (!done) await call("training_stop", { run: run.run });
+    setText(output(w.root, "run"), done ?
+      `Shown: your run (seed ${seed}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
+      `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
+    w.root.dataset.state = "live";
+  } catch (err) {
+    fail(w, err.message);
+    setText(output(w.root, "run"), w.root.dataset.run === "reader" ?
+      "Shown: your run, up to its last good checkpoint." : "Shown: the run trained when this page was built.");
+  } finally {
+    w.training = null;
+    setRunning(w, false);
+  }
+}
+
+function mount(root) {
+  if (root.dataset.mounted) return;
+  root.dataset.mounted = "true";
+  const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
+  const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
+  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
+    history: data.history, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
+  const w = {
+    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null,
+    palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
+    form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
+    knockoutHelp: output(root, "knockout").textContent,
+  };
+  const induction = data.last.roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).find(([role]) => role === "induction");
+  w.selected = induction ? induction.slice(1) : [data.config.n_layers - 1, 0];
+  show(w, last);
+  setActive(w.grid, 0, 0);
+  const asset = loadAsset(root).then((full) => {
+    if (w.runId !== "built") return;
+    w.run = full;
+    show(w, w.index);
+    if (w.ablate.size || w.text !== null) measure(w);
+  }).catch((err) => fail(w, `The recorded run could not be loaded: ${err.message}`));
+
+  w.slider.addEventListener("input", async () => {
+    if (!w.run.checkpoints[Number(w.slider.value)]) await asset;
+    const index = Number(w.slider.value);
+    if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
+    show(w, index);
+    if (w.ablate.size || w.text !== null) measure(w);
+  });
+  root.querySelector(".mha-training__grid").addEventListener("click", (event) => {
+    const cell = event.target.closest("button[data-layer]");
+    if (!cell) return;
+    w.selected = [Number(cell.dataset.layer), Number(cell.dataset.head)];
+    show(w, w.index);
+  });
+  root.querySelector('button[name="knockout"]').addEventListener("click", () => {
+    const key = w.selected.join(",");
+    if (!w.ablate.delete(key)) w.ablate.add(key);
+    show(w, w.index);
+    measure(w);
+  });
+  w.form.addEventListener("submit", (event) => { event.preventDefault(); train(w); });
+  const sequence = root.querySelector(".mha-training__sequence");
+  sequence.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = sequence.elements.text.value;
+    if (!text.trim()) return showMessage(root, "error", "Type a text first: at least two words or punctuation marks.");
+    w.text = text;
+    measure(w);
+  });
+  sequence.elements.reset.addEventListener("click", () => {
+    w.text = null;
+    sequence.elements.text.value = "";
+    measure(w);
+  });
+  w.form.elements.stop.addEventListener("click", () => { if (w.training) w.training.stop = true; });
+  const table = root.querySelector("table");
+  table.addEventListener("focusin", (event) => {
+    const td = event.target.closest("td[data-q]");
+    if (td) { setActive(w.grid, Number(td.dataset.q), Number(td.dataset.k)); readCell(w, td); }
+  });
+  table.addEventListener("mouseover", (event) => { const td = event.target.closest("td[data-q]"); if (td) readCell(w, td); });
+  table.addEventListener("keydown", (event) => {
+    const td = event.target.closest("td[data-q]");
+    const to = td && moveFrom(w.grid, Number(td.dataset.q), Number(td.dataset.k), event);
+    if (to) { event.preventDefault(); cellAt(w.grid, ...to).focus(); }
+  });
+}
+
+function readCell(w, td) {
+  const symbol = (i) => w.run.symbols[w.run.tokens[i]];
+  const [q, k] = [Number(td.dataset.q), Number(td.dataset.k)];
+  setText(output(w.root, "cell"), `${symbol(q)} (${q}) → ${symbol(k)} (${k}): ${td.dataset.weight}`);
+}
+
+mountEach('[data-mha-widget="training"]', mount);

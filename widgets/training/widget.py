@@ -1,0 +1,83 @@
+"""Build-time side of the training widget: the default model, trained once in CPython, as the page's asset.
+
+recorded_run trains the default TrainConfig from SEED for the widget's schedule and returns the run as
+the browser reads it (history, and checkpoints with patterns and weights). assets() ships it as
+run.json, byte-identical between builds of the same sources; context() gives the template the last
+checkpoint's numbers and the asset's sha256, which training.js checks before using the file.
+The run is kept in .cache/, keyed by the sha256 of the sources it depends on.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+from mha_core import training
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = 0
+ASSET = "run.json"
+SOURCES = ["mha_core/training.py", "mha_core/attention.py", "mha_core/config.py", "widgets/training/widget.py"]
+# Shared with the heads widget's look: viridis anchors and 255 steps (palette.js builds the ramp).
+PALETTE = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
+STEPS = 255
+ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
+              "first_token": "first-token", None: "no clear role"}
+LRS = [0.003, 0.01, 0.03, 0.1, 1.0]  # the learning rates the reader can pick (1.0 diverges)
+
+OPTIONS: dict = {}
+
+
+def _key() -> str:
+    h = hashlib.sha256(f"seed={SEED}".encode())
+    for name in SOURCES:
+        h.update((ROOT / name).read_bytes())
+    return h.hexdigest()[:20]
+
+
+@functools.cache
+def asset_bytes() -> bytes:
+    """run.json: the recorded run as compact JSON (sorted keys, no NaN), from the cache when the sources match."""
+    cache = ROOT / ".cache" / f"training-run-{_key()}.json"
+    if cache.exists():
+        return cache.read_bytes()
+    run = training.recorded_run(training.TrainConfig(), SEED)
+    data = json.dumps(run, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.with_suffix(".part").write_bytes(data)
+    cache.with_suffix(".part").replace(cache)
+    return data
+
+
+def assets() -> dict[str, bytes]:
+    """File name -> content, written beside the widget's scripts."""
+    return {ASSET: asset_bytes()}
+
+
+def fmt3(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def context() -> dict:
+    """The template's variables: the last checkpoint's grid and readouts, the asset's name and sha256."""
+    data = asset_bytes()
+    run = json.loads(data)
+    last = run["checkpoints"][-1]
+    entry = next(h for h in run["history"] if h["step"] == last["step"])
+    config = run["config"]
+    cells = [[{"layer": layer, "head": head, "role": last["roles"][layer][head],
+               "name": ROLE_NAMES[last["roles"][layer][head]],
+               "prev": fmt3(entry["scores"]["previous_token"][layer][head]),
+               "induction": fmt3(entry["scores"]["induction"][layer][head])}
+              for head in range(config["n_heads"])] for layer in range(config["n_layers"])]
+    return {
+        "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+        "checkpoints": len(run["checkpoints"]), "step": last["step"], "loss": fmt3(entry["loss_repeat"]),
+        "cells": cells, "config": config, "lrs": LRS, "total_steps": run["steps"],
+        "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"},
+                 "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
+                 "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
+                 "palette": PALETTE, "paletteSteps": STEPS, "roleMin": training.ROLE_MIN,
+                 "roleNames": {str(k): v for k, v in ROLE_NAMES.items()}},
+    }
