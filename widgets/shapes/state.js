@@ -10,18 +10,14 @@ const SHOWN_CHARS = 40;
 const numberField = (form, name) => form.querySelector(`input[type="number"][name="${name}"]`);
 const presetSelect = (form) => form.querySelector('select[name="preset"]');
 
-/** "512" -> {value: 512}; anything but a whole number in min..max -> {error}. */
-export function parseWhole(text, name, min, max) {
-  const trimmed = String(text).trim();
-  const value = /^\d{1,16}$/.test(trimmed) ? Number(trimmed) : NaN;
-  if (value >= min && value <= max) return { value };
-  return { error: `${name} must be a whole number from ${min.toLocaleString("en-US")} to ${max.toLocaleString("en-US")}.` };
-}
-
-/** A number field's text (its value, or a URL's): blank is null (derived) where the field is optional. */
+/** A number field's text (its value, or a URL's) -> {value}: a whole number from 1 to the field's max, or
+ * null (derived) for a blank optional field; anything else -> {error} (its limit as Python wrote it). */
 function parseNumber(input, text, badInput = false) {
-  if (OPTIONAL.includes(input.name) && text.trim() === "" && !badInput) return { value: null };
-  return parseWhole(text, input.name, Number(input.min), Number(input.max));
+  const trimmed = String(text).trim();
+  if (OPTIONAL.includes(input.name) && trimmed === "" && !badInput) return { value: null };
+  const value = /^\d{1,16}$/.test(trimmed) ? Number(trimmed) : NaN;
+  if (value >= 1 && value <= Number(input.max)) return { value };
+  return { error: `${input.name} must be a whole number from 1 to ${input.dataset.limit}.` };
 }
 
 function parseChoice(form, name, text) {

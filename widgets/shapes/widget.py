@@ -11,6 +11,7 @@ import math
 
 import mha_core
 from mha_core.config import _divisors
+from mha_core.display import integer
 from mha_core.presets import presets
 
 
@@ -67,7 +68,7 @@ def fields(config: dict) -> list[dict]:
     out = []
     for name, label, symbol, values in FIELDS:
         values = values or head_steps(config["d_model"])
-        out.append({"name": name, "label": label, "symbol": symbol, "limit": mha_core.LIMITS[name],
+        out.append({"name": name, "label": label, "symbol": symbol,
                     "steps": ",".join(map(str, values)), "max": len(values) - 1,
                     "index": nearest_index(values, config[name])})
     return out
@@ -80,4 +81,4 @@ def context(**options) -> dict:
     if not report["ok"]:
         raise ValueError(f"shapes widget: {report['check']['message']}")
     return {"config": config, "shown": report["display"], "fields": fields(config), "presets": preset_options(),
-            "dtypes": DTYPES, "limits": mha_core.LIMITS}
+            "dtypes": DTYPES, "limits": mha_core.LIMITS, "integer": integer}
