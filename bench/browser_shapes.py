@@ -48,7 +48,8 @@ CHANGES = """async (n) => {
   const row = root.querySelector('[data-tensor="x"]');
   const times = [];
   for (let i = 0; i < n; i++) {
-    const value = String(16 + i);
+    const step = 4 + (i % 2); // the slider steps by powers of two: n = 16, 32, 16, ...
+    const value = String(2 ** step);
     const updated = new Promise((resolve, reject) => {
       setTimeout(() => reject(new Error(`n=${value} was not shown within 5 s`)), 5000);
       const observer = new MutationObserver(() => {
@@ -57,7 +58,7 @@ CHANGES = """async (n) => {
       observer.observe(row, { attributes: true, attributeFilter: ["data-shape"] });
     });
     const t0 = performance.now();
-    slider.value = value;
+    slider.value = String(step);
     slider.dispatchEvent(new Event("input", { bubbles: true }));
     times.push((await updated) - t0);
     await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))); // after the frame

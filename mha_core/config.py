@@ -21,6 +21,7 @@ LIMITS = {
     "d_head": 65_536,
     "seq_len": 16_777_216,  # 2**24 tokens
     "batch": 65_536,
+    "n_layers": 4_096,
 }
 
 
@@ -89,7 +90,7 @@ def _multiples_near(target: int, step: int, limit: int) -> list[int]:
 
 
 def _result(ok: bool, message: str, **suggestions) -> dict:
-    empty = {"n_heads": [], "d_model": [], "n_kv_heads": []}
+    empty = {"n_heads": [], "d_model": [], "n_kv_heads": [], "d_head": []}
     return {"ok": ok, "message": message, "suggestions": {**empty, **suggestions}}
 
 
@@ -124,13 +125,18 @@ def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict
         return _result(
             False,
             f"d_model={d} is not divisible by n_heads={h}: {d} / {h} = {d / h:.2f} is not a whole number, "
-            "so the heads cannot split the width into equal slices.",
+            "so the heads cannot split the width into equal slices. Change h or d_model, or give the heads "
+            "an explicit width d_head (then h·d_head need not equal d_model).",
             n_heads=_good_heads(values),
             d_model=_multiples_near(d, h, LIMITS["d_model"]),
+            d_head=_nearest(d / h, [w for w in (d // h, d // h + 1) if 1 <= w <= LIMITS["d_head"]]),
         ), None
     d_k = values.get("d_head", d // h)
     message = f"OK: {h} heads of width d_head={d_k}"
-    message += f", sharing {h_kv} key/value heads." if h_kv != h else "."
+    if h_kv != h:
+        message += f", sharing {h_kv} key/value head{'s' if h_kv > 1 else ''}."
+    else:
+        message += "."
     return _result(True, message), {"d_model": d, "n_heads": h, "n_kv_heads": h_kv, "d_head": d_k}
 
 
@@ -138,9 +144,9 @@ def check_config(d_model, n_heads, n_kv_heads=None, d_head=None) -> dict:
     """Check an attention configuration; never raises.
 
     Returns {"ok": bool, "message": str, "suggestions": {"n_heads": [...], "d_model": [...],
-    "n_kv_heads": [...]}}: when ok is False, the message says why in one sentence and the suggestions
+    "n_kv_heads": [...], "d_head": [...]}}: when ok is False, the message says why and the suggestions
     are the nearest values that would work, closest first (d_model=512, n_heads=6 -> n_heads [4, 8],
-    d_model [510, 516]). Every value must be a whole number from 1 up to LIMITS[name]. With an
+    d_model [510, 516], or an explicit d_head [85, 86]). Every value must be a whole number from 1 up to LIMITS[name]. With an
     explicit d_head (Gemma-7B: 3072 wide, 16 heads of 256) d_model need not divide by n_heads; with
     n_kv_heads, n_heads must divide by it.
     """

@@ -5,6 +5,11 @@ code builds them. GPT-2, BERT and GPT-3 (the GPT-2 architecture, per its paper) 
 Mistral, Falcon and Gemma do not. The original Transformer's equations have no bias terms, and its
 authors' tensor2tensor code builds the four projections with use_bias=False, so its preset has none
 (PyTorch's nn.MultiheadAttention, by default, would add 4·d_model of them).
+
+n_layers counts the attention layers of the model (the encoder's for BERT; the Transformer base has 6
+in its encoder and 6 self-attention layers in its decoder). context is the longest sequence one layer
+attends over: the model's context window (Mistral 7B: its sliding window, which bounds its KV cache),
+None where the model has no fixed one.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ class Preset:
     n_kv_heads: int
     d_head: int
     bias: bool
+    n_layers: int
+    context: int | None
     source: str  # where the numbers are published
 
     @property
@@ -32,23 +39,23 @@ class Preset:
 
 
 _PRESETS = (
-    Preset("transformer-base", "Transformer base (2017)", 512, 8, 8, 64, False,
+    Preset("transformer-base", "Transformer base (2017)", 512, 8, 8, 64, False, 6, None,
            "https://arxiv.org/abs/1706.03762"),
-    Preset("gpt2-small", "GPT-2 small (124M)", 768, 12, 12, 64, True,
+    Preset("gpt2-small", "GPT-2 small (124M)", 768, 12, 12, 64, True, 12, 1024,
            "https://huggingface.co/openai-community/gpt2/blob/main/config.json"),
-    Preset("bert-base", "BERT-base", 768, 12, 12, 64, True,
+    Preset("bert-base", "BERT-base", 768, 12, 12, 64, True, 12, 512,
            "https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json"),
-    Preset("gpt3-175b", "GPT-3 175B", 12288, 96, 96, 128, True,
+    Preset("gpt3-175b", "GPT-3 175B", 12288, 96, 96, 128, True, 96, 2048,
            "https://arxiv.org/abs/2005.14165"),
-    Preset("llama2-7b", "Llama 2 7B", 4096, 32, 32, 128, False,
+    Preset("llama2-7b", "Llama 2 7B", 4096, 32, 32, 128, False, 32, 4096,
            "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"),
-    Preset("llama3-8b", "Llama 3 8B (grouped-query)", 4096, 32, 8, 128, False,
+    Preset("llama3-8b", "Llama 3 8B (grouped-query)", 4096, 32, 8, 128, False, 32, 8192,
            "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
-    Preset("mistral-7b", "Mistral 7B (grouped-query)", 4096, 32, 8, 128, False,
+    Preset("mistral-7b", "Mistral 7B (grouped-query)", 4096, 32, 8, 128, False, 32, 4096,
            "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json"),
-    Preset("falcon-7b", "Falcon 7B (multi-query)", 4544, 71, 1, 64, False,
+    Preset("falcon-7b", "Falcon 7B (multi-query)", 4544, 71, 1, 64, False, 32, 2048,
            "https://huggingface.co/tiiuae/falcon-7b/blob/main/config.json"),
-    Preset("gemma-7b", "Gemma 7B (explicit d_head)", 3072, 16, 16, 256, False,
+    Preset("gemma-7b", "Gemma 7B (explicit d_head)", 3072, 16, 16, 256, False, 28, 8192,
            "https://huggingface.co/google/gemma-7b/blob/main/config.json"),
 )
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from .attention import _forward_steps
 from .config import AttentionConfig, _result, configure, whole_number
+from .display import shapes_display
 
 TENSOR_NAMES = ("x", "q", "k", "v", "q_heads", "k_heads", "v_heads", "scores", "weights", "z", "merged", "out")
 
@@ -129,18 +130,21 @@ def _flops(cfg: AttentionConfig, B: int, n: int) -> dict[str, int]:
     }
 
 
-def _check_run(seq_len, batch, dtype_bytes) -> tuple[tuple[int, int] | None, str | None]:
-    """((n, B) as ints, None), or (None, why the run's own arguments are invalid)."""
-    n, error = whole_number("seq_len", seq_len)
-    B, error = (None, error) if error else whole_number("batch", batch)
-    if error:
-        return None, error
+def _check_run(seq_len, batch, dtype_bytes, n_layers) -> tuple[tuple[int, int, int] | None, str | None]:
+    """((n, B, n_layers) as ints, None), or (None, why the run's own arguments are invalid)."""
+    run = []
+    for name, value in (("seq_len", seq_len), ("batch", batch), ("n_layers", n_layers)):
+        number, error = whole_number(name, value)
+        if error:
+            return None, error
+        run.append(number)
     if not isinstance(dtype_bytes, numbers.Integral) or isinstance(dtype_bytes, bool) or dtype_bytes not in (1, 2, 4, 8):
         return None, f"dtype_bytes must be 1, 2, 4 or 8 (int8, 16-bit, float32, float64), got {dtype_bytes!r:.40}."
-    return (n, B), None
+    return tuple(run), None
 
 
-def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4) -> dict:
+def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4,
+                 n_layers=1) -> dict:
     """Every tensor shape, the parameter count, KV-cache size and FLOPs of one attention layer.
 
     Never raises: an invalid configuration gives check.ok = False, tensors [] and None elsewhere.
@@ -151,24 +155,25 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
         shares the buffer of its source (asked of the real forward pass on a tiny input);
       weights: one dict per learned array {name, symbol, shape, numel, bytes};
       params: {W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, total} (biases 0 when bias is False);
-      kv_cache_bytes: keys and values of one layer for B sequences of n tokens,
-        2·B·n·h_kv·d_k·dtype_bytes;
+      kv_cache_bytes: keys and values of this layer for B sequences of n tokens,
+        2·B·n·h_kv·d_k·dtype_bytes; kv_cache_model_bytes: the same for all n_layers layers;
       flops and flops_by_step: one forward pass, counting a multiply-add as 2 FLOPs,
         2·B·n·d_model·(d_q + 2·d_kv)   projections
         + 2·B·h·n²·d_k                 scores
         + 2·B·h·n²·d_k                 weighted sum (weights @ v)
         + 2·B·n·d_q·d_model            output projection
-        (softmax, scaling, masking and bias additions are O(B·h·n²) and O(B·n·d) and not counted).
+        (softmax, scaling, masking and bias additions are O(B·h·n²) and O(B·n·d) and not counted);
+      display: what the shapes widget shows, as text (see display.shapes_display).
     """
     cfg, check = configure(d_model, n_heads, n_kv_heads, d_head, bias)
     if cfg is not None:
-        run, error = _check_run(seq_len, batch, dtype_bytes)
+        run, error = _check_run(seq_len, batch, dtype_bytes, n_layers)
         check = _result(False, error) if error else check
-    report = {"ok": check["ok"], "check": check, "config": None, "tensors": [], "weights": [],
-              "params": None, "kv_cache_bytes": None, "flops": None, "flops_by_step": None}
+    report = {"ok": check["ok"], "check": check, "config": None, "tensors": [], "weights": [], "params": None,
+              "kv_cache_bytes": None, "kv_cache_model_bytes": None, "flops": None, "flops_by_step": None}
     if not check["ok"]:
-        return report
-    (n, B), dtype_bytes = run, int(dtype_bytes)
+        return {**report, "display": shapes_display(report)}
+    (n, B, n_layers), dtype_bytes = run, int(dtype_bytes)
     flops, symbols = _flops(cfg, B, n), _symbols(cfg)
     weights = [{"name": name, "symbol": symbols[name], "shape": list(shape), "numel": math.prod(shape),
                 "bytes": math.prod(shape) * dtype_bytes} for name, shape in cfg.weight_shapes.items()]
@@ -176,12 +181,14 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
     params.update({w["name"]: w["numel"] for w in weights}, total=cfg.param_count)
     report.update(
         config={"d_model": cfg.d_model, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads, "d_head": cfg.d_head,
-                "group_size": cfg.group_size, "seq_len": n, "batch": B, "bias": cfg.bias, "dtype_bytes": dtype_bytes},
+                "group_size": cfg.group_size, "seq_len": n, "batch": B, "bias": cfg.bias, "dtype_bytes": dtype_bytes,
+                "n_layers": n_layers},
         tensors=_tensors(cfg, B, n, dtype_bytes),
         weights=weights,
         params=params,
         kv_cache_bytes=2 * B * n * cfg.d_kv * dtype_bytes,
+        kv_cache_model_bytes=n_layers * 2 * B * n * cfg.d_kv * dtype_bytes,
         flops=sum(flops.values()),
         flops_by_step=flops,
     )
-    return report
+    return {**report, "display": shapes_display(report)}

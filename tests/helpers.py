@@ -93,9 +93,9 @@ SHOWN = """root => ({
   message: root.querySelector('[data-output="check"]').textContent,
   suggestions: [...root.querySelectorAll('[data-output="suggestions"] button')].map(b => [b.dataset.name, Number(b.dataset.value)]),
   tensors: Object.fromEntries([...root.querySelectorAll("[data-tensor]")].filter(r => !r.hidden).map(r => [r.dataset.tensor, r.dataset.shape])),
-  params: Number(root.querySelector('[data-output="params"]').dataset.value),
-  kv_cache: Number(root.querySelector('[data-output="kv_cache"]').dataset.value),
-  flops: Number(root.querySelector('[data-output="flops"]').dataset.value),
+  params: root.querySelector('[data-output="params"]').dataset.value,
+  kv_cache: root.querySelector('[data-output="kv_cache"]').dataset.value,
+  flops: root.querySelector('[data-output="flops"]').dataset.value,
 })"""
 FORM = """root => Object.fromEntries([...root.querySelectorAll('input[type="number"]')].map(i => [i.name, i.value]))"""
 
@@ -107,7 +107,8 @@ def expected(report: dict) -> dict:
            "suggestions": [[name, v] for name, values in check["suggestions"].items() for v in values]}
     if report["ok"]:
         out |= {"tensors": {t["name"]: ",".join(map(str, t["shape"])) for t in report["tensors"]},
-                "params": report["params"]["total"], "kv_cache": report["kv_cache_bytes"], "flops": report["flops"]}
+                "params": str(report["params"]["total"]), "kv_cache": str(report["kv_cache_bytes"]),
+                "flops": str(report["flops"])}  # exact digits, as the widget holds them
     return out
 
 

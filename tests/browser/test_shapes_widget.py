@@ -13,6 +13,7 @@ import conftest
 from conftest import wait_ready
 from sitebuild import assets, serving, widgets
 from tests.helpers import FORM, assert_shows, build_into, expected, form_config, pages_with, serve, shown
+import mha_core.shapes
 
 
 OPTIONAL = ("n_kv_heads", "d_head")  # empty means "derive it"
@@ -21,6 +22,23 @@ BAD_NUMBERS = ["", "-5", "0", "3.5", "1e12", "12345678901234567890"]
 
 def open_widget(page, site_url, path, query=""):
     return conftest.open_widget(page, site_url + path + query, "shapes")
+
+
+def number(widget, name):
+    return widget.locator(f'input[type="number"][name="{name}"]')
+
+
+def slider(widget, name):
+    return widget.locator(f'input[type="range"][name="{name}"]')
+
+
+def sliders(widget) -> dict:
+    """Each slider's value (the value it stands for, from its data-values)."""
+    return widget.evaluate("""root => Object.fromEntries([...root.querySelectorAll('input[type="range"]')].map(
+        s => [s.name, s.dataset.values.split(",")[s.valueAsNumber]]))""")
+
+
+FORM_DEFAULTS = """root => Object.fromEntries([...root.querySelectorAll('input[type="number"]')].map(i => [i.name, i.defaultValue]))"""
 
 
 def set_number(widget, name, value):
@@ -62,15 +80,41 @@ def test_number_fields_and_sliders_recompute_in_the_browser(page, site_url, shap
     widget = open_widget(page, site_url, shapes_path)
     wait_ready(page)
     config = form_config(widget)
-    for name, value in [("d_model", 768), ("n_heads", 12), ("seq_len", 1024), ("batch", 3)]:
+    for name, value in [("d_model", 768), ("n_heads", 12), ("seq_len", 1000), ("batch", 3)]:
         set_number(widget, name, value)
         config[name] = value
         assert_shows(widget, **config)
-    slider = widget.locator('input[type="range"][name="n_heads"]')
-    slider.focus()
-    slider.press("ArrowLeft")  # keyboard: 12 -> 11, which does not divide 768
-    expect(widget.locator('input[type="number"][name="n_heads"]')).to_have_value("11")
-    assert_shows(widget, **{**config, "n_heads": 11})
+    heads = slider(widget, "n_heads")  # steps through the divisors of d_model
+    assert heads.get_attribute("data-values") == ",".join(str(h) for h in range(1, 129) if 768 % h == 0)
+    heads.press("ArrowLeft")  # 12 -> 8
+    expect(number(widget, "n_heads")).to_have_value("8")
+    assert_shows(widget, **{**config, "n_heads": 8})
+    n = slider(widget, "seq_len")  # powers of two; a typed value sits at the nearest and is announced as typed
+    assert n.get_attribute("aria-valuetext") == "1000" and sliders(widget)["seq_len"] == "1024"
+    n.press("ArrowRight")
+    expect(number(widget, "seq_len")).to_have_value("2048")
+    assert_shows(widget, **{**config, "n_heads": 8, "seq_len": 2048})
+    n.press("Home")  # the whole range in a few steps: 1 ... 131,072
+    expect(number(widget, "seq_len")).to_have_value("1")
+    n.press("End")
+    expect(number(widget, "seq_len")).to_have_value("131072")
+    set_number(widget, "d_model", 640)  # h's steps follow d_model
+    expect(heads).to_have_attribute("data-values", ",".join(str(h) for h in range(1, 129) if 640 % h == 0))
+    assert_shows(widget, **{**config, "d_model": 640, "n_heads": 8, "seq_len": 131072})
+    set_number(widget, "n_heads", 7)  # the number field takes any value, even one that does not divide
+    assert_shows(widget, **{**config, "d_model": 640, "n_heads": 7, "seq_len": 131072})
+
+
+def test_an_empty_or_invalid_field_leaves_its_slider(page, site_url, shapes_path):
+    widget = open_widget(page, site_url, shapes_path)
+    before = sliders(widget)
+    for name in ("d_model", "n_heads", "seq_len", "batch"):
+        for bad in ("", "0", "2.5"):
+            set_number(widget, name, bad)
+            expect(number(widget, name)).to_have_attribute("aria-invalid", "true")
+            assert sliders(widget) == before, (name, bad)
+        set_number(widget, name, widget.evaluate(FORM_DEFAULTS)[name])
+    expect(widget.locator('[data-output="input-error"]')).to_be_hidden()
 
 
 def test_divisibility_message_and_clickable_suggestions(page, site_url, shapes_path):
@@ -86,6 +130,12 @@ def test_divisibility_message_and_clickable_suggestions(page, site_url, shapes_p
     first.click()
     assert_shows(widget, **{**config, name: value})
     assert widget.locator('[data-output="results"]').get_attribute("data-stale") == "false"
+    set_number(widget, name, config[name])
+    assert_shows(widget, **config)
+    widget.get_by_role("button", name="d_head = 85").click()  # an explicit head width: 6 heads of 85
+    expect(widget.locator("details")).to_have_attribute("open", "")
+    expect(number(widget, "d_head")).to_have_value("85")
+    assert_shows(widget, **config, d_head=85)
 
 
 def test_advanced_controls_and_presets(page, site_url, shapes_path):
@@ -102,23 +152,59 @@ def test_advanced_controls_and_presets(page, site_url, shapes_path):
     assert_shows(widget, **config, n_kv_heads=2, d_head=96, bias=False, dtype_bytes=2)
     preset = PRESETS["llama3-8b"]
     widget.locator('select[name="preset"]').select_option(preset.key)
-    assert_shows(widget, **{**config, "d_model": preset.d_model, "n_heads": preset.n_heads},
-                 n_kv_heads=preset.n_kv_heads, bias=preset.bias, dtype_bytes=2)
+    llama3 = {**config, "d_model": preset.d_model, "n_heads": preset.n_heads, "seq_len": preset.context,
+              "n_kv_heads": preset.n_kv_heads, "bias": preset.bias, "dtype_bytes": 2, "n_layers": preset.n_layers}
+    assert_shows(widget, **llama3)
+    report = mha_core.shape_report(**llama3)
+    kv, model = widget.locator('[data-output="kv_cache"]'), widget.locator('[data-output="kv_cache_model"]')
+    expect(model).to_have_attribute("data-value", str(report["kv_cache_model_bytes"]))
+    assert report["kv_cache_model_bytes"] == 32 * report["kv_cache_bytes"]
+    expect(kv).to_have_text(report["display"]["totals"]["kv_cache"]["text"])  # "this layer"
+    expect(model).to_have_text(report["display"]["totals"]["kv_cache_model"]["text"])
+    expect(widget.locator('[data-output="n_layers"]')).to_have_text("32 layers")
+    expect(widget.locator("dl")).to_contain_text("KV cache, this layer")
+    expect(widget.locator("dl")).to_contain_text("FLOPs of one forward pass, this layer")
+    falcon = PRESETS["falcon-7b"]
+    widget.locator('select[name="preset"]').select_option(falcon.key)
+    expect(widget.locator('[data-output="check"]')).to_have_text(
+        "OK: 71 heads of width d_head=64, sharing 1 key/value head.")
 
 
 def test_state_lives_in_the_url(page, site_url, shapes_path):
     config = {"d_model": 768, "n_heads": 12, "seq_len": 64, "batch": 4}
     query = "?" + "&".join(f"{k}={v}" for k, v in config.items())
     widget = open_widget(page, site_url, shapes_path, query)
-    assert form_config(widget) == config
+    assert {k: v for k, v in form_config(widget).items() if k in config} == config
+    expect(widget.locator("details")).not_to_have_attribute("open", "")  # nothing in "More" was linked
     wait_ready(page)
-    assert_shows(widget, **config)
+    assert_shows(widget, **form_config(widget))
     set_number(widget, "seq_len", 128)
-    assert_shows(widget, **{**config, "seq_len": 128})
-    expect(page).to_have_url(re.compile(r"\?(?=.*\bseq_len=128\b)(?=.*\bd_model=768\b)"))
+    assert_shows(widget, **{**form_config(widget), "seq_len": 128})
+    expect(page).to_have_url(re.compile(r"\?d_model=768&n_heads=12&seq_len=128&batch=4$"))  # only what differs
     page.reload()
     widget = page.locator('[data-mha-widget="shapes"]').first
     assert form_config(widget)["seq_len"] == 128
+    defaults = widget.evaluate(FORM_DEFAULTS)
+    for name in config:
+        set_number(widget, name, defaults[name])
+    expect(page).to_have_url(re.compile(r"/parameters-and-shapes/$"))  # all defaults: nothing to keep
+
+
+def test_a_chosen_preset_is_kept_in_the_url(page, site_url, shapes_path):
+    widget = open_widget(page, site_url, shapes_path)
+    widget.locator("details summary").click()
+    widget.locator('select[name="preset"]').select_option("gemma-7b")
+    set_number(widget, "batch", 1)
+    expect(page).to_have_url(re.compile(r"\?preset=gemma-7b&batch=1$"))
+    page.reload()
+    widget = page.locator('[data-mha-widget="shapes"]').first
+    expect(widget.locator('select[name="preset"]')).to_have_value("gemma-7b")
+    gemma = PRESETS["gemma-7b"]
+    assert form_config(widget) == {**{k: int(v) for k, v in widget.evaluate(FORM_DEFAULTS).items() if v},
+                                   "d_model": gemma.d_model, "n_heads": gemma.n_heads, "d_head": gemma.d_head,
+                                   "seq_len": gemma.context, "batch": 1, "n_layers": gemma.n_layers}
+    wait_ready(page)
+    assert_shows(widget, **form_config(widget), bias=False)
 
 
 def test_junk_in_the_url_is_ignored_with_a_note(page, site_url, shapes_path):
@@ -138,23 +224,81 @@ def test_junk_in_the_url_is_ignored_with_a_note(page, site_url, shapes_path):
     assert_shows(widget, **{**form_config(widget), "batch": 5})
 
 
-def test_changes_before_python_is_ready_are_applied_once_it_is(page, site_url, shapes_path):
-    held, released = [], []  # the .wasm requests (Pyodide's, and the worker's check of its hash), held
-    page.context.route(re.compile(r".*/pyodide\.asm\.wasm$"),  # back so that Python cannot be ready yet
+def hold_wasm(page):
+    """Hold back the .wasm requests (Pyodide's, and the worker's check of its hash) so that Python cannot be
+    ready; returns release(), which lets them through."""
+    held, released = [], []
+    page.context.route(re.compile(r".*/pyodide\.asm\.wasm$"),
                        lambda route: route.continue_() if released else held.append(route))
+
+    def release():
+        released.append(True)
+        for route in held:
+            route.continue_()
+    return release
+
+
+def expect_stale(widget, stale: bool):
+    """The check, its suggestions and the results are marked (or not) as not matching the form; marked ones
+    are told apart by a dashed rule and a label, with their text at full strength (no fading)."""
+    for name in ("check", "suggestions", "results"):
+        expect(widget.locator(f'[data-output="{name}"]')).to_have_attribute("data-stale", str(stale).lower())
+    look = widget.evaluate("""root => {
+      const results = root.querySelector('[data-output="results"]'), check = root.querySelector('[data-output="check"]');
+      return { opacity: getComputedStyle(results).opacity, outline: getComputedStyle(results).outlineStyle,
+               label: getComputedStyle(results, "::before").content, rule: getComputedStyle(check).borderLeftStyle };
+    }""")
+    assert look["opacity"] == "1"
+    if stale:
+        assert look["outline"] == "dashed" and look["rule"] == "dashed" and "Earlier result" in look["label"]
+    else:
+        assert look["outline"] == "none" and look["rule"] == "solid" and look["label"] == "none"
+
+
+def test_changes_before_python_is_ready_are_marked_then_applied(page, site_url, shapes_path):
+    release = hold_wasm(page)
     widget = open_widget(page, site_url, shapes_path)
-    set_number(widget, "batch", 7)
+    expect_stale(widget, False)
+    set_number(widget, "n_heads", 16)
     expect(widget).to_have_attribute("data-state", "busy")
-    for _ in range(200):  # until the worker has asked for the .wasm (Playwright dispatches the route here)
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held and page.locator("html").get_attribute("data-mha-runtime") == "loading"
-    released.append(True)
-    for route in held:
-        route.continue_()
+    expect(widget.locator('[data-output="pending"]')).to_have_text("Waiting for Python to compute h = 16…")
+    expect_stale(widget, True)
+    expect(widget.locator('[data-output="check"]')).to_have_text("OK: 8 heads of width d_head=64.")  # the old one, marked
+    assert page.locator("html").get_attribute("data-mha-runtime") != "ready"
+    set_number(widget, "seq_len", 128)
+    expect(widget.locator('[data-output="pending"]')).to_have_text("Waiting for Python to compute h = 16, n = 128…")
+    release()
     wait_ready(page)
-    assert_shows(widget, **{**form_config(widget), "batch": 7})
+    assert_shows(widget, **{**form_config(widget), "n_heads": 16, "seq_len": 128})
+    expect(widget.locator('[data-output="pending"]')).to_be_hidden()
+    expect_stale(widget, False)
+
+
+def test_after_a_failure_the_old_results_stay_marked_with_the_reason(page, page_log, site_url, shapes_path):
+    page_log.allow(r"Failed to load resource")
+    page.context.route(re.compile(r".*/pyodide\.asm\.wasm$"), lambda route: route.fulfill(status=404, body="missing"))
+    widget = open_widget(page, site_url, shapes_path)
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
+    set_number(widget, "n_heads", 16)
+    expect(widget).to_have_attribute("data-state", "error")
+    expect(widget.locator('[data-output="input-error"]')).to_contain_text("Could not compute h = 16: ")
+    expect(widget.locator('[data-output="pending"]')).to_be_hidden()
+    expect_stale(widget, True)  # the pre-rendered "OK: 8 heads" stays, marked as an earlier result, not green
+    green = widget.evaluate("""root => getComputedStyle(root.querySelector('[data-output="check"]')).borderLeftColor""")
+    assert green != "rgb(46, 157, 79)"
+
+
+def test_busy_is_styled(page, site_url, shapes_path):
+    release = hold_wasm(page)
+    widget = open_widget(page, site_url, shapes_path)
+    set_number(widget, "batch", 3)
+    expect(widget).to_have_attribute("data-state", "busy")
+    look = widget.evaluate("""root => ({ cursor: getComputedStyle(root).cursor,
+      spinner: getComputedStyle(root.querySelector('[data-output="pending"]'), "::before").animationName })""")
+    assert look == {"cursor": "progress", "spinner": "mha-shapes-spin"}
+    release()
+    wait_ready(page)
+    assert_shows(widget, **{**form_config(widget), "batch": 3})
 
 
 def test_invalid_typing_gets_an_inline_message_and_recovers(page, site_url, shapes_path):
@@ -166,7 +310,7 @@ def test_invalid_typing_gets_an_inline_message_and_recovers(page, site_url, shap
     widget.locator("details summary").click()
     config = form_config(widget)
     error = widget.locator('[data-output="input-error"]')
-    good = {"d_model": 256, "n_heads": 4, "seq_len": 33, "batch": 3, "n_kv_heads": 2, "d_head": 96}
+    good = {"d_model": 256, "n_heads": 4, "seq_len": 33, "batch": 3, "n_layers": 12, "n_kv_heads": 2, "d_head": 96}
     assert sorted(widget.evaluate(FORM)) == sorted(good)
     for name, value in good.items():
         field = widget.locator(f'input[type="number"][name="{name}"]')
@@ -186,32 +330,79 @@ def test_invalid_typing_gets_an_inline_message_and_recovers(page, site_url, shap
         assert_shows(widget, **config)
 
 
+TENSOR_ROWS = """root => [...root.querySelectorAll("[data-tensor]")].map(row => {
+  const cells = [...row.querySelectorAll("th, td")].map(c => c.getBoundingClientRect());
+  const region = row.closest(".mha-shapes__scroll");
+  return { name: row.dataset.tensor, right: Math.max(...cells.map(c => c.right)), left: Math.min(...cells.map(c => c.left)),
+           height: row.getBoundingClientRect().height, visible: cells.every(c => c.width > 0 && c.height > 0),
+           scrolls: region.scrollWidth > region.clientWidth };
+})"""
+
+
 def test_labelled_and_usable_on_a_phone_in_both_schemes(browser, site_url, shapes_path):
+    """At 390 px every tensor's shape, size and view-or-copy note is on screen: no sideways scrolling."""
     for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 375, "height": 740}, color_scheme=scheme)
+        context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme,
+                                      is_mobile=True, has_touch=True)
         page = context.new_page()
         widget = open_widget(page, site_url, shapes_path)
         unlabelled = widget.evaluate("""root => [...root.querySelectorAll("input, select")].filter(el =>
             !el.getAttribute("aria-label") && !(el.id && root.querySelector(`label[for="${el.id}"]`))).map(el => el.name)""")
         assert unlabelled == []
         width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 375, f"the page scrolls sideways on a phone ({width} px)"
+        assert width <= 390, f"the page scrolls sideways on a phone ({width} px)"
         box = widget.bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= 375
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+        rows = widget.evaluate(TENSOR_ROWS)
+        assert [r["name"] for r in rows] == list(mha_core.shapes.TENSOR_NAMES)
+        for row in rows:
+            assert row["visible"] and not row["scrolls"] and row["left"] >= 0 and row["right"] <= 390, row
+        merged = widget.locator('[data-tensor="merged"]')
+        for field in ("shape", "numel", "bytes", "note"):
+            expect(merged.locator(f'[data-field="{field}"]')).to_be_visible()
         contrast = widget.evaluate(CONTRAST, '[data-output="check"]')
         assert contrast >= 4.5, f"{scheme}: contrast {contrast:.1f} of the check message"
         context.close()
 
 
-def test_browser_and_build_format_numbers_alike(page, site_url, shapes_path):
-    """render.js's formatters give widget.py's text, so Python's first answer rewrites no number."""
-    shapes_widget = widgets.widget_module("shapes")
-    values = [0, 1, 999, 1023, 1024, 1152, 1536, 10_240, 1_048_575, 1_050_624, 123_456_789_012, 2**50 + 12_345]
-    page.goto(site_url + shapes_path)
-    url = site_url + "assets/widgets/shapes/render.js"
-    shown = page.evaluate("""async ([url, values]) => { const r = await import(url);
-        return values.map(v => [r.fmtInt(v), r.fmtBytes(v), r.fmtFlops(v)]); }""", [url, values])
-    assert shown == [[shapes_widget.fmt_int(v), shapes_widget.fmt_bytes(v), shapes_widget.fmt_flops(v)] for v in values]
+def test_the_tensor_table_fits_a_desktop_column(page, site_url, shapes_path):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    widget = open_widget(page, site_url, shapes_path)
+    rows = widget.evaluate(TENSOR_ROWS)
+    assert not any(r["scrolls"] for r in rows), rows
+    expect(widget.locator(".mha-shapes__table--tensors thead")).to_be_visible()  # a table, not cards
+
+
+SHOWN_TEXT = """root => ({
+  tensors: [...root.querySelectorAll("[data-tensor]")].map(r => ["shape", "numel", "bytes", "note"].map(
+    f => r.querySelector(`[data-field="${f}"]`).textContent)),
+  params: [...root.querySelectorAll("[data-param]")].map(r => r.querySelector('[data-field="numel"]').textContent),
+  totals: Object.fromEntries(["params", "params_bytes", "kv_cache", "kv_cache_model", "flops"].map(
+    k => [k, [root.querySelector(`[data-output="${k}"]`).dataset.value, root.querySelector(`[data-output="${k}"]`).textContent]])),
+})"""
+
+
+def test_counts_are_exact_at_the_limits(page, site_url, shapes_path):
+    """Past 2**53 JavaScript's numbers lose digits; the widget shows Python's exact text at the largest sizes."""
+    widget = open_widget(page, site_url, shapes_path)
+    wait_ready(page)
+    widget.locator("details summary").click()
+    widget.locator('select[name="dtype_bytes"]').select_option("8")
+    config = {"d_model": mha_core.LIMITS["d_model"], "n_heads": mha_core.LIMITS["n_heads"],
+              "seq_len": mha_core.LIMITS["seq_len"], "batch": mha_core.LIMITS["batch"],
+              "n_layers": mha_core.LIMITS["n_layers"]}
+    for name, value in config.items():
+        set_number(widget, name, value)
+    full = {**form_config(widget), "dtype_bytes": 8}
+    assert_shows(widget, **full)
+    shown = mha_core.shape_report(**full)["display"]
+    assert widget.evaluate(SHOWN_TEXT) == {
+        "tensors": [[t["shape_text"], t["numel"], t["bytes"], t["note"]] for t in shown["tensors"]],
+        "params": [p["numel"] for p in shown["params"]],
+        "totals": {k: [v["value"], v["text"]] for k, v in shown["totals"].items()},
+    }
+    scores = widget.locator('[data-tensor="scores"] [data-field="numel"]')
+    expect(scores).to_have_text(f"{2**16 * 2**16 * 2**24 * 2**24:,}")  # 2**80, every digit
 
 
 def test_pyodide_from_the_cdn_option(browser, tmp_path_factory):

@@ -16,6 +16,21 @@ def test_512_into_6_heads_names_both_numbers_and_suggests_neighbours():
     assert check["message"].startswith("d_model=512 is not divisible by n_heads=6")
     assert check["suggestions"]["n_heads"] == [4, 8]
     assert check["suggestions"]["d_model"] == [510, 516]
+    # or an explicit head width: 6 heads of 85 (or 86) need not fill d_model exactly
+    assert "explicit width d_head" in check["message"]
+    assert check["suggestions"]["d_head"] == [85, 86]
+    assert all(check_config(512, 6, d_head=w)["ok"] for w in check["suggestions"]["d_head"])
+
+
+def test_head_width_suggestions_stay_in_range():
+    assert check_config(4, 6)["suggestions"]["d_head"] == [1]  # 4 / 6 rounds down to 0, not a width
+    assert check_config(LIMITS["d_model"], 3)["suggestions"]["d_head"] == []  # 349,525 > LIMITS["d_head"]
+    assert check_config(LIMITS["d_model"], 17)["suggestions"]["d_head"] == [61681, 61680]  # 61,680.9: closest first
+
+
+def test_one_shared_key_value_head_is_singular():
+    assert check_config(4544, 71, n_kv_heads=1)["message"] == "OK: 71 heads of width d_head=64, sharing 1 key/value head."
+    assert check_config(4096, 32, n_kv_heads=8)["message"].endswith("sharing 8 key/value heads.")
 
 
 @pytest.mark.parametrize("d_model, n_heads, n_kv_heads, d_head", [
@@ -25,7 +40,7 @@ def test_512_into_6_heads_names_both_numbers_and_suggests_neighbours():
 def test_valid_configs(d_model, n_heads, n_kv_heads, d_head):
     check = check_config(d_model, n_heads, n_kv_heads, d_head)
     assert check["ok"] is True, check["message"]
-    assert check["suggestions"] == {"n_heads": [], "d_model": [], "n_kv_heads": []}
+    assert check["suggestions"] == {"n_heads": [], "d_model": [], "n_kv_heads": [], "d_head": []}
 
 
 def test_explicit_d_head_lifts_divisibility():

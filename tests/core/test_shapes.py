@@ -115,6 +115,13 @@ def test_report_for_explicit_d_head():
     assert {w["name"]: w["shape"] for w in report["weights"]}["W_O"] == [4096, 3072]
 
 
+def test_kv_cache_of_the_whole_model():
+    one = shape_report(4096, 32, seq_len=4096, batch=1, bias=False, dtype_bytes=2)
+    assert one["kv_cache_model_bytes"] == one["kv_cache_bytes"] == 64 * 2**20  # n_layers defaults to 1
+    model = shape_report(4096, 32, seq_len=4096, batch=1, bias=False, dtype_bytes=2, n_layers=32)
+    assert model["kv_cache_model_bytes"] == 32 * one["kv_cache_bytes"] and model["config"]["n_layers"] == 32
+
+
 def test_flops_formula():
     B, n, d = 2, 10, 512
     report = shape_report(d, 8, seq_len=n, batch=B)
@@ -165,6 +172,7 @@ def test_huge_config_allocates_nothing_big():  # its speed: bench/core_speed.py
     ({"d_model": 512, "n_heads": 8, "dtype_bytes": 3}, "dtype_bytes must be 1, 2, 4 or 8"),
     ({"d_model": 512, "n_heads": 8, "dtype_bytes": 4.0}, "dtype_bytes must be 1, 2, 4 or 8"),
     ({"d_model": 512, "n_heads": 8, "bias": "no"}, "bias must be True or False"),
+    ({"d_model": 512, "n_heads": 8, "n_layers": 0}, "n_layers must be at least 1"),
     ({"d_model": "big", "n_heads": 8}, "d_model must be a whole number"),
 ])
 def test_invalid_report_is_returned_not_raised(args, words):
@@ -172,6 +180,8 @@ def test_invalid_report_is_returned_not_raised(args, words):
     assert report["ok"] is False and report["check"]["ok"] is False
     assert words in report["check"]["message"]
     assert report["tensors"] == [] and report["params"] is None and report["flops"] is None
+    assert report["display"] == {"check": {"ok": False, "message": report["check"]["message"],
+                                           "suggestions": report["display"]["check"]["suggestions"]}}
     assert_plain_json(report)
 
 

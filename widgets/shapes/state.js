@@ -1,33 +1,30 @@
 // The widget's configuration: read from its form with checks a reader can act on, written back to it,
-// and kept in the page's URL. Whatever the reader types or links stays data: it is parsed, never run.
+// and kept in the page's URL (only what differs from the widget's defaults, or from the chosen preset's
+// values). Whatever the reader types or links stays data: it is parsed, never run.
 import { clip } from "../runtime/dom.js";
-import { fmtInt } from "./render.js";
 
 const OPTIONAL = ["n_kv_heads", "d_head"]; // empty means "derive it" (h, d_model / h)
-const URL_KEYS = ["d_model", "n_heads", "seq_len", "batch", ...OPTIONAL, "bias", "dtype_bytes"];
+const URL_KEYS = ["preset", "d_model", "n_heads", "seq_len", "batch", "n_layers", ...OPTIONAL, "bias", "dtype_bytes"];
 const SHOWN_CHARS = 40;
 
 const numberField = (form, name) => form.querySelector(`input[type="number"][name="${name}"]`);
+const presetSelect = (form) => form.querySelector('select[name="preset"]');
 
-/** "512" -> {value: 512}; anything but a whole number in min..max -> {error}. */
-export function parseWhole(text, name, min, max) {
-  const trimmed = String(text).trim();
-  const value = /^\d{1,16}$/.test(trimmed) ? Number(trimmed) : NaN;
-  if (value >= min && value <= max) return { value };
-  return { error: `${name} must be a whole number from ${fmtInt(min)} to ${fmtInt(max)}.` };
-}
-
-/** A number field's text (its value, or a URL's): blank is null (derived) where the field is optional. */
+/** A number field's text (its value, or a URL's) -> {value}: a whole number from 1 to the field's max, or
+ * null (derived) for a blank optional field; anything else -> {error} (its limit as Python wrote it). */
 function parseNumber(input, text, badInput = false) {
-  if (OPTIONAL.includes(input.name) && text.trim() === "" && !badInput) return { value: null };
-  return parseWhole(text, input.name, Number(input.min), Number(input.max));
+  const trimmed = String(text).trim();
+  if (OPTIONAL.includes(input.name) && trimmed === "" && !badInput) return { value: null };
+  const value = /^\d{1,16}$/.test(trimmed) ? Number(trimmed) : NaN;
+  if (value >= 1 && value <= Number(input.max)) return { value };
+  return { error: `${input.name} must be a whole number from 1 to ${input.dataset.limit}.` };
 }
 
 function parseChoice(form, name, text) {
   if (name === "bias") return ["1", "true", "0", "false"].includes(text) ? { value: text === "1" || text === "true" } : {};
-  if (name === "dtype_bytes") {
-    const options = [...form.querySelector('select[name="dtype_bytes"]').options].map((o) => o.value);
-    return options.includes(text) ? { value: Number(text) } : {};
+  if (name === "dtype_bytes" || name === "preset") {
+    const options = [...form.querySelector(`select[name="${name}"]`).options].map((o) => o.value);
+    return options.includes(text) && text ? { value: name === "preset" ? text : Number(text) } : {};
   }
   return parseNumber(numberField(form, name), text);
 }
@@ -48,12 +45,27 @@ export function readConfig(form) {
   return { config, errors };
 }
 
-/** Put values ({name: value}) into the form: number fields, their sliders, bias, bytes per number. */
+/** The configuration the page was built with (the form's default values: what the widget first shows). */
+export function defaultConfig(form) {
+  const config = {};
+  for (const input of form.querySelectorAll('input[type="number"]')) config[input.name] = parseNumber(input, input.defaultValue).value;
+  config.bias = form.querySelector('input[name="bias"]').defaultChecked;
+  config.dtype_bytes = Number([...form.querySelector('select[name="dtype_bytes"]').options].find((o) => o.defaultSelected).value);
+  return config;
+}
+
+/** The values the chosen preset sets ({} for "Custom"). */
+export function presetValues(form) {
+  const option = presetSelect(form).selectedOptions[0];
+  return option?.value ? JSON.parse(option.dataset.values) : {};
+}
+
+/** Put values ({name: value}) into the form: number fields, bias, bytes per number, the preset. */
 export function writeValues(form, values) {
   for (const [name, value] of Object.entries(values)) {
     if (name === "bias") form.querySelector('input[name="bias"]').checked = Boolean(value);
-    else if (name === "dtype_bytes") form.querySelector('select[name="dtype_bytes"]').value = String(value);
-    else for (const input of form.querySelectorAll(`input[name="${name}"]`)) input.value = value ?? "";
+    else if (name === "dtype_bytes" || name === "preset") form.querySelector(`select[name="${name}"]`).value = String(value);
+    else numberField(form, name).value = value ?? "";
   }
 }
 
@@ -70,13 +82,19 @@ export function readURL(search, form) {
   return { values, ignored };
 }
 
-/** The query string for config, keeping the URL's other parameters. */
-export function writeURL(config, search) {
+/** The query string for config: the preset, and each value that differs from what the defaults and the
+ * preset give; the URL's other parameters are kept. */
+export function writeURL(form, config, search) {
+  const preset = presetSelect(form).value;
+  const base = { ...defaultConfig(form), ...presetValues(form) };
   const params = new URLSearchParams(search);
-  for (const key of URL_KEYS) {
-    const value = config[key];
-    if (value === null || value === undefined) params.delete(key);
-    else params.set(key, key === "bias" ? (value ? "1" : "0") : String(value));
+  for (const key of URL_KEYS) params.delete(key);
+  if (preset) params.set("preset", preset);
+  for (const key of URL_KEYS.slice(1)) {
+    const value = config[key] ?? null;
+    if (value === (base[key] ?? null)) continue;
+    params.set(key, value === null ? "" : typeof value === "boolean" ? (value ? "1" : "0") : String(value));
   }
-  return `?${params}`;
+  const query = params.toString();
+  return query ? `?${query}` : location.pathname;
 }

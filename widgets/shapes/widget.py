@@ -2,14 +2,16 @@
 
 build.py calls context(**options) with the marker's options and renders shapes.html.j2 with the result,
 so the page shows mha_core's numbers (computed here, in CPython) before Python starts in the browser.
-The formatters below match render.js's, so the browser's first update changes no text it need not.
+Every number is text made by mha_core.display (report["display"]), the same text the browser shows.
 """
 from __future__ import annotations
 
 import json
-from decimal import ROUND_HALF_UP, Decimal
+import math
 
 import mha_core
+from mha_core.config import _divisors
+from mha_core.display import integer
 from mha_core.presets import presets
 
 
@@ -20,56 +22,56 @@ def boolean(text: str) -> bool:
 
 
 OPTIONS = {"d_model": int, "n_heads": int, "seq_len": int, "batch": int,
-           "n_kv_heads": int, "d_head": int, "bias": boolean, "dtype_bytes": int}
+           "n_kv_heads": int, "d_head": int, "bias": boolean, "dtype_bytes": int, "n_layers": int}
 DEFAULTS = {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2,
-            "n_kv_heads": None, "d_head": None, "bias": True, "dtype_bytes": 4}
+            "n_kv_heads": None, "d_head": None, "bias": True, "dtype_bytes": 4, "n_layers": 6}
 
-# name, label, symbol, slider (min, max, step); the number field takes 1..mha_core.LIMITS[name].
-# h starts at 1 so that head counts that do not divide d_model are reachable.
+# name, label, symbol, the values its slider steps through (the number field takes 1..mha_core.LIMITS[name]):
+# powers of two for the sizes that span orders of magnitude; for h, the divisors of d_model (sliders.js
+# recomputes them when d_model changes).
+MAX_SLIDER_HEADS = 128
 FIELDS = [
-    ("d_model", "Model width", "d_model", (8, 16384, 8)),
-    ("n_heads", "Heads", "h", (1, 128, 1)),
-    ("seq_len", "Sequence length", "n", (1, 131072, 1)),
-    ("batch", "Batch size", "B", (1, 512, 1)),
+    ("d_model", "Model width", "d_model", [2**e for e in range(3, 15)]),
+    ("n_heads", "Heads", "h", None),
+    ("seq_len", "Sequence length", "n", [2**e for e in range(0, 18)]),
+    ("batch", "Batch size", "B", [2**e for e in range(0, 10)]),
 ]
 DTYPES = [(4, "4 (float32)"), (2, "2 (float16, bfloat16)"), (1, "1 (int8, fp8)"), (8, "8 (float64)")]
-PARAM_NAMES = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
-BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
-FLOP_UNITS = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP")
+PRESET_KEYS = ("d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers")
 
 
-def fmt_int(n: int) -> str:
-    return f"{n:,}"
+def head_steps(d_model: int) -> list[int]:
+    """The h slider's values: the divisors of d_model up to MAX_SLIDER_HEADS (sliders.js: headSteps)."""
+    return [d for d in _divisors(d_model) if d <= MAX_SLIDER_HEADS]
 
 
-def fmt_scaled(value: int, base: int, units: tuple[str, ...]) -> str:
-    """1536, 1024, BYTE_UNITS -> '1.50 KiB'; rounds half up like JavaScript's toFixed."""
-    x, i = float(value), 0
-    while x >= base and i < len(units) - 1:
-        x, i = x / base, i + 1
-    if i == 0:
-        return f"{value:,} {units[0]}"
-    digits = 2 if x < 10 else 1 if x < 100 else 0
-    return f"{Decimal(x).quantize(Decimal(10) ** -digits, ROUND_HALF_UP)} {units[i]}"
-
-
-def fmt_bytes(n: int) -> str:
-    return fmt_scaled(n, 1024, BYTE_UNITS)
-
-
-def fmt_flops(n: int) -> str:
-    return fmt_scaled(n, 1000, FLOP_UNITS)
-
-
-def attention_kind(config: dict) -> str:
-    h_kv, h = config["n_kv_heads"], config["n_heads"]
-    return "multi-head" if h_kv == h else "multi-query" if h_kv == 1 else "grouped-query"
+def nearest_index(values: list[int], value: int) -> int:
+    """The slider position closest to value on a log scale (sliders.js: place)."""
+    return min(range(len(values)), key=lambda i: abs(math.log2(values[i] / value)))
 
 
 def preset_options() -> list[dict]:
-    keys = ("d_model", "n_heads", "n_kv_heads", "d_head", "bias")
-    return [{"key": p["key"], "label": p["label"], "source": p["source"],
-             "config": json.dumps({k: p[k] for k in keys})} for p in presets()]
+    """Each preset's label, source and the form values it sets (n_kv_heads and d_head empty where they
+    are the derived defaults; seq_len its context, where it has one)."""
+    options = []
+    for p in presets():
+        values = {k: p[k] for k in PRESET_KEYS}
+        values["n_kv_heads"] = None if p["n_kv_heads"] == p["n_heads"] else p["n_kv_heads"]
+        values["d_head"] = None if p["d_head"] * p["n_heads"] == p["d_model"] else p["d_head"]
+        if p["context"]:
+            values["seq_len"] = p["context"]
+        options.append({"key": p["key"], "label": p["label"], "source": p["source"], "settings": json.dumps(values)})
+    return options
+
+
+def fields(config: dict) -> list[dict]:
+    out = []
+    for name, label, symbol, values in FIELDS:
+        values = values or head_steps(config["d_model"])
+        out.append({"name": name, "label": label, "symbol": symbol,
+                    "steps": ",".join(map(str, values)), "max": len(values) - 1,
+                    "index": nearest_index(values, config[name])})
+    return out
 
 
 def context(**options) -> dict:
@@ -78,11 +80,5 @@ def context(**options) -> dict:
     report = mha_core.shape_report(**config)
     if not report["ok"]:
         raise ValueError(f"shapes widget: {report['check']['message']}")
-    fields = [{"name": name, "label": label, "symbol": symbol, "min": lo, "max": hi, "step": step,
-               "limit": mha_core.LIMITS[name]} for name, label, symbol, (lo, hi, step) in FIELDS]
-    return {
-        "config": config, "report": report, "fields": fields, "presets": preset_options(),
-        "dtypes": DTYPES, "param_names": PARAM_NAMES, "limits": mha_core.LIMITS,
-        "weights": {w["name"]: w for w in report["weights"]}, "kind": attention_kind(report["config"]),
-        "fmt_int": fmt_int, "fmt_bytes": fmt_bytes, "fmt_flops": fmt_flops,
-    }
+    return {"config": config, "shown": report["display"], "fields": fields(config), "presets": preset_options(),
+            "dtypes": DTYPES, "limits": mha_core.LIMITS, "integer": integer}

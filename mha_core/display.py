@@ -1,0 +1,96 @@
+"""Every number a widget shows, as the text the reader sees: the one place numbers are formatted.
+
+The build renders a widget's first state with these strings (in CPython) and the browser shows the same
+strings from the same functions (in Pyodide), so the two cannot drift. Counts are exact Python ints, so
+their text is exact too (2**67 is 147,573,952,589,676,412,928), even where JavaScript's numbers are not.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+FLOP_UNITS = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP")
+PARAM_NAMES = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
+SYMBOLS = {"n_heads": "h", "d_model": "d_model", "n_kv_heads": "h_kv", "d_head": "d_head"}
+
+
+def integer(n: int) -> str:
+    """12345 -> '12,345', exact at any size."""
+    return f"{n:,}"
+
+
+def _scaled(n: int, base: int, units: tuple[str, ...]) -> str:
+    """n in the largest unit it reaches, 2 significant decimals below 10, 1 below 100 (exact, half up)."""
+    i = 0
+    while n >= base ** (i + 1) and i < len(units) - 1:
+        i += 1
+    if i == 0:
+        return f"{integer(n)} {units[0]}"
+    x = Fraction(n, base**i)
+    digits = 2 if x < 10 else 1 if x < 100 else 0
+    rounded = int(x * 10**digits + Fraction(1, 2))  # half up
+    whole, part = divmod(rounded, 10**digits)
+    return f"{whole}.{part:0{digits}d} {units[i]}" if digits else f"{whole} {units[i]}"
+
+
+def byte_size(n: int) -> str:
+    """1536 -> '1.50 KiB'."""
+    return _scaled(n, 1024, BYTE_UNITS)
+
+
+def flop_count(n: int) -> str:
+    """2_500_000 -> '2.50 MFLOP'."""
+    return _scaled(n, 1000, FLOP_UNITS)
+
+
+def shape(dims) -> str:
+    """[2, 10, 512] -> '2 × 10 × 512'."""
+    return " × ".join(str(d) for d in dims)
+
+
+def attention_kind(n_heads: int, n_kv_heads: int) -> str:
+    return "multi-head" if n_kv_heads == n_heads else "multi-query" if n_kv_heads == 1 else "grouped-query"
+
+
+def _exact(n: int, fmt) -> dict:
+    """A count as {value: its exact digits, text: fmt(n), what the reader sees}."""
+    return {"value": str(n), "text": fmt(n)}
+
+
+def _check(check: dict) -> dict:
+    suggestions = [{"name": name, "value": str(v), "text": f"{SYMBOLS.get(name, name)} = {integer(v)}"}
+                   for name, values in check["suggestions"].items() for v in values]
+    return {"ok": check["ok"], "message": check["message"], "suggestions": suggestions}
+
+
+def _tensor(t: dict) -> dict:
+    return {"name": t["name"], "symbol": t["symbol"], "shape": ",".join(map(str, t["shape"])),
+            "shape_text": shape(t["shape"]), "numel": integer(t["numel"]), "bytes": byte_size(t["bytes"]),
+            "view": t["view"], "op": t["op"], "note": t["note"]}
+
+
+def shapes_display(report: dict) -> dict:
+    """The shapes widget's text for a shape_report: the check, and (when ok) every tensor, the
+    parameters and the totals, each count as exact digits (value) and the reader's text."""
+    shown = {"check": _check(report["check"])}
+    if not report["ok"]:
+        return shown
+    config, params = report["config"], report["params"]
+    weights = {w["name"]: w for w in report["weights"]}
+    n_layers = config["n_layers"]
+    shown.update(
+        kind=attention_kind(config["n_heads"], config["n_kv_heads"]),
+        tensors=[_tensor(t) for t in report["tensors"]],
+        params=[{"name": name, "shape": shape(weights[name]["shape"]) if name in weights else "none",
+                 "numel": integer(params[name])} for name in PARAM_NAMES],
+        totals={
+            "params": _exact(params["total"], integer),
+            "params_bytes": _exact(sum(w["bytes"] for w in report["weights"]), byte_size),
+            "kv_cache": _exact(report["kv_cache_bytes"], byte_size),
+            "kv_cache_model": _exact(report["kv_cache_model_bytes"], byte_size),
+            "flops": _exact(report["flops"], flop_count),
+        },
+        n_layers=f"{integer(n_layers)} layer{'s' if n_layers > 1 else ''}",
+    )
+    return shown

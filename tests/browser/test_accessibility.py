@@ -1,0 +1,169 @@
+"""Accessibility, checked by axe-core in Chromium: every page of the built site, in the light and the dark
+scheme (Material follows prefers-color-scheme), on a desktop (1280 × 800) and a phone (390 × 844), and the
+shapes widget in each of its states (initial, live, waiting for Python, failed, with the divisibility
+check's suggestions and "More" open). None may have a serious or critical violation.
+
+axe-core comes from npm (`npm pack`), pinned by its sha256 and kept in .cache/; it is injected into the
+pages by the test only, never part of the site."""
+from __future__ import annotations
+
+import re
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+import build
+from conftest import PageLog, wait_ready, watched_page
+from tests.helpers import form_config, serve
+
+AXE_VERSION = "4.14.1"
+AXE_SHA256 = "e6b0ce02b84d892e2e33e403485e7f3d6c29e2be6df65daf44d89ba564139745"  # npm pack tarball
+SCHEMES = {"light": "default", "dark": "slate"}  # prefers-color-scheme -> Material's data-md-color-scheme
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+BLOCKING = ("serious", "critical")
+
+# Every violation of the page (or of one element), as [rule, impact, [target, ...], summary].
+RUN_AXE = """async (selector) => {
+  const { violations } = await axe.run(selector ? document.querySelector(selector) : document,
+                                       { resultTypes: ["violations"] });
+  return violations.map(v => [v.id, v.impact, v.nodes.map(n => n.target.join(" ")), v.nodes[0].failureSummary]);
+}"""
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe.min.js of axe-core AXE_VERSION, fetched once with npm and checked by sha256."""
+    tarball = build.CACHE / f"axe-core-{AXE_VERSION}.tgz"
+    if not build.cached(tarball, AXE_SHA256):
+        with tempfile.TemporaryDirectory() as tmp:
+            build.store(build.npm_pack(f"axe-core@{AXE_VERSION}", Path(tmp)).read_bytes(), tarball, AXE_SHA256)
+    with tarfile.open(tarball) as tar:
+        return tar.extractfile("package/axe.min.js").read().decode()
+
+
+@pytest.fixture(scope="session")
+def root_url(built_site):
+    """The built site served at the root, where its 404.html (whose links start at "/") works too."""
+    server, url = serve(built_site, "/")
+    yield url
+    server.shutdown()
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every page of the built site, as a path from its root."""
+    pages = sorted(p.parent.relative_to(site).as_posix() + "/" for p in site.rglob("index.html"))
+    return [p.removeprefix("./") for p in pages] + ["404.html"]
+
+
+def settle(page) -> None:
+    """Wait until the page is as a reader sees it: its math typeset, its scroll boxes checked."""
+    expect(page.locator(".arithmatex:not(:has(.katex))")).to_have_count(0)
+    page.evaluate("() => new Promise(requestAnimationFrame)")  # ResizeObservers have run
+
+
+def blocking(page, axe_source: str, where: str, selector: str | None = None) -> list[str]:
+    """The serious and critical violations axe finds in the page (or the element at selector)."""
+    if not page.evaluate("() => typeof axe === 'object'"):
+        page.evaluate("() => {" + axe_source + "\n}")
+    return [f"{where}: {rule} ({impact}) on {', '.join(targets[:4])}{' …' if len(targets) > 4 else ''}\n    "
+            + summary.replace("\n", "\n    ")
+            for rule, impact, targets, summary in page.evaluate(RUN_AXE, selector) if impact in BLOCKING]
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_every_page_has_no_serious_violation(browser, built_site, root_url, axe_source, scheme, viewport):
+    log = PageLog()
+    log.allow(r"Failed to load resource")  # 404.html is served with its status
+    found = []
+    with watched_page(browser, log, color_scheme=scheme) as page:
+        page.set_viewport_size(VIEWPORTS[viewport])
+        for path in site_pages(built_site):
+            page.goto(root_url + path)
+            assert page.locator("body").get_attribute("data-md-color-scheme") == SCHEMES[scheme]
+            settle(page)
+            found += blocking(page, axe_source, f"{path or 'index'} ({scheme}, {viewport})")
+    assert not found, "\n".join(found)
+    log.check()
+
+
+def hold_python(page):
+    """Hold back Pyodide's .wasm so that Python cannot be ready; returns release()."""
+    held, released = [], []
+    page.context.route(re.compile(r".*/pyodide\.asm\.wasm$"),
+                       lambda route: route.continue_() if released else held.append(route))
+
+    def release():
+        released.append(True)
+        for route in held:
+            route.continue_()
+    return release
+
+
+def change(widget, name: str, value) -> None:
+    field = widget.locator(f'input[type="number"][name="{name}"]')
+    field.fill(str(value))
+    field.press("Enter")
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_shapes_widget_in_every_state(browser, site_url, shapes_path, axe_source, scheme, viewport):
+    """Initial, waiting for Python (busy, results marked stale), live with "More" open, the divisibility
+    check with its suggestions, and after a failed start (error): each with no serious violation."""
+    log = PageLog()
+    log.allow(r"Failed to load resource")
+    found = []
+    where = f"({scheme}, {viewport})"
+    with watched_page(browser, log, color_scheme=scheme) as page:
+        page.set_viewport_size(VIEWPORTS[viewport])
+        release = hold_python(page)
+        page.goto(site_url + shapes_path)
+        widget = page.locator('[data-mha-widget="shapes"]').first
+        settle(page)
+        found += blocking(page, axe_source, f"initial {where}")
+        change(widget, "n_heads", 16)
+        expect(widget).to_have_attribute("data-state", "busy")
+        expect(widget.locator('[data-output="results"]')).to_have_attribute("data-stale", "true")
+        found += blocking(page, axe_source, f"busy and stale {where}")
+        release()
+        wait_ready(page)
+        expect(widget).to_have_attribute("data-state", "live")
+        widget.locator("details summary").click()
+        found += blocking(page, axe_source, f"live, More open {where}")
+        change(widget, "n_heads", 6)
+        expect(widget.locator('[data-output="check"]')).to_have_attribute("data-ok", "false")
+        expect(widget).to_have_attribute("data-state", "live")
+        found += blocking(page, axe_source, f"check with suggestions {where}")
+        page.context.route(re.compile(r".*/pyodide\.asm\.wasm$"), lambda route: route.fulfill(status=404))
+        page.reload()
+        widget = page.locator('[data-mha-widget="shapes"]').first
+        expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
+        change(widget, "batch", form_config(widget)["batch"] + 1)
+        expect(widget).to_have_attribute("data-state", "error")
+        found += blocking(page, axe_source, f"error {where}")
+    assert not found, "\n".join(found)
+    log.check()
+
+
+def test_scroll_boxes_are_reached_by_keyboard(browser, root_url, built_site):
+    """On a phone, a display formula wider than the screen scrolls in a box that Tab reaches, named."""
+    log = PageLog()
+    with watched_page(browser, log) as page:
+        page.set_viewport_size(VIEWPORTS["phone"])
+        page.goto(root_url + "mechanism/")
+        settle(page)
+        boxes = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex, .md-typeset__scrollwrap")]
+          .filter(b => b.scrollWidth > b.clientWidth + 1)
+          .map(b => [b.tabIndex, b.getAttribute("role"), b.getAttribute("aria-label")])""")
+        assert boxes, "no wide formula or table on the page at 390 px: pick a page that has one"
+        assert all(box[0] == 0 and box[1] == "group" and box[2].endswith("(scrolls sideways)") for box in boxes), boxes
+        page.set_viewport_size(VIEWPORTS["desktop"])  # wide enough: no more tab stops
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        still = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex[tabindex]")]
+          .filter(b => b.scrollWidth <= b.clientWidth + 1).length""")
+        assert still == 0
+    log.check()
