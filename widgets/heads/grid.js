@@ -71,7 +71,7 @@ export function setTokens(g, tokens, name) {
 }
 
 /** Colour each drawn cell by its weight (pattern: [n, n], row = query), record it to 4 decimals and
-    name the cell name(q, k, weight) for assistive technology. */
+    name the cell name(q, k, those decimals) for assistive technology. */
 export function paint(g, pattern, colour, name) {
   for (let q = 0; q < g.n; q++) {
     const cells = g.rows[q].cells;
@@ -81,7 +81,7 @@ export function paint(g, pattern, colour, name) {
       if (cells[k].dataset.weight === text && !g.renamed) continue;
       cells[k].dataset.weight = text;
       cells[k].style.backgroundColor = colour(row[k]);
-      cells[k].ariaLabel = name(q, k, row[k]);
+      cells[k].ariaLabel = name(q, k, text);
     }
   }
   g.renamed = false;

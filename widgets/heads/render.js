@@ -3,7 +3,7 @@
 // already in hand; nothing here calls Python, so a head switch costs one paint of the heatmap.
 import { output, showMessage } from "../runtime/dom.js";
 import { paint, selectRow, setTokens } from "./grid.js";
-import { cellText, drawThumb, highlight, setOptions, setSentence, showInfo } from "./view.js";
+import { cellNamer, cellText, drawThumb, highlight, setOptions, setSentence, showInfo } from "./view.js";
 
 // What the knock-out (zeroing the previous-token head's output) does to the pattern of each head shown.
 const KNOCKED_OUT = {
@@ -29,12 +29,11 @@ export function showCell(w, q, k) {
   output(w.root, "cell").textContent = cellText(w.result.tokens, q, k, w.result.heads[w.head][q][k]);
 }
 
-const namer = ({ tokens }) => (q, k, weight) => cellText(tokens, q, k, weight);
 
 /** Draw the selected head from the result in hand. */
 export function renderHead(w) {
   const { root, result, head } = w;
-  paint(w.grid, result.heads[head], w.palette.css, namer(result));
+  paint(w.grid, result.heads[head], w.palette.css, w.namer);
   root.dataset.head = head;
   for (const button of w.buttons) button.setAttribute("aria-pressed", String(button.dataset.head === head));
   showInfo(root, result.info[head], w.layers, { averaged: head === "averaged", ablated: w.job.ablate && head === w.ablate.value });
@@ -48,7 +47,8 @@ export function showResult(w, job, result) {
   const sentenceChanged = job.sentence !== w.job.sentence;
   Object.assign(w, { job, result });
   const n = result.tokens.length;
-  setTokens(w.grid, result.tokens, namer(result));
+  w.namer = cellNamer(result.tokens);
+  setTokens(w.grid, result.tokens, w.namer);
   setSentence(output(w.root, "sentence"), result.tokens);
   setOptions(w.picker, result.tokens);
   if (sentenceChanged || w.query >= n) w.query = result.first_query; // mha_core's choice, as at build time

@@ -33,9 +33,13 @@ export function highlight(el, tokens, row, q) {
   return `Where the query “${clip(tokens[q])}” (position ${q}) attends, in the sentence (choose a token to read its weight):`;
 }
 
-/** "query → key: weight" for cell (q, k); a key after the query is masked (weight undefined). */
-export const cellText = (tokens, q, k, weight) =>
-  `“${clip(tokens[q])}” (${q}) → “${clip(tokens[k])}” (${k}): ${k > q ? "masked, a later token" : weight.toFixed(4)}`;
+/** namer(q, k, weight as text): "query → key: weight" for cell (q, k); a key after the query is masked. */
+export function cellNamer(tokens) {
+  const labels = tokens.map((token, i) => `“${clip(token)}” (${i})`);
+  return (q, k, text) => `${labels[q]} → ${labels[k]}: ${k > q ? "masked, a later token" : text}`;
+}
+
+export const cellText = (tokens, q, k, weight) => cellNamer(tokens)(q, k, weight.toFixed(4));
 
 /** The query picker's options: one per token, "position: token". */
 export function setOptions(select, tokens) {
