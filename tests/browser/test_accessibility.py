@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-import build
 from conftest import PageLog, wait_ready, watched_page
+from sitebuild import CACHE
+from sitebuild.assets import cached, npm_pack, store
 from tests.helpers import form_config, serve
 
 AXE_VERSION = "4.14.1"
@@ -36,10 +37,10 @@ RUN_AXE = """async (selector) => {
 @pytest.fixture(scope="session")
 def axe_source() -> str:
     """axe.min.js of axe-core AXE_VERSION, fetched once with npm and checked by sha256."""
-    tarball = build.CACHE / f"axe-core-{AXE_VERSION}.tgz"
-    if not build.cached(tarball, AXE_SHA256):
+    tarball = CACHE / f"axe-core-{AXE_VERSION}.tgz"
+    if not cached(tarball, AXE_SHA256):
         with tempfile.TemporaryDirectory() as tmp:
-            build.store(build.npm_pack(f"axe-core@{AXE_VERSION}", Path(tmp)).read_bytes(), tarball, AXE_SHA256)
+            store(npm_pack(f"axe-core@{AXE_VERSION}", Path(tmp)).read_bytes(), tarball, AXE_SHA256)
     with tarfile.open(tarball) as tar:
         return tar.extractfile("package/axe.min.js").read().decode()
 
