@@ -21,17 +21,17 @@ import zipfile
 from pathlib import Path
 
 # Every top-level module Pyodide's start, NumPy's import and mha_core import (recorded from sys.modules
-# after every bridge function ran in the browser); tests/site/test_python_bundle.py checks that mha_core
-# imports nothing else from the standard library.
+# after every bridge function ran in the browser); tests/site/test_python_bundle.py checks that importing
+# mha_core needs nothing else from the standard library.
 STDLIB_KEEP = frozenset("""
     __future__ _collections_abc _compat_pickle _compression _pyodide _sitebuiltins _weakrefset abc ast asyncio
     base64 bisect bz2 calendar codecs collections concurrent contextlib contextvars copy copyreg csv ctypes
-    dataclasses datetime dis email encodings enum fnmatch functools genericpath hashlib heapq hmac importlib
+    dataclasses datetime decimal dis email encodings enum fnmatch fractions functools genericpath hashlib heapq hmac importlib
     inspect io ipaddress json keyword linecache locale logging ntpath numbers opcode operator os pathlib pickle
     platform posixpath pyodide quopri random re reprlib secrets selectors shutil signal site socket stat string
     struct subprocess tarfile tempfile textwrap threading token tokenize traceback types typing urllib warnings
-    weakref zipfile
-""".split())
+    weakref zipfile zipimport _pydecimal
+""".split())  # _pydecimal: decimal's fallback, should a build lack the C _decimal
 # Parts of NumPy's wheel that `import numpy` and mha_core never load (NumPy imports fft, polynomial and ma
 # only when asked for them), and type stubs.
 NUMPY_DROP = ("numpy/f2py/", "numpy/testing/", "numpy/_pyinstaller/", "numpy/doc/", "numpy/fft/",

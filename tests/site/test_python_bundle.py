@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import json
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -24,8 +25,11 @@ def trimmed() -> dict[str, bytes]:
 
 
 def stdlib_imports(package: Path) -> set[str]:
-    """The top-level standard-library modules package's sources import, anywhere in them (lazy imports too)."""
-    names = set()
+    """The top-level standard-library modules package's sources import, anywhere in them (lazy imports too),
+    and every module importing the package loads (the imports of those imports)."""
+    loaded = subprocess.run([sys.executable, "-c", f"import sys, {package.name}; print(*sys.modules)"],
+                            cwd=package.parent, capture_output=True, text=True, check=True).stdout.split()
+    names = {name.split(".")[0] for name in loaded}
     for source in package.rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):

@@ -2,7 +2,7 @@
 // as base64 of uint16 (weight × 65535), [layers, heads, n, n]; scores and roles come from mha_core.
 import { output, setData, setText } from "../runtime/dom.js";
 import { paint, setTokens } from "../heads/grid.js";
-import { drawThumb } from "../heads/view.js";
+import { cellNamer, drawThumb } from "../heads/view.js";
 
 /** patterns[layer][head] as n rows of n weights, from the base64 text. */
 export function decodePatterns(text, { n_layers, n_heads }, n) {
@@ -65,8 +65,9 @@ export function summarize(roles, scores, names, step, roleMin) {
 /** The selected head's heatmap on the shown sequence (labels: one per token), with its caption. */
 export function drawHead(w, patterns, labels, step, sequence) {
   const [l, h] = w.selected;
-  setTokens(w.grid, labels);
-  paint(w.grid, patterns[l][h], w.palette.css);
+  const name = cellNamer(labels);
+  setTokens(w.grid, labels, name);
+  paint(w.grid, patterns[l][h], w.palette.css, name);
   setData(w.root, "selected", `${l},${h}`);
   const knocked = w.ablate.size ? ` (knocked out: ${[...w.ablate].map((k) => `L${k.replace(",", " H")}`).join(", ")})` : "";
   setText(output(w.root, "caption"),
