@@ -31,6 +31,7 @@ function cells(list, shape, from) {
 function row(name, label, list, shape, from) {
   const div = el("div", "mha-memory__row");
   div.dataset.row = name;
+  Object.assign(div, { tabIndex: 0, role: "group", ariaLabel: label }); // it may scroll sideways: reachable by keyboard
   div.append(el("span", "mha-memory__label", label), ...cells(list, shape, from));
   return div;
 }
