@@ -72,7 +72,7 @@ def test_first_paint_is_mha_core_then_python_runs_in_a_worker(page, page_log, si
     set_number(widget, "batch", config["batch"])
     assert_shows(widget, **config)
     assert widget.locator('[data-output="results"]').inner_text() == prerendered  # same text from Python
-    wasm = [url for url in page_log.requests if url.endswith("/assets/pyodide/pyodide.asm.wasm")]
+    wasm = [url for url in page_log.requests if url.endswith("/assets/pyodide/pyodide.asm.wasm.gz")]
     assert wasm and wasm[0].startswith(site_url), page_log.requests  # self-hosted, under the sub-path
 
 
