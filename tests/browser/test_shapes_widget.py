@@ -228,7 +228,7 @@ def hold_wasm(page):
     """Hold back the .wasm requests (Pyodide's, and the worker's check of its hash) so that Python cannot be
     ready; returns release(), which lets them through."""
     held, released = [], []
-    page.context.route(re.compile(r".*/pyodide\.asm\.wasm$"),
+    page.context.route(re.compile(r".*/pyodide\.asm\.wasm\.gz$"),
                        lambda route: route.continue_() if released else held.append(route))
 
     def release():
@@ -276,7 +276,7 @@ def test_changes_before_python_is_ready_are_marked_then_applied(page, site_url, 
 
 def test_after_a_failure_the_old_results_stay_marked_with_the_reason(page, page_log, site_url, shapes_path):
     page_log.allow(r"Failed to load resource")
-    page.context.route(re.compile(r".*/pyodide\.asm\.wasm$"), lambda route: route.fulfill(status=404, body="missing"))
+    page.context.route(re.compile(r".*/pyodide\.asm\.wasm\.gz$"), lambda route: route.fulfill(status=404, body="missing"))
     widget = open_widget(page, site_url, shapes_path)
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
     set_number(widget, "n_heads", 16)
