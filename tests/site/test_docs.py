@@ -525,9 +525,8 @@ def test_the_grouping_diagram_is_the_cores_grouping():
 # ---------------------------------------------------------------- teaching: titles, paragraphs, symbols
 
 def nav() -> list[tuple[str, str]]:
-    with build.build_environment():
-        from mkdocs.config import load_config
-        entries = load_config(str(ROOT / "mkdocs.yml"))["nav"]
+    from mkdocs.config import load_config
+    entries = load_config(str(ROOT / "mkdocs.yml"))["nav"]
     return [next(iter(entry.items())) for entry in entries]
 
 

@@ -77,7 +77,7 @@ def test_make_build_and_mkdocs_build_make_the_same_site(repo, tmp_path):
     run(".venv/bin/mkdocs build --strict", repo)
     site = repo / "site"
     assert (site / "parameters-and-shapes" / "index.html").is_file()
-    assert (site / "assets" / "pyodide" / "pyodide.asm.wasm").is_file()
+    assert (site / "assets" / "pyodide" / "pyodide.asm.wasm.gz").is_file()
     filecmp.clear_cache()
     assert differing(site, tmp_path / "make-build") == []
     mismatched = [p for p in site.rglob("*") if p.is_file() and
@@ -129,8 +129,8 @@ def test_serving_with_live_reload(repo, command):
             html = r.read().decode()
         assert 'data-mha-widget="shapes"' in html and "livereload" in html
         assert "script-src 'self' 'wasm-unsafe-eval' 'unsafe-inline';" in html  # the injected reload script runs
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/assets/pyodide/pyodide.asm.wasm") as r:
-            assert r.headers["Content-Type"] == "application/wasm"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/assets/pyodide/pyodide.asm.wasm.gz") as r:
+            assert r.read(2) == b"\x1f\x8b"  # Python's files, gzipped, are served too
     finally:
         stop(process)
 
