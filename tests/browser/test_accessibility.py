@@ -163,3 +163,43 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
           .filter(b => b.scrollWidth <= b.clientWidth + 1).length""")
         assert still == 0
     log.check()
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_heads_widget_in_every_state(browser, site_url, heads_path, axe_source, scheme, viewport):
+    """Initial, waiting for Python with a new sentence (stale), live with the knock-out and the weight
+    matrices open, and after a failed start (error): each with no serious violation."""
+    log = PageLog()
+    log.allow(r"Failed to load resource|broken")
+    found = []
+    where = f"({scheme}, {viewport})"
+    with watched_page(browser, log, color_scheme=scheme) as page:
+        page.set_viewport_size(VIEWPORTS[viewport])
+        release = hold_python(page)
+        page.goto(site_url + heads_path)
+        widget = page.locator('[data-mha-widget="heads"]').first
+        widget.scroll_into_view_if_needed()
+        settle(page)
+        found += blocking(page, axe_source, f"initial {where}", '[data-mha-widget="heads"]')
+        sentence = widget.locator('textarea[name="sentence"]')
+        sentence.fill("the cat sat on the mat, the cat")
+        sentence.press("Enter")
+        expect(widget.locator('[data-stale="true"]').first).to_be_attached()
+        found += blocking(page, axe_source, f"stale {where}", '[data-mha-widget="heads"]')
+        release()
+        wait_ready(page)
+        expect(widget).to_have_attribute("data-state", "live")
+        widget.locator('input[name="ablate"]').check()
+        expect(widget).to_have_attribute("data-state", "live")
+        widget.locator('[data-output="weights-details"] summary').click()
+        found += blocking(page, axe_source, f"live, knocked out, matrices open {where}", '[data-mha-widget="heads"]')
+        page.context.route(re.compile(r".*/runtime/worker\.js$"),
+                           lambda route: route.fulfill(body="throw new Error('broken')", content_type="text/javascript"))
+        page.reload()
+        widget = page.locator('[data-mha-widget="heads"]').first
+        widget.scroll_into_view_if_needed()
+        expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
+        found += blocking(page, axe_source, f"error {where}", '[data-mha-widget="heads"]')
+    assert not found, "\n".join(found)
+    log.check()
