@@ -7,6 +7,8 @@ axe-core comes from npm (`npm pack`), pinned by its sha256 and kept in .cache/; 
 pages by the test only, never part of the site."""
 from __future__ import annotations
 
+import contextlib
+
 import re
 import tarfile
 import tempfile
@@ -102,21 +104,43 @@ def change(widget, name: str, value) -> None:
     field.press("Enter")
 
 
+@contextlib.contextmanager
+def widget_page(browser, url: str, name: str, scheme: str, viewport: str):
+    """(page, widget, release): url in scheme and viewport with Python held back (release() lets it start),
+    its first NAME widget in view; the page's log is checked on exit (a broken worker is allowed)."""
+    log = PageLog()
+    log.allow(r"Failed to load resource|broken")
+    with watched_page(browser, log, color_scheme=scheme) as page:
+        page.set_viewport_size(VIEWPORTS[viewport])
+        release = hold_python(page)
+        page.goto(url)
+        widget = page.locator(f'[data-mha-widget="{name}"]').first
+        widget.scroll_into_view_if_needed()
+        settle(page)
+        yield page, widget, release
+    log.check()
+
+
+def break_worker_and_reload(page, name: str):
+    """Reload with a worker that throws (Python's files, kept from the live run, would not be asked for
+    again); return the NAME widget once the runtime is in error."""
+    page.context.route(re.compile(r".*/runtime/worker\.js$"),
+                       lambda route: route.fulfill(body="throw new Error('broken')", content_type="text/javascript"))
+    page.reload()
+    widget = page.locator(f'[data-mha-widget="{name}"]').first
+    widget.scroll_into_view_if_needed()
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
+    return widget
+
+
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_the_shapes_widget_in_every_state(browser, site_url, shapes_path, axe_source, scheme, viewport):
     """Initial, waiting for Python (busy, results marked stale), live with "More" open, the divisibility
     check with its suggestions, and after a failed start (error): each with no serious violation."""
-    log = PageLog()
-    log.allow(r"Failed to load resource|broken")
     found = []
     where = f"({scheme}, {viewport})"
-    with watched_page(browser, log, color_scheme=scheme) as page:
-        page.set_viewport_size(VIEWPORTS[viewport])
-        release = hold_python(page)
-        page.goto(site_url + shapes_path)
-        widget = page.locator('[data-mha-widget="shapes"]').first
-        settle(page)
+    with widget_page(browser, site_url + shapes_path, "shapes", scheme, viewport) as (page, widget, release):
         found += blocking(page, axe_source, f"initial {where}")
         change(widget, "n_heads", 16)
         expect(widget).to_have_attribute("data-state", "busy")
@@ -131,18 +155,11 @@ def test_the_shapes_widget_in_every_state(browser, site_url, shapes_path, axe_so
         expect(widget.locator('[data-output="check"]')).to_have_attribute("data-ok", "false")
         expect(widget).to_have_attribute("data-state", "live")
         found += blocking(page, axe_source, f"check with suggestions {where}")
-        # A broken worker: Python's files, kept from the live run, would not be asked for again.
-        page.context.route(re.compile(r".*/runtime/worker\.js$"),
-                           lambda route: route.fulfill(body="throw new Error('broken')", content_type="text/javascript"))
-        page.reload()
-        widget = page.locator('[data-mha-widget="shapes"]').first
-        widget.scroll_into_view_if_needed()
-        expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
+        widget = break_worker_and_reload(page, "shapes")
         change(widget, "batch", form_config(widget)["batch"] + 1)
         expect(widget).to_have_attribute("data-state", "error")
         found += blocking(page, axe_source, f"error {where}")
     assert not found, "\n".join(found)
-    log.check()
 
 
 def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
@@ -170,17 +187,9 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
 def test_the_heads_widget_in_every_state(browser, site_url, heads_path, axe_source, scheme, viewport):
     """Initial, waiting for Python with a new sentence (stale), live with the knock-out and the weight
     matrices open, and after a failed start (error): each with no serious violation."""
-    log = PageLog()
-    log.allow(r"Failed to load resource|broken")
     found = []
     where = f"({scheme}, {viewport})"
-    with watched_page(browser, log, color_scheme=scheme) as page:
-        page.set_viewport_size(VIEWPORTS[viewport])
-        release = hold_python(page)
-        page.goto(site_url + heads_path)
-        widget = page.locator('[data-mha-widget="heads"]').first
-        widget.scroll_into_view_if_needed()
-        settle(page)
+    with widget_page(browser, site_url + heads_path, "heads", scheme, viewport) as (page, widget, release):
         found += blocking(page, axe_source, f"initial {where}", '[data-mha-widget="heads"]')
         sentence = widget.locator('textarea[name="sentence"]')
         sentence.fill("the cat sat on the mat, the cat")
@@ -194,12 +203,6 @@ def test_the_heads_widget_in_every_state(browser, site_url, heads_path, axe_sour
         expect(widget).to_have_attribute("data-state", "live")
         widget.locator('[data-output="weights-details"] summary').click()
         found += blocking(page, axe_source, f"live, knocked out, matrices open {where}", '[data-mha-widget="heads"]')
-        page.context.route(re.compile(r".*/runtime/worker\.js$"),
-                           lambda route: route.fulfill(body="throw new Error('broken')", content_type="text/javascript"))
-        page.reload()
-        widget = page.locator('[data-mha-widget="heads"]').first
-        widget.scroll_into_view_if_needed()
-        expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
+        break_worker_and_reload(page, "heads")
         found += blocking(page, axe_source, f"error {where}", '[data-mha-widget="heads"]')
     assert not found, "\n".join(found)
-    log.check()
