@@ -131,6 +131,19 @@ def show_widget(page) -> None:
         widgets.first.scroll_into_view_if_needed()
 
 
+def hold_python(page):
+    """Hold back Pyodide's .wasm so that Python cannot be ready; returns release(), which lets it through."""
+    held, released = [], []
+    page.context.route(re.compile(r".*/pyodide\.asm\.wasm\.gz$"),
+                       lambda route: route.continue_() if released else held.append(route))
+
+    def release():
+        released.append(True)
+        for route in held:
+            route.continue_()
+    return release
+
+
 def wait_ready(page) -> None:
     show_widget(page)
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=READY_TIMEOUT_MS)

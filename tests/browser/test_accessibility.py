@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from conftest import PageLog, wait_ready, watched_page
+from conftest import PageLog, hold_python, wait_ready, watched_page
 from sitebuild import CACHE
 from sitebuild.assets import cached, npm_pack, store
 from tests.helpers import form_config
@@ -83,19 +83,6 @@ def test_every_page_has_no_serious_violation(browser, built_site, site_url, axe_
             found += blocking(page, axe_source, f"{path or 'index'} ({scheme}, {viewport})")
     assert not found, "\n".join(found)
     log.check()
-
-
-def hold_python(page):
-    """Hold back Pyodide's .wasm so that Python cannot be ready; returns release()."""
-    held, released = [], []
-    page.context.route(re.compile(r".*/pyodide\.asm\.wasm\.gz$"),
-                       lambda route: route.continue_() if released else held.append(route))
-
-    def release():
-        released.append(True)
-        for route in held:
-            route.continue_()
-    return release
 
 
 def change(widget, name: str, value) -> None:

@@ -10,7 +10,7 @@ from mha_core.presets import PRESETS
 from playwright.sync_api import expect
 
 import conftest
-from conftest import wait_ready
+from conftest import hold_python, wait_ready
 from sitebuild import assets, serving, widgets
 from tests.helpers import FORM, assert_shows, build_into, expected, form_config, pages_with, serve, shown
 import mha_core.shapes
@@ -224,20 +224,6 @@ def test_junk_in_the_url_is_ignored_with_a_note(page, site_url, shapes_path):
     assert_shows(widget, **{**form_config(widget), "batch": 5})
 
 
-def hold_wasm(page):
-    """Hold back the .wasm requests (Pyodide's, and the worker's check of its hash) so that Python cannot be
-    ready; returns release(), which lets them through."""
-    held, released = [], []
-    page.context.route(re.compile(r".*/pyodide\.asm\.wasm\.gz$"),
-                       lambda route: route.continue_() if released else held.append(route))
-
-    def release():
-        released.append(True)
-        for route in held:
-            route.continue_()
-    return release
-
-
 def expect_stale(widget, stale: bool):
     """The check, its suggestions and the results are marked (or not) as not matching the form; marked ones
     are told apart by a dashed rule and a label, with their text at full strength (no fading)."""
@@ -256,7 +242,7 @@ def expect_stale(widget, stale: bool):
 
 
 def test_changes_before_python_is_ready_are_marked_then_applied(page, site_url, shapes_path):
-    release = hold_wasm(page)
+    release = hold_python(page)
     widget = open_widget(page, site_url, shapes_path)
     expect_stale(widget, False)
     set_number(widget, "n_heads", 16)
@@ -289,7 +275,7 @@ def test_after_a_failure_the_old_results_stay_marked_with_the_reason(page, page_
 
 
 def test_busy_is_styled(page, site_url, shapes_path):
-    release = hold_wasm(page)
+    release = hold_python(page)
     widget = open_widget(page, site_url, shapes_path)
     set_number(widget, "batch", 3)
     expect(widget).to_have_attribute("data-state", "busy")
