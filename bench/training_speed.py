@@ -168,8 +168,9 @@ def browser(site: Path | None) -> bool:
     with served_site(site) as (built, base), chromium() as b:
         page = b.new_page(viewport={"width": 1200, "height": 900})
         page.goto(base + pages_with(built, 'data-mha-widget="training"')[0])
-        expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=60_000)
         widget = page.locator('[data-mha-widget="training"]')
+        widget.scroll_into_view_if_needed()  # Python starts when a widget comes into view
+        expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=60_000)
         heads = page.locator('[data-mha-widget="heads"]')
         page.evaluate(WATCH)
         widget.locator('button[name="train"]').click()
