@@ -40,8 +40,10 @@ async function readBody(response, gzip, onBytes) {
 }
 
 export class Downloads {
-  /** Start downloading every file; progress(message) reports the bytes that arrived, at most every 250 ms. */
-  constructor(files, progress) {
+  /** Download every file: the urls in first at once, in parallel, the others once those have arrived (so that
+   *  the files needed first get the whole connection). progress(message) reports the bytes that arrived, at
+   *  most every 250 ms. */
+  constructor(files, progress, first) {
     this.files = files;
     this.progress = progress;
     this.total = Object.values(files).reduce((sum, f) => sum + f.bytes, 0);
@@ -49,7 +51,11 @@ export class Downloads {
     this.lastReport = 0;
     this.store = openStore();
     this.kept = new Set(); // urls whose checked bytes came from Cache Storage
-    this.loads = new Map(Object.keys(files).map((url) => [url, this.load(url)]));
+    this.loads = new Map(first.map((url) => [url, this.load(url)]));
+    const firstArrived = Promise.allSettled(this.loads.values());
+    for (const url of Object.keys(files)) {
+      if (!this.loads.has(url)) this.loads.set(url, firstArrived.then(() => this.load(url)));
+    }
     this.all = Promise.all(this.loads.values());
     this.all.catch(() => {}); // awaited by the worker
     this.fetch = this.fetch.bind(this);

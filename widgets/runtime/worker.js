@@ -73,8 +73,9 @@ async function loadNumPy(pyodide) {
 
 async function init({ indexURL, files, wheelURL }) {
   const t0 = performance.now();
-  // Every file starts downloading now, in parallel, once; Pyodide's own requests get the checked bytes.
-  const downloads = new Downloads(files, progress);
+  // Each file is downloaded once; Pyodide's own requests get the checked bytes. Pyodide's files come first,
+  // the wheels (NumPy, mha_core) download while Python starts.
+  const downloads = new Downloads(files, progress, Object.keys(files).filter((url) => !url.endsWith(".whl")));
   downloads.all.then(() => {
     downloading = false;
     post(step);
