@@ -3,7 +3,9 @@
 slower than the watchdog period reaches ready while bytes keep arriving; a link that stops delivering ends in
 `error` with the reason, and Retry fetches only what is missing; each file is downloaded once in a fresh
 (private-window-like) context and refused by hash when the server's copy is not the one built; a connection
-that asks to save data gets a button, not a download; instant navigation keeps one worker for both widget pages."""
+that asks to save data gets a button, not a download; instant navigation keeps one worker for both widget pages;
+a revisit restores Python from the memory the first visit kept, and a kept memory that is not intact, or that
+Python cannot restore, costs no more than a fresh start (or an error with the reason, then Retry)."""
 from __future__ import annotations
 
 import gzip
@@ -140,3 +142,102 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     assert_shows(shapes, **form_config(shapes))
     assert len([w for w in workers if w.endswith("/runtime/worker.js")]) == 1, workers
     assert urlsplit(page.url).path.startswith(MOUNT)
+
+
+HEX = """const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)),
+                                        (x) => x.toString(16).padStart(2, "0")).join("");"""
+# The key of the memory kept in Cache Storage once it is whole (readable, and its bytes those of its sha256).
+KEPT_MEMORY = """async () => {
+  %s
+  const store = await caches.open("mha-python");
+  const key = (await store.keys()).map((r) => r.url).find((url) => url.includes("/python-memory?"));
+  const kept = key && await store.match(key);
+  if (!kept) return null;
+  try {
+    const body = kept.body.pipeThrough(new DecompressionStream("gzip"));
+    return (await hex(await new Response(body).arrayBuffer())) === kept.headers.get("X-Content-SHA256") ? key : null;
+  } catch {
+    return null;
+  }
+}""" % HEX
+# Replace the kept memory with body (gzipped here); its recorded sha256 that of body (intact), or of other bytes.
+REPLACE_MEMORY = """async ([key, body, intact]) => {
+  %s
+  const bytes = new TextEncoder().encode(body);
+  const gz = await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
+  const sha = intact ? await hex(bytes) : await hex(new TextEncoder().encode("other bytes"));
+  await (await caches.open("mha-python")).put(key, new Response(gz, { headers: { "X-Content-SHA256": sha } }));
+}""" % HEX
+RESTORED = "restored as your last visit left it"
+
+
+def visit(context, url: str, name: str):
+    """A new page of context at url, its Python ready; returns (page, its widget)."""
+    page = context.new_page()
+    page.set_default_timeout(READY_TIMEOUT_MS)
+    widget = open_widget(page, url, name)
+    wait_ready(page)
+    return page, widget
+
+
+def kept_memory(page) -> str:
+    """The Cache Storage key of the memory Python's start kept (waited for: it is kept after ready)."""
+    for _ in range(120):
+        key = page.evaluate(KEPT_MEMORY)
+        if key:
+            return key
+        page.wait_for_timeout(250)
+    raise AssertionError("no memory was kept within 30 s of ready")
+
+
+def test_a_revisit_restores_python_from_the_memory_the_first_visit_kept(browser, built_site, shapes_path, page_log):
+    with throttled_site(built_site) as (network, url), watched_page(browser, page_log) as first:
+        widget = open_widget(first, url + shapes_path, "shapes")
+        wait_ready(first)
+        expect(status(first)).not_to_contain_text(RESTORED)
+        kept_memory(first)
+        first.close()
+        again, widget = visit(first.context, url + shapes_path, "shapes")
+        expect(status(again)).to_contain_text(RESTORED)
+        change_batch(widget, 5)
+        assert_shows(widget, **form_config(widget))
+        for name in PYTHON_FILES:
+            assert network.requests(name) == 1, (name, "was downloaded again")
+    page_log.check()
+
+
+def test_a_kept_memory_that_is_not_intact_is_dropped_and_python_starts_afresh(browser, site_url, shapes_path,
+                                                                              page_log):
+    with watched_page(browser, page_log) as first:
+        open_widget(first, site_url + shapes_path, "shapes")
+        wait_ready(first)
+        key = kept_memory(first)
+        first.evaluate(REPLACE_MEMORY, [key, "not Python's memory", False])
+        first.close()
+        again, widget = visit(first.context, site_url + shapes_path, "shapes")
+        expect(status(again)).not_to_contain_text(RESTORED)
+        change_batch(widget, 6)
+        assert_shows(widget, **form_config(widget))
+        assert kept_memory(again) == key  # a new memory is kept in its place
+    page_log.check()
+
+
+def test_a_kept_memory_python_cannot_restore_is_an_error_then_forgotten(browser, site_url, shapes_path, page_log):
+    """Intact by its sha256 yet not a memory Pyodide can restore: the start fails with the reason, and Retry
+    starts afresh without it."""
+    page_log.allow(r"Snapshot has invalid magic number|Python could not start")
+    with watched_page(browser, page_log) as first:
+        open_widget(first, site_url + shapes_path, "shapes")
+        wait_ready(first)
+        first.evaluate(REPLACE_MEMORY, [kept_memory(first), "an intact file that is not a memory", True])
+        first.close()
+        again = first.context.new_page()
+        widget = open_widget(again, site_url + shapes_path, "shapes")
+        expect(again.locator("html")).to_have_attribute("data-mha-runtime", "error", timeout=READY_TIMEOUT_MS)
+        expect(status(again)).to_contain_text("Python could not start")
+        status(again).get_by_role("button", name="Retry").click()
+        wait_ready(again)
+        expect(status(again)).not_to_contain_text(RESTORED)
+        change_batch(widget, 4)
+        assert_shows(widget, **form_config(widget))
+    page_log.check()

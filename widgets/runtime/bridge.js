@@ -118,7 +118,8 @@ class Runtime {
     } else if (data.type === "ready") {
       clearTimeout(this.timer);
       this.settle.resolve();
-      setStatus("ready", `Python ready in ${(data.ms / 1000).toFixed(1)} s: the numbers are computed in your browser.`);
+      const how = data.restored ? " (restored as your last visit left it)" : "";
+      setStatus("ready", `Python ready in ${(data.ms / 1000).toFixed(1)} s${how}: the numbers are computed in your browser.`);
     } else if (data.type === "failed") {
       this.stop(data.message);
     } else if (data.type === "held") { // the lock is granted once the worker has ended, whatever ended it

@@ -14,7 +14,7 @@ const fileName = (url) => new URL(url).pathname.split("/").pop();
 const typeOf = (url) => TYPES[url.split(".").pop()] || "application/octet-stream";
 const megabytes = (n) => (n / 1e6).toFixed(1);
 
-async function sha256(bytes) {
+export async function sha256(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -127,11 +127,11 @@ export class Downloads {
     return bytes;
   }
 
-  /** Drop kept files that are not this site's (an older build's), once Python has started. */
-  async forgetOthers() {
+  /** Drop kept files that are not this site's (an older build's) nor in also, once Python has started. */
+  async forgetOthers(also = []) {
     const store = await this.store;
     if (!store) return;
-    const wanted = new Set(Object.keys(this.files).map((url) => this.key(url)));
+    const wanted = new Set([...Object.keys(this.files).map((url) => this.key(url)), ...also]);
     for (const request of await store.keys()) if (!wanted.has(request.url)) await store.delete(request);
   }
 }

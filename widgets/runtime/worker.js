@@ -3,10 +3,12 @@
 // In:  {type: "init", indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}, lock}, then
 //      {type: "call", id, fn, args} (args: JSON text).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
-//      it ends); {type: "progress", message, downloading}..., then {type: "ready", ms} or {type: "failed", message};
+//      it ends); {type: "progress", message, downloading}..., then {type: "ready", ms, restored} (restored: Python
+//      came from the memory an earlier start kept) or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
 // fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
 import { Downloads } from "./downloads.js";
+import { forgetMemory, keepMemory, keptMemory, memoryKey } from "./memory.js";
 
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
 
@@ -43,8 +45,9 @@ async function importChecked(bytes) {
   }
 }
 
-/** loadPyodide, rejected as soon as a fatal start-up error is reported. */
-async function startPyodide(downloads, indexURL) {
+/** loadPyodide, rejected as soon as a fatal start-up error is reported. With memory (kept from an earlier
+ * start) Python is restored from it; without, it starts afresh, ready to make a memory snapshot. */
+async function startPyodide(downloads, indexURL, memory) {
   const file = (name) => downloads.bytes(new URL(name, indexURL).href);
   const { loadPyodide } = await importChecked(await file("pyodide.mjs"));
   await importChecked(await file("pyodide.asm.js")); // defines the factory, so loadPyodide does not fetch it
@@ -57,7 +60,8 @@ async function startPyodide(downloads, indexURL) {
         lines.push(args.join(" "));
         if (FATAL.test(lines.at(-1))) setTimeout(() => reject(new Error(lines.slice(-2).join(": "))), 0);
       };
-      loadPyodide({ indexURL, stdout: () => {}, stderr: console.warn }).then(resolve, reject);
+      const from = memory ? { _loadSnapshot: memory } : { _makeSnapshot: true };
+      loadPyodide({ indexURL, stdout: () => {}, stderr: console.warn, ...from }).then(resolve, reject);
     });
   } finally {
     console.warn = warn;
@@ -71,30 +75,48 @@ async function loadNumPy(pyodide) {
   if (!pyodide.loadedPackages.numpy) throw new Error(`NumPy could not be loaded: ${errors.at(-1) || "no reason"}`);
 }
 
+/** Python started from Pyodide's files: restored from the memory kept under memoryURL if there is one (a kept
+ * memory that fails is forgotten), else afresh. Returns (pyodide, the memory to keep or null). */
+async function startPython(downloads, indexURL, memoryURL) {
+  const store = await downloads.store;
+  const kept = await keptMemory(store, memoryURL);
+  try {
+    const pyodide = await startPyodide(downloads, indexURL, kept);
+    return [pyodide, kept ? null : pyodide.makeMemorySnapshot()];
+  } catch (err) {
+    if (kept) await forgetMemory(store, memoryURL);
+    throw err;
+  }
+}
+
 async function init({ indexURL, files, wheelURL }) {
   const t0 = performance.now();
   // Each file is downloaded once; Pyodide's own requests get the checked bytes. Pyodide's files come first,
   // the wheels (NumPy, mha_core) download while Python starts.
-  const downloads = new Downloads(files, progress, Object.keys(files).filter((url) => !url.endsWith(".whl")));
+  const pyodideFiles = Object.keys(files).filter((url) => !url.endsWith(".whl"));
+  const downloads = new Downloads(files, progress, pyodideFiles);
   downloads.all.then(() => {
     downloading = false;
     post(step);
   }, () => {}); // a failed download is reported below
   self.fetch = downloads.fetch;
+  const memoryURL = await memoryKey(indexURL, Object.fromEntries(pyodideFiles.map((url) => [url, files[url]])));
   const python = (async () => {
-    const pyodide = await startPyodide(downloads, indexURL);
+    const [pyodide, memory] = await startPython(downloads, indexURL, memoryURL);
     await loadNumPy(pyodide);
     stepTo("Loading mha_core…");
     pyodide.unpackArchive(await downloads.bytes(wheelURL), "wheel", { extractDir: SITE_PACKAGES });
     bridgeCall = pyodide.pyimport("mha_core.bridge").call;
+    return memory;
   })();
   // A file that did not arrive intact is the reason for a failure, whatever else fails because of it.
-  await Promise.all([python.catch(async (err) => {
+  const [memory] = await Promise.all([python.catch(async (err) => {
     await downloads.all;
     throw err;
   }), downloads.all]);
-  downloads.forgetOthers();
-  return performance.now() - t0;
+  const ms = performance.now() - t0;
+  keepMemory(await downloads.store, memoryURL, memory).catch(() => {}).then(() => downloads.forgetOthers([memoryURL]));
+  return { ms, restored: !memory };
 }
 
 /** Hold lock as long as this worker lives: the page learns of its end, a crash included, by the lock's release. */
@@ -128,7 +150,7 @@ self.onmessage = async ({ data }) => {
   if (data.type === "init") {
     holdLock(data.lock);
     try {
-      postMessage({ type: "ready", ms: await init(data) });
+      postMessage({ type: "ready", ...(await init(data)) });
     } catch (err) {
       postMessage({ type: "failed", message: `Python could not start: ${lastLine(err.message || err)}` });
     }

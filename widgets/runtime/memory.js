@@ -1,0 +1,44 @@
+// Python's memory just after it started (Pyodide's memory snapshot, about 20 MB, kept gzipped: about 5 MB), kept
+// in the same Cache Storage as the files, so that a later visit restores it instead of starting Python again.
+// Its key names the sha256 of every file the start is made of: a memory is restored only with the very files it
+// was made with. Its own sha256 travels with it and is checked before it is used.
+import { sha256 } from "./downloads.js";
+
+const CHECKED = "X-Content-SHA256";
+
+/** The Cache Storage key of the memory made from these files ({url: {sha256}}): beside them, under indexURL. */
+export async function memoryKey(indexURL, files) {
+  const made = Object.keys(files).sort().map((url) => `${url} ${files[url].sha256}`).join("\n");
+  return new URL(`python-memory?files=${await sha256(new TextEncoder().encode(made))}`, indexURL).href;
+}
+
+async function gzipped(bytes, direction) {
+  const stream = new Blob([bytes]).stream().pipeThrough(
+    direction === "compress" ? new CompressionStream("gzip") : new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** The kept memory under key, checked, or null (none, or not intact: then it is deleted). */
+export async function keptMemory(store, key) {
+  const kept = await store?.match(key);
+  if (!kept) return null;
+  try {
+    const bytes = await gzipped(await kept.arrayBuffer(), "decompress");
+    if ((await sha256(bytes)) === kept.headers.get(CHECKED)) return bytes;
+  } catch {
+    // not gzip: dropped below
+  }
+  await forgetMemory(store, key);
+  return null;
+}
+
+/** Keep memory under key (not waited for by the start: a full store only costs a slower later start). */
+export async function keepMemory(store, key, memory) {
+  if (!store || !memory) return;
+  const headers = { "Content-Type": "application/octet-stream", [CHECKED]: await sha256(memory) };
+  await store.put(key, new Response(await gzipped(memory, "compress"), { headers }));
+}
+
+export async function forgetMemory(store, key) {
+  await store?.delete(key).catch(() => {});
+}
