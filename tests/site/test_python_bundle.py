@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -82,3 +83,12 @@ def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(tmp_path, t
 def test_the_sizes_given_for_the_cdn_are_those_of_the_pinned_files():
     folder = assets.fetch_pyodide()
     assert assets.BROWSER_SIZES == {name: (folder / name).stat().st_size for name in assets.BROWSER_PINS}
+
+
+def test_what_a_fresh_start_imports_before_keeping_its_memory_is_in_the_standard_library_kept():
+    worker = (ROOT / "widgets/runtime/worker.js").read_text()
+    names = re.search(r'KEPT_IMPORTS = ((?:"[^"]*"\s*\+?\s*)+);', worker).group(1)
+    modules = {m.strip().split(".")[0] for m in "".join(re.findall(r'"([^"]*)"', names)).split(",")}
+    full = top_level(zipfile.ZipFile(assets.fetch_pyodide() / python_bundle.STDLIB))
+    assert {"json", "decimal", "importlib"} <= modules
+    assert not {m for m in modules if m in full} - python_bundle.STDLIB_KEEP  # the rest is built into Pyodide

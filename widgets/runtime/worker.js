@@ -12,6 +12,11 @@ import { forgetMemory, keepMemory, keptMemory, memoryKey } from "./memory.js";
 
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
 
+// Standard-library modules that installing NumPy, importing it and importing mha_core load: a fresh start
+// imports them before its memory is kept, so that a revisit restores them instead of compiling them again.
+const KEPT_IMPORTS = "importlib.metadata, tarfile, csv, pickle, ctypes, platform, dataclasses, unicodedata, " +
+  "fractions, decimal, json";
+
 // Emscripten reports a .wasm it cannot compile only with console.warn, and loadPyodide then never settles:
 // watch for it while Python starts.
 const FATAL = /instantiation failed|WebAssembly|^Aborted/;
@@ -82,7 +87,9 @@ async function startPython(downloads, indexURL, memoryURL) {
   const kept = await keptMemory(store, memoryURL);
   try {
     const pyodide = await startPyodide(downloads, indexURL, kept);
-    return [pyodide, kept ? null : pyodide.makeMemorySnapshot()];
+    if (kept) return [pyodide, null];
+    pyodide.runPython(`import ${KEPT_IMPORTS}`);
+    return [pyodide, pyodide.makeMemorySnapshot()];
   } catch (err) {
     if (kept) await forgetMemory(store, memoryURL);
     throw err;
