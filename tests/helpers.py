@@ -245,9 +245,39 @@ def check_answered(name, widget, value) -> None:
         check_layout(widget.evaluate(READ), tokens_of(value))
 
 
+# The memory Python's first start keeps in Cache Storage (widgets/runtime/memory.js), for a revisit.
+HEX = """const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)),
+                                        (x) => x.toString(16).padStart(2, "0")).join("");"""
+# The key of the memory kept in Cache Storage once it is whole (readable, and its bytes those of its sha256).
+KEPT_MEMORY = """async () => {
+  %s
+  const store = await caches.open("mha-python");
+  const key = (await store.keys()).map((r) => r.url).find((url) => url.includes("/python-memory?"));
+  const kept = key && await store.match(key);
+  if (!kept) return null;
+  try {
+    const body = kept.body.pipeThrough(new DecompressionStream("gzip"));
+    return (await hex(await new Response(body).arrayBuffer())) === kept.headers.get("X-Content-SHA256") ? key : null;
+  } catch {
+    return null;
+  }
+}""" % HEX
+
+
+def kept_memory(page) -> str:
+    """The Cache Storage key of the memory Python's start kept (waited for: it is kept after ready)."""
+    for _ in range(120):
+        key = page.evaluate(KEPT_MEMORY)
+        if key:
+            return key
+        page.wait_for_timeout(250)
+    raise AssertionError("no memory was kept within 30 s of ready")
+
+
 if __name__ == "__main__":  # `python -m tests.helpers`: the Chromium the browser tests would drive (make chromium)
     with sync_playwright() as p:
         try:
             print(find_chromium(p))
         except RuntimeError as e:
             sys.exit(str(e))
+

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 from conftest import READY_TIMEOUT_MS, open_widget, wait_ready, watched_page
 from playwright.sync_api import expect
 
-from tests.helpers import MOUNT, READ, SENTENCE, assert_shows, check_layout, form_config, show_sentence, tokens_of
+from tests.helpers import (HEX, MOUNT, READ, SENTENCE, assert_shows, check_layout, form_config, kept_memory,
+                           show_sentence, tokens_of)
 from tests.network import throttled_site
 
 PYTHON_FILES = ("pyodide.mjs", "pyodide.asm.wasm.gz", "pyodide.asm.js.gz", "python_stdlib.zip.gz",
@@ -144,22 +145,6 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     assert urlsplit(page.url).path.startswith(MOUNT)
 
 
-HEX = """const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)),
-                                        (x) => x.toString(16).padStart(2, "0")).join("");"""
-# The key of the memory kept in Cache Storage once it is whole (readable, and its bytes those of its sha256).
-KEPT_MEMORY = """async () => {
-  %s
-  const store = await caches.open("mha-python");
-  const key = (await store.keys()).map((r) => r.url).find((url) => url.includes("/python-memory?"));
-  const kept = key && await store.match(key);
-  if (!kept) return null;
-  try {
-    const body = kept.body.pipeThrough(new DecompressionStream("gzip"));
-    return (await hex(await new Response(body).arrayBuffer())) === kept.headers.get("X-Content-SHA256") ? key : null;
-  } catch {
-    return null;
-  }
-}""" % HEX
 # Replace the kept memory with body (gzipped here); its recorded sha256 that of body (intact), or of other bytes.
 REPLACE_MEMORY = """async ([key, body, intact]) => {
   %s
@@ -178,16 +163,6 @@ def visit(context, url: str, name: str):
     widget = open_widget(page, url, name)
     wait_ready(page)
     return page, widget
-
-
-def kept_memory(page) -> str:
-    """The Cache Storage key of the memory Python's start kept (waited for: it is kept after ready)."""
-    for _ in range(120):
-        key = page.evaluate(KEPT_MEMORY)
-        if key:
-            return key
-        page.wait_for_timeout(250)
-    raise AssertionError("no memory was kept within 30 s of ready")
 
 
 def test_a_revisit_restores_python_from_the_memory_the_first_visit_kept(browser, built_site, shapes_path, page_log):

@@ -12,8 +12,8 @@
 import config from "./config.js";
 import { eachPage } from "./page.js";
 
-// No byte for this long while downloading, or no word from Python for the longer period while it starts or
-// computes (a slow phone may need many seconds): the start or the call has stalled.
+// No byte for this long while Python waits for a download, or no word from Python for the longer period while
+// it starts or computes (a slow phone may need many seconds): the start or the call has stalled.
 const STALL_TIMEOUT_MS = 20000;
 const BUSY_TIMEOUT_MS = 60000;
 const NEAR_VIEW = "600px"; // Python starts when a widget comes this close to the screen
@@ -108,7 +108,8 @@ class Runtime {
 
   receive(data) {
     if (data.type === "progress") {
-      this.watch(`${data.message.replace(/[:…].*/, "")} stalled`, data.downloading ? STALL_TIMEOUT_MS : BUSY_TIMEOUT_MS);
+      this.watch(`${data.waiting ? "Downloading Python" : data.step} stalled`,
+                 data.waiting ? STALL_TIMEOUT_MS : BUSY_TIMEOUT_MS);
       setStatus("loading", data.message);
     } else if (data.type === "result") {
       this.pending.get(data.id)?.resolve(data.json);

@@ -41,13 +41,14 @@ async function readBody(response, gzip, onBytes) {
 
 export class Downloads {
   /** Download every file: the urls in first at once, in parallel, the others once those have arrived (so that
-   *  the files needed first get the whole connection). progress(message) reports the bytes that arrived, at
-   *  most every 250 ms. */
+   *  the files needed first get the whole connection). progress() is called as bytes arrive (at most every
+   *  250 ms) and whenever Python starts or stops waiting for a file. */
   constructor(files, progress, first) {
     this.files = files;
     this.progress = progress;
     this.total = Object.values(files).reduce((sum, f) => sum + f.bytes, 0);
     this.arrived = 0;
+    this.waiting = 0; // how many of Python's requests wait for a file that has not arrived
     this.lastReport = 0;
     this.store = openStore();
     this.kept = new Set(); // urls whose checked bytes came from Cache Storage
@@ -61,9 +62,22 @@ export class Downloads {
     this.fetch = this.fetch.bind(this);
   }
 
-  /** The checked bytes of url, one of the files. */
-  bytes(url) {
-    return this.loads.get(url);
+  /** The checked bytes of url, one of the files (counted in waiting until they are there). */
+  async bytes(url) {
+    this.waiting++;
+    this.progress();
+    try {
+      return await this.loads.get(url);
+    } finally {
+      this.waiting--;
+      this.progress();
+    }
+  }
+
+  /** "Downloading Python: 4.8 of 7.0 MB" while bytes are still to come, else null. */
+  get message() {
+    if (this.arrived >= this.total) return null;
+    return `Downloading Python: ${megabytes(this.arrived)} of ${megabytes(this.total)} MB`;
   }
 
   /** fetch() for Pyodide: its files come from here, anything else from the network as usual. */
@@ -84,7 +98,7 @@ export class Downloads {
     const now = performance.now();
     if (now - this.lastReport < REPORT_EVERY_MS && this.arrived < this.total) return;
     this.lastReport = now;
-    this.progress(`Downloading Python: ${megabytes(this.arrived)} of ${megabytes(this.total)} MB`);
+    this.progress();
   }
 
   async load(url) {

@@ -3,7 +3,7 @@
 // In:  {type: "init", indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}, lock}, then
 //      {type: "call", id, fn, args} (args: JSON text).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
-//      it ends); {type: "progress", message, downloading}..., then {type: "ready", ms, restored} (restored: Python
+//      it ends); {type: "progress", message, waiting, step}..., then {type: "ready", ms, restored} (restored: Python
 //      came from the memory an earlier start kept) or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
 // fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
@@ -23,14 +23,20 @@ const FATAL = /instantiation failed|WebAssembly|^Aborted/;
 
 let bridgeCall = null; // mha_core.bridge.call once Python is ready; null again if Python fails fatally
 
-// What the reader is told: the bytes that arrived while any download runs, then the step Python is at.
+// What the reader is told: the step Python is at, and the bytes that arrived while downloads run. waiting
+// tells the page's watchdog whether Python waits for bytes (then they must keep coming) or works (then a
+// silence is Python computing).
 let step = "Starting Python…";
-let downloading = true;
-const post = (message) => postMessage({ type: "progress", message, downloading });
-const progress = (message) => downloading && post(message);
+let downloads = null;
+function post() {
+  const bytes = downloads?.message;
+  const waiting = Boolean(downloads?.waiting);
+  const message = !bytes ? step : waiting ? bytes : `${step} ${bytes.replace("Downloading Python", "(downloading")})`;
+  postMessage({ type: "progress", message, waiting, step: step.replace("…", "") });
+}
 function stepTo(message) {
   step = message;
-  if (!downloading) post(step);
+  post();
 }
 
 /** The line that says what went wrong (a Python traceback's last), at most 300 characters. */
@@ -101,11 +107,7 @@ async function init({ indexURL, files, wheelURL }) {
   // Each file is downloaded once; Pyodide's own requests get the checked bytes. Pyodide's files come first,
   // the wheels (NumPy, mha_core) download while Python starts.
   const pyodideFiles = Object.keys(files).filter((url) => !url.endsWith(".whl"));
-  const downloads = new Downloads(files, progress, pyodideFiles);
-  downloads.all.then(() => {
-    downloading = false;
-    post(step);
-  }, () => {}); // a failed download is reported below
+  downloads = new Downloads(files, post, pyodideFiles);
   self.fetch = downloads.fetch;
   const memoryURL = await memoryKey(indexURL, Object.fromEntries(pyodideFiles.map((url) => [url, files[url]])));
   const python = (async () => {
