@@ -163,11 +163,16 @@ async function train(w) {
     show(w, 0);
     let done = false;
     let step = 0;
-    while (!done && !w.training.stop && w.root.isConnected) { // a page swapped out (instant navigation) stops it
-      const slice = await call("training_advance", { run: run.run, budget_ms: SLICE_MS });
+    const advance = () => call("training_advance", { run: run.run, budget_ms: SLICE_MS });
+    let next = advance();
+    while (next) {
+      const slice = await next;
+      ({ done, step } = slice);
+      // ask for the next slice before drawing this one, so Python trains while the page draws; a page
+      // swapped out (instant navigation) stops the run as Stop does
+      next = !done && !w.training.stop && w.root.isConnected ? advance() : null;
       run.history.push(...slice.history);
       run.checkpoints.push(...slice.checkpoints);
-      ({ done, step } = slice);
       progress.value = step;
       setText(progress, `${step} of ${run.steps} steps`);
       setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
