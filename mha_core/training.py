@@ -11,7 +11,8 @@ The model (no MLPs, no LayerNorm, no biases), x @ W convention:
     x = x + multi_head_attention(x, causal)      # once per layer, weights blocks.<l>.attn.W_Q/W_K/W_V/W_O
     logits = x @ W_U                             # [B, n, vocab]
 The attention layers run attention.py's multi-head attention; the backward pass is written by hand
-here (NumPy only, so it runs in the browser under Pyodide). Adam updates the weights.
+here (NumPy only, so it runs in the browser under Pyodide). Adam updates the weights. Every function
+keeps the weights' dtype: the widget's runs train in float32 (SCHEDULE_DTYPE), the checks in float64.
 Shapes: B batch, n seq_len, d_model, h n_heads, d_k d_head, V vocab.
 """
 
@@ -579,7 +580,7 @@ def _schedule_trainer(config, seed) -> Trainer:
 
 
 def recorded_run(config=None, seed: int = 0) -> dict:
-    """A whole run of SCHEDULE["steps"] steps as run_view gives it (what the page ships)."""
+    """A whole run of SCHEDULE["steps"] steps in SCHEDULE_DTYPE, as run_view gives it (what the page ships)."""
     trainer = _schedule_trainer(config, seed)
     trainer.run(SCHEDULE["steps"])
     return run_view(trainer)
