@@ -11,7 +11,8 @@ The model (no MLPs, no LayerNorm, no biases), x @ W convention:
     x = x + multi_head_attention(x, causal)      # once per layer, weights blocks.<l>.attn.W_Q/W_K/W_V/W_O
     logits = x @ W_U                             # [B, n, vocab]
 The attention layers run attention.py's multi-head attention; the backward pass is written by hand
-here (NumPy only, so it runs in the browser under Pyodide). Adam updates the weights.
+here (NumPy only, so it runs in the browser under Pyodide). Adam updates the weights. Every function
+keeps the weights' dtype: the widget's runs train in float32 (SCHEDULE_DTYPE), the checks in float64.
 Shapes: B batch, n seq_len, d_model, h n_heads, d_k d_head, V vocab.
 """
 
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .attention import _forward_steps, merge_heads, split_heads
+from .attention import _forward_steps, _matmul_2d, project, split_heads
 from .config import whole_number
 from .heads import tokenize
 
@@ -174,7 +175,7 @@ def _forward(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -
         steps = _forward_steps(x, W_Q, W_K, W_V, W_O, config.n_heads, None, None, True)
         layers.append(steps)
         x = x + steps["out"]  # [B, n, d_model]: the residual stream adds the layer's output
-    return x @ params["W_U"], layers + [{"x": x}]  # [B, n, d_model] @ [d_model, V] -> [B, n, V]
+    return project(x, params["W_U"]), layers + [{"x": x}]  # [B, n, d_model] @ [d_model, V] -> [B, n, V]
 
 
 def _check_tokens(tokens, config: TrainConfig) -> np.ndarray:
@@ -214,32 +215,94 @@ def forward(params: dict, tokens, config: TrainConfig, ablate=()) -> tuple[np.nd
 def _token_losses(logits: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(cross-entropy of each next-token prediction [B, n-1], probabilities [B, n-1, V])."""
     shifted = logits[:, :-1] - logits[:, :-1].max(axis=-1, keepdims=True)  # [B, n-1, V]
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # [B, n-1, V]
+    probs = np.exp(shifted)
+    total = probs.sum(axis=-1, keepdims=True)  # [B, n-1, 1]
+    probs /= total
     target = tokens[:, 1:, None]  # [B, n-1, 1]: position t predicts token t + 1
-    return -np.take_along_axis(log_probs, target, axis=-1)[..., 0], np.exp(log_probs)
+    return (np.log(total) - np.take_along_axis(shifted, target, axis=-1))[..., 0], probs  # -log(probs[target])
 
 
 def _outer_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Σ over batch and positions of a[b, t]ᵀ b[b, t]: [B, n, i], [B, n, j] -> [i, j] (a weight's gradient)."""
-    return a.reshape(-1, a.shape[-1]).T @ b.reshape(-1, b.shape[-1])  # [i, B·n] @ [B·n, j] -> [i, j]
+    return _matmul_2d(a.reshape(-1, a.shape[-1]).T, b.reshape(-1, b.shape[-1]))  # [i, B·n] @ [B·n, j] -> [i, j]
 
 
-def _attention_backward(steps: dict, d_out: np.ndarray, W_QKV: np.ndarray, W_O: np.ndarray, n_heads: int):
-    """Gradients of one attention layer: (d_x [B, n, d_model], d_W_QKV, d_W_O) from d_out [B, n, d_model]."""
-    x, weights = steps["x"], steps["weights"]  # [B, n, d_model], [B, h, n, n]
+def _sum_by_token(tokens: np.ndarray, g: np.ndarray, vocab: int) -> np.ndarray:
+    """g's rows summed by token: [B, n], [B, n, k] -> [vocab, k]."""
+    k = g.shape[-1]
+    cells = (tokens.reshape(-1, 1) * k + np.arange(k)).reshape(-1).astype(np.intp)  # [B·n·k]: (token, column)
+    return np.bincount(cells, weights=g.reshape(-1), minlength=vocab * k).reshape(vocab, k).astype(g.dtype)
+
+
+CAUSAL_BLOCKS = 4  # the backward's attention products go block row by block row (see _triangular_matmul)
+
+
+def _row_blocks(n: int) -> list[tuple[int, int]]:
+    """[start, end) of CAUSAL_BLOCKS nearly equal ranges covering 0..n."""
+    edges = [n * i // CAUSAL_BLOCKS for i in range(CAUSAL_BLOCKS + 1)]
+    return [(s, e) for s, e in zip(edges, edges[1:]) if e > s]
+
+
+def _triangular_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, upper: bool = False) -> np.ndarray:
+    """out = a @ b for a [..., n, n] that is zero above its diagonal (below it if upper), b [..., n, k].
+
+    Block row s:e of a lower-triangular a has nothing past column e, of an upper one nothing before
+    column s: skipping those blocks saves a third of the multiply-adds with 4 blocks.
+    """
+    for s, e in _row_blocks(a.shape[-1]):
+        cols = slice(s, None) if upper else slice(0, e)
+        np.matmul(a[..., s:e, cols], b[..., cols, :], out=out[..., s:e, :])
+    return out
+
+
+def _lower_part(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b where it is on or below the diagonal: [..., n, k] @ [..., k, n] -> [..., n, n].
+
+    Block rows s:e are computed up to column e; the blocks right of that stay zero.
+    """
+    out = np.zeros((*a.shape[:-1], b.shape[-1]), a.dtype)
+    for s, e in _row_blocks(a.shape[-2]):
+        np.matmul(a[..., s:e, :], b[..., :, :e], out=out[..., s:e, :e])
+    return out
+
+
+def _attention_backward(steps: dict, d_out: np.ndarray, W_O: np.ndarray, n_heads: int):
+    """(d_qkv [B, n, 3·h·d_k], d_W_O) of one causal attention layer from d_out [B, n, d_model].
+
+    d_qkv is the gradient of the fused projection qkv = x @ W_QKV; the caller turns it into W_QKV's
+    gradient and x's. The weights are zero above the diagonal (causal), so the products skip those blocks.
+    """
+    weights = steps["weights"]  # [B, h, n, n]
     q, k, v = steps["q_heads"], steps["k_heads"], steps["v_heads"]  # [B, h, n, d_k] each
     d_W_O = _outer_sum(steps["merged"], d_out)  # [h·d_k, d_model]
-    d_z = split_heads(d_out @ W_O.T, n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]: merge's inverse
-    d_weights = d_z @ np.swapaxes(v, -1, -2)  # [B, h, n, d_k] @ [B, h, d_k, n] -> [B, h, n_q, n_k]
-    d_v = np.swapaxes(weights, -1, -2) @ d_z  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
+    d_z = split_heads(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]: merge's inverse
+    d_qkv = np.empty((*d_out.shape[:-1], 3 * W_O.shape[0]), d_out.dtype)  # [B, n, 3·h·d_k]: d_q | d_k | d_v, as qkv
+    d_q, d_k, d_v = (split_heads(d_qkv[..., i * W_O.shape[0]:(i + 1) * W_O.shape[0]], n_heads)
+                     for i in range(3))  # [B, h, n, d_k] views
+    d_weights = _lower_part(d_z, np.swapaxes(v, -1, -2))  # [B, h, n, d_k] @ [B, h, d_k, n] -> [B, h, n_q, n_k]
+    _triangular_matmul(np.swapaxes(weights, -1, -2), d_z, d_v, upper=True)  # [B, h, n_k, n_q] @ [B, h, n_q, d_k]
     # softmax: d_scores = w ⊙ (d_w - Σ_k w d_w); masked keys have w = 0, so they get no gradient
     d_scores = weights * (d_weights - (d_weights * weights).sum(axis=-1, keepdims=True))  # [B, h, n, n]
     d_scores *= 1 / math.sqrt(q.shape[-1])  # scores = q kᵀ / √d_k
-    d_q = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
-    d_k = np.swapaxes(d_scores, -1, -2) @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
-    d_qkv = np.concatenate([merge_heads(g) for g in (d_q, d_k, d_v)], axis=-1)  # -> [B, n, 3·h·d_k]
-    d_W_QKV = _outer_sum(x, d_qkv)  # [d_model, 3·h·d_k]
-    return d_qkv @ W_QKV.T, d_W_QKV, d_W_O  # [B, n, 3·h·d_k] @ [3·h·d_k, d_model] -> [B, n, d_model]
+    _triangular_matmul(d_scores, k, d_q)  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
+    _triangular_matmul(np.swapaxes(d_scores, -1, -2), q, d_k, upper=True)  # [B, h, n_k, n_q] @ [B, h, n_q, d_k]
+    return d_qkv, d_W_O
+
+
+def _embedding_backward(params: dict, tokens: np.ndarray, d_x: np.ndarray, d_qkv: np.ndarray, W_QKV: np.ndarray):
+    """(d_W_E, d_W_pos, layer 0's d_W_QKV) from d_x [B, n, d_model], the residual stream's gradient at the
+    embedding x = W_E[tokens] + W_pos, and d_qkv [B, n, 3·h·d_k], that of layer 0's qkv = x @ W_QKV.
+
+    x's rows are sums of rows of two small tables, so sums by token (S_E, [V, ·]) and by position
+    (S_pos, [n, ·]) replace the products over all B·n rows: xᵀ d_qkv = W_Eᵀ S_E + W_posᵀ S_pos, and
+    the gradient d_qkv @ W_QKVᵀ sends back to x reaches W_E as S_E @ W_QKVᵀ and W_pos as S_pos @ W_QKVᵀ.
+    """
+    n, d = tokens.shape[1], d_x.shape[-1]
+    both = np.concatenate((d_x, d_qkv), axis=-1)  # [B, n, d_model + 3·h·d_k]
+    sums = {"W_E": _sum_by_token(tokens, both, len(params["W_E"])), "W_pos": both.sum(axis=0)}  # [V, ·], [n, ·]
+    d_W_QKV = sum(_matmul_2d(params[name][:len(s)].T, s[:, d:]) for name, s in sums.items())  # [d_model, 3·h·d_k]
+    d_E, d_pos = (s[:, :d] + _matmul_2d(s[:, d:], W_QKV.T) for s in sums.values())  # [V, d_model], [n, d_model]
+    return d_E, np.pad(d_pos, ((0, len(params["W_pos"]) - n), (0, 0))), d_W_QKV  # positions ≥ n: no gradient
 
 
 def loss_and_grads(params: dict, tokens, config: TrainConfig) -> tuple[float, dict[str, np.ndarray]]:
@@ -248,24 +311,23 @@ def loss_and_grads(params: dict, tokens, config: TrainConfig) -> tuple[float, di
     tokens = _check_tokens(tokens, config)
     logits, layers = _forward(params, tokens, config)
     losses, probs = _token_losses(logits, tokens)  # [B, n-1], [B, n-1, V]
-    B, n = tokens.shape
     d_logits = np.zeros_like(logits)  # [B, n, V]; the last position predicts nothing
     d_logits[:, :-1] = probs
     np.put_along_axis(d_logits[:, :-1], tokens[:, 1:, None], np.take_along_axis(probs, tokens[:, 1:, None], -1) - 1, -1)
     d_logits /= losses.size  # d(mean)/d(logits) = (softmax - one-hot) / count
     grads = {"W_U": _outer_sum(layers[-1]["x"], d_logits)}  # [d_model, V]
-    d_x = d_logits @ params["W_U"].T  # [B, n, V] @ [V, d_model] -> [B, n, d_model]
+    d_x = project(d_logits, params["W_U"].T)  # [B, n, V] @ [V, d_model] -> [B, n, d_model]
     for layer in reversed(range(config.n_layers)):
         W_Q, W_K, W_V, W_O = _layer(params, layer)
-        d_x_attn, d_W_QKV, grads[f"blocks.{layer}.attn.W_O"] = _attention_backward(
-            layers[layer], d_x, np.concatenate((W_Q, W_K, W_V), axis=1), W_O, config.n_heads)
+        W_QKV = np.concatenate((W_Q, W_K, W_V), axis=1)  # [d_model, 3·h·d_k]
+        d_qkv, grads[f"blocks.{layer}.attn.W_O"] = _attention_backward(layers[layer], d_x, W_O, config.n_heads)
+        if layer:
+            d_W_QKV = _outer_sum(layers[layer]["x"], d_qkv)  # [d_model, 3·h·d_k]
+            d_x = d_x + project(d_qkv, W_QKV.T)  # the residual stream: x reaches the output directly and through the layer
+        else:
+            grads["W_E"], grads["W_pos"], d_W_QKV = _embedding_backward(params, tokens, d_x, d_qkv, W_QKV)
         for i, w in enumerate(("W_Q", "W_K", "W_V")):  # [d_model, 3·h·d_k] -> 3 × [d_model, h·d_k]
-            grads[f"blocks.{layer}.attn.{w}"] = d_W_QKV[:, i * W_Q.shape[1]:(i + 1) * W_Q.shape[1]]
-        d_x = d_x + d_x_attn  # the residual stream: x reaches the output directly and through the layer
-    one_hot = np.eye(config.vocab)[tokens.reshape(-1)]  # [B·n, V]
-    grads["W_E"] = one_hot.T @ d_x.reshape(B * n, -1)  # [V, B·n] @ [B·n, d_model] -> [V, d_model]
-    grads["W_pos"] = np.zeros_like(params["W_pos"])
-    grads["W_pos"][:n] = d_x.sum(axis=0)  # [B, n, d_model] -> [n, d_model]
+            grads[f"blocks.{layer}.attn.{w}"] = d_W_QKV[:, i * W_O.shape[0]:(i + 1) * W_O.shape[0]]
     return float(losses.mean()), {name: grads[name] for name in config.param_shapes}
 
 
@@ -341,9 +403,12 @@ class Trainer:
     the weights goes into checkpoints ({"step", "params"}). The same config and seed give the same
     run, bit for bit, on one machine. A training loss that is not finite or above DIVERGED × log(vocab),
     or weights that stop being finite, raise TrainingDiverged and leave the run at its last finite state.
+    dtype is the weights' and every computation's floating type: float64 (exact, for the gradient
+    checks) or float32 (the widget's runs, SCHEDULE_DTYPE: faster in the browser's NumPy).
     """
 
-    def __init__(self, config=None, seed: int = 0, log_every: int = 10, checkpoint_every: int = 0):
+    def __init__(self, config=None, seed: int = 0, log_every: int = 10, checkpoint_every: int = 0,
+                 dtype=np.float64):
         self.config = as_config(config)
         self.seed = _seed(seed)
         self.log_every, error = whole_number("log_every", log_every, 10_000)
@@ -353,8 +418,12 @@ class Trainer:
         if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 0:
             raise ValueError(f"checkpoint_every must be a whole number, 0 for none, got {checkpoint_every!r:.40}.")
         self.checkpoint_every = int(checkpoint_every)
-        self.params = init_params(self.config, self.seed)
-        self.moments = {name: (np.zeros_like(p), np.zeros_like(p)) for name, p in self.params.items()}
+        if np.dtype(dtype) not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {dtype!r:.40}.")
+        weights = init_params(self.config, self.seed).values()  # float64, then rounded to dtype
+        self.flat = np.concatenate([p.reshape(-1) for p in weights]).astype(dtype)  # [P]
+        self.params = unflatten(self.flat, self.config)  # views of flat
+        self.moments = (np.zeros_like(self.flat), np.zeros_like(self.flat))  # Adam's m and v, [P] each
         self.batches = np.random.default_rng([self.seed, 1])
         self.eval_tokens = eval_batch(self.config, self.seed)
         self.step, self.history, self.checkpoints = 0, [], []
@@ -366,17 +435,17 @@ class Trainer:
         if self.checkpoint_every and self.step % self.checkpoint_every == 0:
             self.checkpoints.append({"step": self.step, "params": {k: v.copy() for k, v in self.params.items()}})
 
-    def _adam_step(self, grads: dict) -> tuple[dict, dict]:
-        """(weights, moments) after one Adam step, new arrays: the run's own stay as they were."""
+    def _adam_step(self, grads: dict) -> tuple[np.ndarray, tuple]:
+        """(weights [P], moments) after one Adam step, new arrays: the run's own stay as they were.
+
+        All weights are one flat array, so each of Adam's operations is one NumPy call.
+        """
         t, b1, b2 = self.step + 1, ADAM["beta1"], ADAM["beta2"]
-        params, moments = {}, {}
-        for name, g in grads.items():
-            m, v = self.moments[name]
-            m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-            moments[name] = (m, v)
-            step = self.config.lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + ADAM["eps"])
-            params[name] = self.params[name] - step
-        return params, moments
+        g = np.concatenate([grads[name].reshape(-1) for name in self.config.param_shapes])  # [P]
+        m, v = self.moments
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        step = self.config.lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + ADAM["eps"])
+        return self.flat - step, (m, v)
 
     def _check_loss(self, loss: float) -> None:
         """Raise TrainingDiverged if loss is not finite or above DIVERGED × a uniform guess's loss."""
@@ -398,10 +467,10 @@ class Trainer:
             tokens = sample_batch(self.config, self.batches)
             loss, grads = loss_and_grads(self.params, tokens, self.config)
             self._check_loss(loss)
-            params, moments = self._adam_step(grads)
-            if not all(np.isfinite(p).all() for p in params.values()):
+            flat, moments = self._adam_step(grads)
+            if not np.isfinite(flat).all():
                 self._check_loss(math.nan)
-            self.params, self.moments = params, moments
+            self.flat, self.params, self.moments = flat, unflatten(flat, self.config), moments
             self.step += 1
             self._record()
         return n_steps
@@ -432,9 +501,13 @@ def decode_params(text: str, config: TrainConfig) -> dict[str, np.ndarray]:
         raise ValueError(f"params hold {data.size} numbers, but this config has {sum(sizes)} weights.")
     if not np.isfinite(data).all():
         raise ValueError("params contain NaN or infinite values.")
-    offsets = np.cumsum([0] + sizes)
-    return {name: data[a:b].astype(np.float64).reshape(shape)
-            for (name, shape), a, b in zip(config.param_shapes.items(), offsets, offsets[1:])}
+    return {name: p.astype(np.float64) for name, p in unflatten(data, config).items()}
+
+
+def unflatten(flat: np.ndarray, config: TrainConfig) -> dict[str, np.ndarray]:
+    """Every weight as a view of flat [P], the weights concatenated in param_shapes' order."""
+    offsets = np.cumsum([0] + [math.prod(shape) for shape in config.param_shapes.values()])
+    return {name: flat[a:b].reshape(shape) for (name, shape), a, b in zip(config.param_shapes.items(), offsets, offsets[1:])}
 
 
 def config_dict(config: TrainConfig) -> dict:
@@ -446,6 +519,7 @@ def config_dict(config: TrainConfig) -> dict:
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
 SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
+SCHEDULE_DTYPE = np.float32  # the widget's runs, built and live, train in float32
 ROLE_MIN = 0.4  # a head is named after its best detector score when that score reaches this
 MAX_BUDGET_MS = 1000
 _RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
@@ -502,11 +576,11 @@ def run_view(trainer: Trainer) -> dict:
 
 
 def _schedule_trainer(config, seed) -> Trainer:
-    return Trainer(config, seed, SCHEDULE["log_every"], SCHEDULE["checkpoint_every"])
+    return Trainer(config, seed, SCHEDULE["log_every"], SCHEDULE["checkpoint_every"], SCHEDULE_DTYPE)
 
 
 def recorded_run(config=None, seed: int = 0) -> dict:
-    """A whole run of SCHEDULE["steps"] steps as run_view gives it (what the page ships)."""
+    """A whole run of SCHEDULE["steps"] steps in SCHEDULE_DTYPE, as run_view gives it (what the page ships)."""
     trainer = _schedule_trainer(config, seed)
     trainer.run(SCHEDULE["steps"])
     return run_view(trainer)

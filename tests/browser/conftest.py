@@ -84,12 +84,16 @@ class PageLog:
         self.violations.append(text)
 
     def watch(self, context, page) -> None:
-        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        page.on("console", lambda message: self.console("page", message))
-        page.on("worker", lambda worker: worker.on("console", lambda message: self.console("worker", message)))
+        self.watch_page(page)
         context.on("request", self.request)
         context.expose_binding("__mhaViolation", self.violation)
         context.add_init_script(REPORT_VIOLATIONS)
+
+    def watch_page(self, page, name: str = "page") -> None:
+        """Watch one more page of a watched context (a second tab): its errors and its worker's."""
+        page.on("pageerror", lambda error: self.problems.append(f"{name} error: {error}"))
+        page.on("console", lambda message: self.console(name, message))
+        page.on("worker", lambda worker: worker.on("console", lambda message: self.console(f"{name}'s worker", message)))
 
     def check(self) -> None:
         problems = self.problems + [f"Content-Security-Policy violation: {v}" for v in self.violations]

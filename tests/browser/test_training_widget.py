@@ -1,16 +1,20 @@
 """The training widget in the real site: its first paint against the shipped asset, the step slider, head
-selection, the knock-out (Python in the worker), a live run with Stop, bad settings and a diverging run."""
+selection, the knock-out (Python in the worker), a live run with Stop, bad settings and a diverging run,
+leaving the page mid-run (instant navigation) and two tabs training at once."""
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
+import re
 
 import numpy as np
 import pytest
 from playwright.sync_api import expect
 
+import conftest
 from mha_core import training
+from tests.helpers import assert_shows, form_config
 
 ASSET = "assets/widgets/training/run.json"
 READ = """root => ({
@@ -238,3 +242,88 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     expect(widget.locator('button[name="stop"]')).to_be_disabled()
     assert "NaN" not in widget.inner_text()
 
+
+
+# Before the page's scripts: every call the page sends to its Python worker is kept in window.__mhaCalls.
+RECORD_CALLS = """window.__mhaCalls = [];
+const post = Worker.prototype.postMessage;
+Worker.prototype.postMessage = function (message, ...rest) {
+  if (message && message.type === "call") window.__mhaCalls.push(message.fn);
+  return post.call(this, message, ...rest);
+};"""
+
+
+def start_training(widget) -> None:
+    """Press Train and wait for the run's first checkpoint after step 0."""
+    widget.locator('button[name="train"]').click()
+    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
+
+
+def expect_settled(widget, run_shown: str) -> None:
+    """Not training, no error, Train enabled and Stop disabled, showing run_shown ("built" or "reader")."""
+    expect(widget).not_to_have_attribute("data-state", re.compile("training|busy|error"))
+    expect(widget.locator('[data-output="error"]')).to_be_hidden()
+    expect(widget.locator('button[name="train"]')).to_be_enabled()
+    expect(widget.locator('button[name="stop"]')).to_be_disabled()
+    if run_shown == "reader":
+        expect(widget).to_have_attribute("data-run", "reader")
+    else:
+        expect(widget).not_to_have_attribute("data-run", "reader")
+
+
+def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(page, training_url, run):
+    page.context.add_init_script(RECORD_CALLS)
+    widget = conftest.open_widget(page, training_url, "training")
+    conftest.wait_ready(page)
+    start_training(widget)
+    page.locator("a.md-footer__link--prev").click()  # instant navigation to the shapes page
+    shapes = page.locator('[data-mha-widget="shapes"]').first
+    expect(shapes).to_be_attached()
+    assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # the same document and worker
+    page.wait_for_function("() => window.__mhaCalls.includes('training_stop')")  # the run ends itself
+    batch = shapes.locator('input[type="number"][name="batch"]')
+    batch.fill("3")
+    batch.press("Enter")
+    assert_shows(shapes, **form_config(shapes))  # Python answers this page's widget
+    calls = page.evaluate("window.__mhaCalls")
+    assert "training_advance" not in calls[calls.index("training_stop"):]
+    page.go_back()
+    widget = page.locator('[data-mha-widget="training"]')
+    expect_settled(widget, "built")
+    expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", str(run["steps"]))
+    expect(widget.locator('[data-output="run"]')).to_have_text(re.compile(
+        r"Your run \(seed \d+\) stopped at step \d+ when you left this page\. Shown: the run trained when this page was built"))
+    start_training(widget)  # and a new run starts and stops as usual
+    widget.locator('button[name="stop"]').click()
+    expect_settled(widget, "reader")
+    expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
+
+
+def test_two_tabs_train_at_once_each_with_its_own_python(page, page_log, training_url):
+    second = page.context.new_page()
+    page_log.watch_page(second, "second tab")
+    tabs = [page, second]
+    widgets = [conftest.open_widget(tab, training_url, "training") for tab in tabs]  # both start Python at once
+    for tab in tabs:
+        conftest.wait_ready(tab)
+    workers = [[w for w in tab.workers if w.url.endswith("/runtime/worker.js")] for tab in tabs]
+    assert [len(w) for w in workers] == [1, 1] and workers[0][0] != workers[1][0]
+    for widget in widgets:
+        widget.locator('button[name="train"]').click()
+    for widget in widgets:  # both train at once
+        expect(widget).to_have_attribute("data-state", "training")
+        expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
+    first, other = widgets
+    first.locator('button[name="stop"]').click()
+    expect_settled(first, "reader")
+    expect(other).to_have_attribute("data-state", "training")  # the other tab's run goes on
+    # the first tab is used while the second trains: knock out a head of its stopped run
+    first.locator('button[data-layer="0"][data-head="0"]').click()
+    first.locator('button[name="knockout"]').click()
+    expect(first.locator('[data-output="knockout"]')).to_contain_text("→")
+    expect_settled(first, "reader")
+    expect(other).to_have_attribute("data-state", "training")
+    other.locator('button[name="stop"]').click()
+    expect_settled(other, "reader")
+    expect(other.locator('[data-output="run"]')).to_contain_text("stopped at step")

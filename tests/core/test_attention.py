@@ -309,3 +309,20 @@ def test_only_some_biases():
     args.update(x=x, W_V=rng.standard_normal((8, 8)), W_O=np.eye(8), b_V=np.arange(8.0))
     out, _ = multi_head_attention(**args)  # W_Q = W_K = 0: uniform weights over all keys
     assert np.allclose(out, (x @ args["W_V"] + np.arange(8.0)).mean(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_products_without_blas_equal_matmul(monkeypatch, dtype, batched):
+    """Pyodide's NumPy has no BLAS: there the projections run as einsum (attention.NO_BLAS)."""
+    from mha_core import attention
+    draw = np.random.default_rng(7)
+    x = draw.standard_normal((2, 5, 12) if batched else (5, 12)).astype(dtype)
+    W = [draw.standard_normal(shape).astype(dtype) for shape in ((12, 12), (12, 6), (12, 6), (12, 12))]
+    out, weights = multi_head_attention(x, *W, n_heads=4, b_Q=np.ones(12, dtype), causal=True)
+    monkeypatch.setattr(attention, "NO_BLAS", True)
+    einsum_out, einsum_weights = multi_head_attention(x, *W, n_heads=4, b_Q=np.ones(12, dtype), causal=True)
+    assert einsum_out.dtype == dtype and einsum_out.shape == out.shape
+    tolerance = 1e-12 if dtype == np.float64 else 1e-5  # float32: rounding of sums in another order
+    assert np.allclose(einsum_out, out, rtol=tolerance, atol=tolerance * np.abs(out).max())
+    assert np.allclose(einsum_weights, weights, rtol=tolerance, atol=tolerance)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_limits
 
-from mha_core import bridge, multi_head_attention
+from mha_core import attention, bridge, multi_head_attention, training
 from mha_core.training import (TrainConfig, Trainer, TrainingDiverged, decode_params, encode_params, evaluate,
                                forward, init_params, loss_and_grads, recorded_run, sample_batch, text_tokens, train)
 
@@ -92,6 +92,36 @@ def test_gradients_match_central_finite_differences():
             numeric[i] = (up - down) / (2 * eps)
         error = np.linalg.norm(numeric - grads[name]) / max(np.linalg.norm(numeric), np.linalg.norm(grads[name]))
         assert error <= 1e-6, f"{name}: relative error {error:.2e}"
+
+
+@pytest.mark.parametrize("n", [2, 3, 10])
+def test_the_browsers_paths_give_the_same_gradients(monkeypatch, n):
+    """Without BLAS (Pyodide) products run as einsum; causal blocks are skipped at any length."""
+    params, tokens = small_case()
+    loss, grads = loss_and_grads(params, tokens[:, :n], SMALL)
+    monkeypatch.setattr(attention, "NO_BLAS", True)
+    monkeypatch.setattr(training, "CAUSAL_BLOCKS", 1)
+    plain_loss, plain = loss_and_grads(params, tokens[:, :n], SMALL)
+    assert abs(loss - plain_loss) <= 1e-12
+    for name in grads:
+        assert np.allclose(grads[name], plain[name], rtol=1e-10, atol=1e-14), name
+
+
+def test_a_float32_run_stays_float32_and_is_repeatable():
+    runs = [Trainer(SMALL, seed=4, dtype=np.float32) for _ in range(2)]
+    for trainer in runs:
+        trainer.run(20)
+    assert all(p.dtype == np.float32 for p in runs[0].params.values())
+    assert all(m.dtype == np.float32 for m in runs[0].moments)
+    assert all(np.array_equal(runs[0].params[k], runs[1].params[k]) for k in runs[0].params)
+    params, tokens = small_case()
+    _, exact = loss_and_grads(params, tokens, SMALL)
+    _, single = loss_and_grads({k: v.astype(np.float32) for k, v in params.items()}, tokens, SMALL)
+    for name in exact:
+        assert single[name].dtype == np.float32
+        assert np.linalg.norm(single[name] - exact[name]) <= 1e-4 * np.linalg.norm(exact[name]), name
+    with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+        Trainer(SMALL, dtype=np.float16)
 
 
 def torch_loss(params: dict, tokens: np.ndarray, config: TrainConfig) -> torch.Tensor:

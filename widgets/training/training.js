@@ -13,6 +13,7 @@ import { drawCharts } from "./charts.js";
 import { decodePatterns, drawGrid, drawHead, layoutGrid, summarize } from "./view.js";
 
 const SLICE_MS = 80; // Python's share of each slice of a live run
+let leftRun = null; // the reader's run that leaving its page stopped: the next training widget says so
 
 async function sha256(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
@@ -162,11 +163,16 @@ async function train(w) {
     show(w, 0);
     let done = false;
     let step = 0;
-    while (!done && !w.training.stop && w.root.isConnected) { // a page swapped out (instant navigation) stops it
-      const slice = await call("training_advance", { run: run.run, budget_ms: SLICE_MS });
+    const advance = () => call("training_advance", { run: run.run, budget_ms: SLICE_MS });
+    let next = advance();
+    while (next) {
+      const slice = await next;
+      ({ done, step } = slice);
+      // ask for the next slice before drawing this one, so Python trains while the page draws; a page
+      // swapped out (instant navigation) stops the run as Stop does
+      next = !done && !w.training.stop && w.root.isConnected ? advance() : null;
       run.history.push(...slice.history);
       run.checkpoints.push(...slice.checkpoints);
-      ({ done, step } = slice);
       progress.value = step;
       setText(progress, `${step} of ${run.steps} steps`);
       setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
@@ -174,6 +180,7 @@ async function train(w) {
       else drawCharts(w.root, run, run.checkpoints[w.index].step);
     }
     if (!done) await call("training_stop", { run: run.run });
+    if (!w.root.isConnected && !done) leftRun = { seed, step };
     setText(output(w.root, "run"), done ?
       `Shown: your run (seed ${seed}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
       `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
@@ -205,6 +212,11 @@ function mount(root) {
   w.selected = induction ? induction.slice(1) : [data.config.n_layers - 1, 0];
   show(w, last);
   setActive(w.grid, 0, 0);
+  if (leftRun) {
+    setText(output(root, "run"), `Your run (seed ${leftRun.seed}) stopped at step ${leftRun.step} when you left ` +
+      `this page. ${output(root, "run").textContent}`);
+    leftRun = null;
+  }
   const asset = loadAsset(root).then((full) => {
     if (w.runId !== "built") return;
     w.run = full;

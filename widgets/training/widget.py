@@ -1,7 +1,8 @@
 """Build-time side of the training widget: the default model, trained once in CPython, as the page's asset.
 
-recorded_run trains the default TrainConfig from SEED for the widget's schedule and returns the run as
-the browser reads it (history, and checkpoints with patterns and weights). assets() ships it as
+recorded_run trains the default TrainConfig from SEED for the widget's schedule (in float32, as the
+reader's live runs do) and returns the run as the browser reads it (history, and checkpoints with
+patterns and weights). assets() ships it as
 run.json, byte-identical between builds of the same sources; context() gives the template the last
 checkpoint's numbers and the asset's sha256, which training.js checks before using the file.
 The run is kept in .cache/, keyed by the sha256 of the sources it depends on.
