@@ -1,7 +1,7 @@
 // The one path from the page to Python. Every widget imports `call`:
 //   const report = await call("shape_report", { d_model: 512, n_heads: 8, seq_len: 10, batch: 2 });
-// One module Web Worker runs Pyodide (worker.js); requests carry ids, plain JSON in and out. With instant
-// navigation the same worker serves every page the reader moves to.
+// One module Web Worker runs Pyodide (worker.js), another downloads its files (fetcher.js); requests carry ids,
+// plain JSON in and out. With instant navigation the same workers serve every page the reader moves to.
 // <html data-mha-runtime="idle|loading|ready|error"> and onStatus() tell where the runtime is:
 //   idle     not started: Python starts once the page has loaded and a widget is about to be seen, or at the
 //            first call; on a connection that asks to save data, only when the reader presses "Load"
@@ -59,30 +59,47 @@ function initMessage() {
   return { type: "init", indexURL, wheelURL, files, lock };
 }
 
-/** One worker running Python: its start, its calls and its end (stop), after which it answers nothing. */
+/** "Downloading Python: 4.8 of 7.0 MB" while Python waits for its files, the step it is at once it works
+ * ("Starting Python… (downloading: 5.2 of 7.0 MB)" while the rest still arrives). */
+function progressMessage({ step, waiting, arrived, total }) {
+  if (arrived >= total) return step;
+  const bytes = `${(arrived / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+  return waiting ? `Downloading Python: ${bytes}` : `${step} (downloading: ${bytes})`;
+}
+
+/** Two workers running Python, one downloading its files (fetcher.js), one starting and running it
+ * (worker.js): their start, calls and end (stop), after which they answer nothing. */
 class Runtime {
   constructor() {
     this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+    this.fetcher = new Worker(new URL("./fetcher.js", import.meta.url), { type: "module" });
     this.pending = new Map(); // call id -> {resolve, reject}
     this.failure = null;
     this.init = initMessage();
+    const total = Object.values(this.init.files).reduce((sum, f) => sum + f.bytes, 0);
+    this.progress = { step: "Starting Python…", waiting: true, arrived: 0, total };
     this.ready = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     this.ready.catch(() => {}); // callers see the rejection; this keeps it from being "unhandled"
-    this.worker.onmessage = ({ data }) => this.receive(data);
-    this.worker.onerror = (event) => {
-      event.preventDefault();
-      this.stop(`The Python worker stopped: ${event.message || "it could not be loaded"}.`);
-    };
+    for (const [worker, name] of [[this.worker, "Python worker"], [this.fetcher, "worker downloading Python"]]) {
+      worker.onmessage = ({ data }) => this.receive(data);
+      worker.onerror = (event) => {
+        event.preventDefault();
+        this.stop(`The ${name} stopped: ${event.message || "it could not be loaded"}.`);
+      };
+    }
     this.watch("Starting Python stalled", STALL_TIMEOUT_MS);
-    this.worker.postMessage(this.init);
+    const { port1, port2 } = new MessageChannel();
+    this.worker.postMessage({ ...this.init, port: port1 }, [port1]);
+    this.fetcher.postMessage({ files: this.init.files, port: port2 }, [port2]);
   }
 
-  /** End the worker and reject every waiting call; the page's status says why if this is its runtime. */
+  /** End the workers and reject every waiting call; the page's status says why if this is its runtime. */
   stop(message) {
     if (this.failure) return;
     this.failure = new Error(message);
     clearTimeout(this.timer);
     this.worker.terminate();
+    this.fetcher.terminate();
     this.settle.reject(this.failure);
     for (const { reject } of this.pending.values()) reject(this.failure);
     this.pending.clear();
@@ -107,16 +124,20 @@ class Runtime {
   }
 
   receive(data) {
-    if (data.type === "progress") {
-      this.watch(`${data.waiting ? "Downloading Python" : data.step} stalled`,
-                 data.waiting ? STALL_TIMEOUT_MS : BUSY_TIMEOUT_MS);
-      setStatus("loading", data.message);
+    if (data.type === "progress" || data.type === "bytes") { // from the Python worker, from the downloads
+      if (this.failure || this.isReady) return;
+      Object.assign(this.progress, data);
+      const { waiting, step } = this.progress;
+      this.watch(`${waiting ? "Downloading Python" : step.replace("…", "")} stalled`,
+                 waiting ? STALL_TIMEOUT_MS : BUSY_TIMEOUT_MS);
+      setStatus("loading", progressMessage(this.progress));
     } else if (data.type === "result") {
       this.pending.get(data.id)?.resolve(data.json);
       this.pending.delete(data.id);
       if (this.pending.size) this.watch("Python has not answered");
       else clearTimeout(this.timer);
     } else if (data.type === "ready") {
+      this.isReady = true;
       clearTimeout(this.timer);
       this.settle.resolve();
       const how = data.restored ? " (restored as your last visit left it)" : "";

@@ -1,7 +1,9 @@
 // The files Python is made of, each downloaded once, decompressed, checked by sha256 before use and kept.
 //   files: {url: {source, gzip, sha256, bytes}}: url is what Pyodide asks for; source is where the file is
 //   (url itself, or a .gz copy); bytes is its size on the wire, for the progress line.
-// Each checked file is kept in Cache Storage under its url and sha256, so that a Retry (a new worker) or a
+// Downloads runs in a worker of its own (fetcher.js), so that bytes keep arriving while Python computes in the
+// Python worker, whose thread a start blocks for seconds; there FilesFrom asks for each file through a port.
+// Each checked file is kept in Cache Storage under its url and sha256, so that a Retry (new workers) or a
 // later visit reuses what already arrived; what is kept is checked again when it is read. A kept file is
 // handed to Pyodide as Cache Storage's own response (a stable URL), which lets the browser reuse the
 // WebAssembly it compiled on an earlier visit.
@@ -12,19 +14,10 @@ const TYPES = { wasm: "application/wasm", js: "text/javascript", mjs: "text/java
 
 const fileName = (url) => new URL(url).pathname.split("/").pop();
 const typeOf = (url) => TYPES[url.split(".").pop()] || "application/octet-stream";
-const megabytes = (n) => (n / 1e6).toFixed(1);
 
 export async function sha256(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-async function openStore() {
-  try {
-    return self.caches ? await caches.open(STORE) : null;
-  } catch {
-    return null; // storage refused (e.g. blocked by the reader's settings): download every time
-  }
 }
 
 /** A response's body as bytes, counting the bytes that arrive (before decompression) with onBytes(n). */
@@ -39,16 +32,28 @@ async function readBody(response, gzip, onBytes) {
   return new Uint8Array(await new Response(body).arrayBuffer());
 }
 
+async function openStore() {
+  try {
+    return self.caches ? await caches.open(STORE) : null;
+  } catch {
+    return null; // storage refused (e.g. blocked by the reader's settings): download every time
+  }
+}
+
+const keyOf = (url, file) => `${url}?sha256=${file.sha256}`;
+
+/** The urls of Pyodide's own files, downloaded first; the wheels (NumPy, mha_core) follow while Python starts. */
+export const pyodideFiles = (files) => Object.keys(files).filter((url) => !url.endsWith(".whl"));
+
 export class Downloads {
   /** Download every file: the urls in first at once, in parallel, the others once those have arrived (so that
-   *  the files needed first get the whole connection). progress() is called as bytes arrive (at most every
-   *  250 ms) and whenever Python starts or stops waiting for a file. */
+   *  the files needed first get the whole connection). progress() is called as bytes arrive, at most every
+   *  250 ms. */
   constructor(files, progress, first) {
     this.files = files;
     this.progress = progress;
     this.total = Object.values(files).reduce((sum, f) => sum + f.bytes, 0);
     this.arrived = 0;
-    this.waiting = 0; // how many of Python's requests wait for a file that has not arrived
     this.lastReport = 0;
     this.store = openStore();
     this.kept = new Set(); // urls whose checked bytes came from Cache Storage
@@ -58,39 +63,11 @@ export class Downloads {
       if (!this.loads.has(url)) this.loads.set(url, firstArrived.then(() => this.load(url)));
     }
     this.all = Promise.all(this.loads.values());
-    this.all.catch(() => {}); // awaited by the worker
-    this.fetch = this.fetch.bind(this);
-  }
-
-  /** The checked bytes of url, one of the files (counted in waiting until they are there). */
-  async bytes(url) {
-    this.waiting++;
-    this.progress();
-    try {
-      return await this.loads.get(url);
-    } finally {
-      this.waiting--;
-      this.progress();
-    }
-  }
-
-  /** "Downloading Python: 4.8 of 7.0 MB" while bytes are still to come, else null. */
-  get message() {
-    if (this.arrived >= this.total) return null;
-    return `Downloading Python: ${megabytes(this.arrived)} of ${megabytes(this.total)} MB`;
-  }
-
-  /** fetch() for Pyodide: its files come from here, anything else from the network as usual. */
-  async fetch(input, init) {
-    const url = new URL(input instanceof Request ? input.url : input, self.location).href;
-    if (!this.loads.has(url)) return plainFetch(input, init);
-    const bytes = await this.bytes(url);
-    const kept = this.kept.has(url) && (await (await this.store).match(this.key(url)));
-    return kept || new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
+    this.all.catch(() => {}); // reported through the port
   }
 
   key(url) {
-    return `${url}?sha256=${this.files[url].sha256}`;
+    return keyOf(url, this.files[url]);
   }
 
   count(n) {
@@ -141,11 +118,71 @@ export class Downloads {
     return bytes;
   }
 
+}
+
+/** The Python worker's side: the checked bytes of each file, asked of Downloads (in its worker) through port. */
+export class FilesFrom {
+  /** progress() is called whenever Python starts or stops waiting for a file. */
+  constructor(port, files, progress) {
+    this.port = port;
+    this.files = files;
+    this.progress = progress;
+    this.waiting = 0; // how many of Python's requests wait for a file that has not arrived
+    this.store = openStore();
+    this.asked = new Map(); // url -> {promise, resolve, reject}
+    this.all = new Promise((resolve, reject) => (this.settleAll = { resolve, reject }));
+    this.all.catch(() => {}); // awaited by the worker
+    port.onmessage = ({ data }) => this.receive(data);
+    this.fetch = this.fetch.bind(this);
+  }
+
+  receive({ url, bytes, kept, error, all }) {
+    if (all !== undefined) return all === true ? this.settleAll.resolve() : this.settleAll.reject(new Error(all));
+    const asked = this.asked.get(url);
+    if (error) asked.reject(new Error(error));
+    else asked.resolve({ bytes, kept });
+  }
+
+  ask(url) {
+    if (!this.asked.has(url)) {
+      const asked = {};
+      asked.promise = new Promise((resolve, reject) => Object.assign(asked, { resolve, reject }));
+      this.asked.set(url, asked);
+      this.port.postMessage({ url });
+    }
+    return this.asked.get(url).promise;
+  }
+
+  /** The checked bytes of url, one of the files, and whether they were kept (counted in waiting until there). */
+  async file(url) {
+    this.waiting++;
+    this.progress();
+    try {
+      return await this.ask(url);
+    } finally {
+      this.waiting--;
+      this.progress();
+    }
+  }
+
+  async bytes(url) {
+    return (await this.file(url)).bytes;
+  }
+
+  /** fetch() for Pyodide: its files come from Downloads, anything else from the network as usual. */
+  async fetch(input, init) {
+    const url = new URL(input instanceof Request ? input.url : input, self.location).href;
+    if (!(url in this.files)) return plainFetch(input, init);
+    const { bytes, kept } = await this.file(url);
+    const response = kept && (await (await this.store)?.match(keyOf(url, this.files[url])));
+    return response || new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
+  }
+
   /** Drop kept files that are not this site's (an older build's) nor in also, once Python has started. */
   async forgetOthers(also = []) {
     const store = await this.store;
     if (!store) return;
-    const wanted = new Set([...Object.keys(this.files).map((url) => this.key(url)), ...also]);
+    const wanted = new Set([...Object.keys(this.files).map((url) => keyOf(url, this.files[url])), ...also]);
     for (const request of await store.keys()) if (!wanted.has(request.url)) await store.delete(request);
   }
 }

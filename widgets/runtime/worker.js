@@ -1,13 +1,14 @@
 // Pyodide in a module Web Worker, shared by all the widgets of a page (and, with instant navigation, of the
 // pages after it).
-// In:  {type: "init", indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}, lock}, then
+// In:  {type: "init", indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}, lock, port} (port: the
+//      downloads worker's, fetcher.js), then
 //      {type: "call", id, fn, args} (args: JSON text).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
-//      it ends); {type: "progress", message, waiting, step}..., then {type: "ready", ms, restored} (restored: Python
+//      it ends); {type: "progress", step, waiting}..., then {type: "ready", ms, restored} (restored: Python
 //      came from the memory an earlier start kept) or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
 // fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
-import { Downloads } from "./downloads.js";
+import { FilesFrom, pyodideFiles } from "./downloads.js";
 import { forgetMemory, keepMemory, keptMemory, memoryKey } from "./memory.js";
 
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
@@ -23,17 +24,11 @@ const FATAL = /instantiation failed|WebAssembly|^Aborted/;
 
 let bridgeCall = null; // mha_core.bridge.call once Python is ready; null again if Python fails fatally
 
-// What the reader is told: the step Python is at, and the bytes that arrived while downloads run. waiting
-// tells the page's watchdog whether Python waits for bytes (then they must keep coming) or works (then a
-// silence is Python computing).
+// What the reader is told: the step Python is at (the page adds the bytes that arrived), and whether Python
+// waits for a file (then the page's watchdog expects bytes) or works (then a silence is Python computing).
 let step = "Starting Python…";
 let downloads = null;
-function post() {
-  const bytes = downloads?.message;
-  const waiting = Boolean(downloads?.waiting);
-  const message = !bytes ? step : waiting ? bytes : `${step} ${bytes.replace("Downloading Python", "(downloading")})`;
-  postMessage({ type: "progress", message, waiting, step: step.replace("…", "") });
-}
+const post = () => postMessage({ type: "progress", step, waiting: Boolean(downloads?.waiting) });
 function stepTo(message) {
   step = message;
   post();
@@ -102,14 +97,13 @@ async function startPython(downloads, indexURL, memoryURL) {
   }
 }
 
-async function init({ indexURL, files, wheelURL }) {
+async function init({ indexURL, files, wheelURL, port }) {
   const t0 = performance.now();
-  // Each file is downloaded once; Pyodide's own requests get the checked bytes. Pyodide's files come first,
-  // the wheels (NumPy, mha_core) download while Python starts.
-  const pyodideFiles = Object.keys(files).filter((url) => !url.endsWith(".whl"));
-  downloads = new Downloads(files, post, pyodideFiles);
+  // Each file is downloaded once, in the downloads worker; Pyodide's own requests get the checked bytes.
+  downloads = new FilesFrom(port, files, post);
   self.fetch = downloads.fetch;
-  const memoryURL = await memoryKey(indexURL, Object.fromEntries(pyodideFiles.map((url) => [url, files[url]])));
+  const startFiles = Object.fromEntries(pyodideFiles(files).map((url) => [url, files[url]]));
+  const memoryURL = await memoryKey(indexURL, startFiles); // the memory depends on Pyodide's files only
   const python = (async () => {
     const [pyodide, memory] = await startPython(downloads, indexURL, memoryURL);
     await loadNumPy(pyodide);

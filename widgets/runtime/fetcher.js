@@ -1,0 +1,21 @@
+// The worker that downloads Python's files (downloads.js), on a thread of its own: bytes keep arriving while
+// the Python worker's thread is busy starting Python.
+// In:  {files, port}: port is the Python worker's; it asks {url} and is answered
+//      {url, bytes, kept} or {url, error}, and told {all: true} once every file arrived intact, or {all: reason}.
+// Out: {type: "bytes", arrived, total} to the page as bytes arrive (at most every 250 ms).
+import { Downloads, pyodideFiles } from "./downloads.js";
+
+self.onmessage = ({ data: { files, port } }) => {
+  const downloads = new Downloads(files, () => {
+    postMessage({ type: "bytes", arrived: downloads.arrived, total: downloads.total });
+  }, pyodideFiles(files));
+  port.onmessage = async ({ data: { url } }) => {
+    try {
+      const bytes = await downloads.loads.get(url);
+      port.postMessage({ url, bytes, kept: downloads.kept.has(url) });
+    } catch (err) {
+      port.postMessage({ url, error: err.message });
+    }
+  };
+  downloads.all.then(() => port.postMessage({ all: true }), (err) => port.postMessage({ all: err.message }));
+};
