@@ -99,10 +99,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def default_ctrl_c() -> None:
+    """Ctrl-C reaches the server even when the tests were started with it ignored (as a background job is)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def serving(command: str, cwd: Path, port: int):
     """Start command (a server of the site on port); return (process, its output so far) once it serves."""
     process = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                               text=True, start_new_session=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+                               preexec_fn=default_ctrl_c)
     timer = threading.Timer(SERVE_TIMEOUT, os.killpg, (process.pid, signal.SIGKILL))
     timer.start()
     lines = []
