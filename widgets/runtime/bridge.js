@@ -41,11 +41,11 @@ export function onStatus(listener) {
   return () => listeners.delete(listener);
 }
 
+const WIRE_BYTES = Object.values(config.files).reduce((sum, f) => sum + f.bytes, config.wheel.bytes);
+const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
+
 /** The size of Python's download, in MB on the wire. */
-export const downloadMB = () => {
-  const bytes = Object.values(config.files).reduce((sum, f) => sum + f.bytes, config.wheel.bytes);
-  return (bytes / 1e6).toFixed(1);
-};
+export const downloadMB = () => megabytes(WIRE_BYTES);
 
 /** The worker's init message: every file Python is made of, where it is, its sha256 and size. */
 function initMessage() {
@@ -63,7 +63,7 @@ function initMessage() {
  * ("Starting Python… (downloading: 5.2 of 7.0 MB)" while the rest still arrives). */
 function progressMessage({ step, waiting, arrived, total }) {
   if (arrived >= total) return step;
-  const bytes = `${(arrived / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+  const bytes = `${megabytes(arrived)} of ${megabytes(total)} MB`;
   return waiting ? `Downloading Python: ${bytes}` : `${step} (downloading: ${bytes})`;
 }
 
@@ -76,8 +76,7 @@ class Runtime {
     this.pending = new Map(); // call id -> {resolve, reject}
     this.failure = null;
     this.init = initMessage();
-    const total = Object.values(this.init.files).reduce((sum, f) => sum + f.bytes, 0);
-    this.progress = { step: "Starting Python…", waiting: true, arrived: 0, total };
+    this.progress = { step: "Starting Python…", waiting: true, arrived: 0, total: WIRE_BYTES };
     this.ready = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     this.ready.catch(() => {}); // callers see the rejection; this keeps it from being "unhandled"
     for (const [worker, name] of [[this.worker, "Python worker"], [this.fetcher, "worker downloading Python"]]) {
@@ -141,7 +140,8 @@ class Runtime {
       clearTimeout(this.timer);
       this.settle.resolve();
       const how = data.restored ? " (restored as your last visit left it)" : "";
-      setStatus("ready", `Python ready in ${(data.ms / 1000).toFixed(1)} s${how}: the numbers are computed in your browser.`);
+      setStatus("ready",
+                `Python ready in ${(data.ms / 1000).toFixed(1)} s${how}: the numbers are computed in your browser.`);
     } else if (data.type === "failed") {
       this.stop(data.message);
     } else if (data.type === "held") { // the lock is granted once the worker has ended, whatever ended it

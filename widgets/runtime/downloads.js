@@ -117,7 +117,6 @@ export class Downloads {
     }
     return bytes;
   }
-
 }
 
 /** The Python worker's side: the checked bytes of each file, asked of Downloads (in its worker) through port. */

@@ -11,8 +11,8 @@ self.onmessage = ({ data: { files, port } }) => {
   }, pyodideFiles(files));
   port.onmessage = async ({ data: { url } }) => {
     try {
-      const bytes = await downloads.loads.get(url);
-      port.postMessage({ url, bytes, kept: downloads.kept.has(url) });
+      const bytes = await downloads.loads.get(url); // asked once per url: handed over, not copied
+      port.postMessage({ url, bytes, kept: downloads.kept.has(url) }, [bytes.buffer]);
     } catch (err) {
       port.postMessage({ url, error: err.message });
     }
