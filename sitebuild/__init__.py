@@ -2,6 +2,8 @@
 site from the files that build.py fetched into .cache/:
 
     assets.py   the pinned Pyodide, NumPy and KaTeX files: fetched once, checked by sha256; the runtime's config
+    python_bundle.py  the Python the browser downloads: trimmed, compiled to bytecode (bytecode.mjs: Pyodide's
+                own Python, run in Node), compressed
     wheel.py    the mha_core wheel, built by pyproject.toml's build backend, byte-identical between builds
     widgets.py  each `<!-- widget: NAME key=value -->` line rendered from widgets/NAME/ (widget.py, template)
     csp.py      the Content-Security-Policy of each page, with the hashes of its inline scripts

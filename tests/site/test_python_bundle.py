@@ -1,5 +1,6 @@
 """The Python the browser downloads (sitebuild/python_bundle.py): trimmed of what the site never imports, yet
-holding everything mha_core imports; archives stored, then gzipped as a whole; reproducible."""
+holding everything mha_core imports; compiled to Python 3.12 bytecode; archives stored, then gzipped as a whole;
+reproducible."""
 from __future__ import annotations
 
 import ast
@@ -15,9 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import assets, python_bundle
+from sitebuild import CACHE, assets, python_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
+PYTHON_312_BYTECODE = (3531).to_bytes(2, "little") + b"\r\n"  # the magic number opening a 3.12 .pyc
+# The standard-library modules CPython 3.12 carries frozen in: never read from the archive, so left out of it.
+FROZEN = {"_collections_abc", "_sitebuiltins", "abc", "codecs", "genericpath", "io", "ntpath", "os", "posixpath",
+          "site", "stat", "zipimport", "importlib/machinery", "importlib/util"}
 
 
 @pytest.fixture(scope="module")
@@ -41,27 +46,48 @@ def stdlib_imports(package: Path) -> set[str]:
 
 
 def top_level(archive: zipfile.ZipFile) -> set[str]:
-    return {name.split("/")[0].removesuffix(".py") for name in archive.namelist()}
+    return {name.split("/")[0].removesuffix(".pyc").removesuffix(".py") for name in archive.namelist()}
+
+
+def modules(archive: zipfile.ZipFile, suffix: str) -> set[str]:
+    return {name.removesuffix(suffix) for name in archive.namelist() if name.endswith(suffix)}
 
 
 def test_the_trimmed_standard_library_holds_every_module_mha_core_imports(trimmed):
     stdlib = zipfile.ZipFile(io.BytesIO(trimmed[python_bundle.STDLIB]))
     full = top_level(zipfile.ZipFile(assets.fetch_pyodide() / python_bundle.STDLIB))
-    missing = {m for m in stdlib_imports(ROOT / "mha_core") if m in full} - top_level(stdlib)  # the rest is built in
+    frozen = {name.split("/")[0] for name in FROZEN}
+    missing = {m for m in stdlib_imports(ROOT / "mha_core") if m in full} - top_level(stdlib) - frozen  # or built in
     assert not missing, f"add {sorted(missing)} to python_bundle.STDLIB_KEEP"
     assert {"json", "inspect", "dataclasses", "encodings", "asyncio"} <= top_level(stdlib)
     assert not top_level(stdlib) & {"unittest", "xml", "pydoc", "multiprocessing"}
     assert all(info.compress_type == zipfile.ZIP_STORED for info in stdlib.infolist())
+    assert not modules(stdlib, ".py") and {"encodings/utf_8", "encodings/cp437"} <= modules(stdlib, ".pyc")
+    assert not modules(stdlib, ".pyc") & {"encodings/cp1252", "encodings/big5", "encodings/idna"}
+
+
+def test_every_python_source_is_compiled_and_only_frozen_modules_are_left_out(trimmed):
+    """Each .py of the trimmed archives is there as Python 3.12 bytecode alone (no source for Python to compile
+    or compare it with), except the modules Python has frozen in, which it never reads from the archive."""
+    source = zipfile.ZipFile(io.BytesIO(python_bundle.restored(
+        (assets.fetch_pyodide() / python_bundle.STDLIB).read_bytes(), python_bundle.stdlib_kept)))
+    for name, was in ((python_bundle.STDLIB, modules(source, ".py")), (assets.NUMPY_WHEEL, None)):
+        archive = zipfile.ZipFile(io.BytesIO(trimmed[name]))
+        assert not modules(archive, ".py"), name
+        compiled = modules(archive, ".pyc")
+        assert all(archive.read(f"{m}.pyc").startswith(PYTHON_312_BYTECODE) for m in compiled)
+        if was is not None:
+            assert was - compiled == FROZEN
 
 
 def test_numpy_keeps_what_import_numpy_loads_and_its_lock_entry_points_at_it(trimmed):
     wheel = trimmed[assets.NUMPY_WHEEL]
     names = zipfile.ZipFile(io.BytesIO(wheel)).namelist()
-    for kept in ("numpy/__init__.py", "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so",
+    for kept in ("numpy/__init__.pyc", "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so",
                  "numpy/_core/_multiarray_tests.cpython-312-wasm32-emscripten.so",  # `import numpy` loads it
                  "numpy/linalg/_umath_linalg.cpython-312-wasm32-emscripten.so",  # and this
                  "numpy/random/_generator.cpython-312-wasm32-emscripten.so",  # default_rng
-                 "numpy/linalg/__init__.py", "numpy/random/__init__.py", "numpy-2.0.2.dist-info/METADATA"):
+                 "numpy/linalg/__init__.pyc", "numpy/random/__init__.pyc", "numpy-2.0.2.dist-info/METADATA"):
         assert kept in names
     dropped = ("numpy/fft/", "numpy/f2py/", "numpy/_core/include/", "numpy/linalg/lapack_lite.", "numpy/_core/_umath_tests.")
     assert not [n for n in names if n.startswith(dropped) or n.endswith((".pyi", ".pxd", ".h", ".a"))]
@@ -70,14 +96,17 @@ def test_numpy_keeps_what_import_numpy_loads_and_its_lock_entry_points_at_it(tri
     assert lock["packages"]["numpy"]["sha256"] == hashlib.sha256(wheel).hexdigest()
 
 
-def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(tmp_path, trimmed):
-    first = python_bundle.write_bundle(assets.fetch_pyodide(), assets.NUMPY_WHEEL, tmp_path / "a")
-    second = python_bundle.write_bundle(assets.fetch_pyodide(), assets.NUMPY_WHEEL, tmp_path / "b")
-    assert first == second
-    for name, entry in first.items():
-        packed = (tmp_path / "a" / entry["path"]).read_bytes()
-        assert packed == (tmp_path / "b" / entry["path"]).read_bytes() and len(packed) == entry["bytes"]
-        assert gzip.decompress(packed) == trimmed[name]
+def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(trimmed):
+    """Trimming and compiling again gives the very bytes the build's bundle holds, each .gz as its manifest says."""
+    folder, manifest = python_bundle.bundle(assets.fetch_pyodide(), assets.NUMPY_WHEEL, assets.PYODIDE_PINS, CACHE)
+    assert python_bundle.trimmed(assets.fetch_pyodide(), assets.NUMPY_WHEEL) == trimmed
+    assert set(manifest) == set(trimmed)
+    for name, entry in manifest.items():
+        packed = (folder / entry["path"]).read_bytes()
+        assert len(packed) == entry["bytes"] and gzip.decompress(packed) == trimmed[name], name
+        assert entry["sha256"] == hashlib.sha256(trimmed[name]).hexdigest()
+    lock = trimmed[python_bundle.LOCK]
+    assert python_bundle.packed_for_the_wire(lock) == python_bundle.packed_for_the_wire(lock)
 
 
 def test_the_sizes_given_for_the_cdn_are_those_of_the_pinned_files():
