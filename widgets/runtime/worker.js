@@ -74,8 +74,14 @@ async function startPyodide(downloads, indexURL, memory) {
   }
 }
 
+// Python 3.12's zipimport re-reads the whole standard-library archive's directory whenever import caches are
+// invalidated, which installing a package does many times (about 0.2 s here; 3.13 made it lazy). The archive
+// never changes while the page lives.
+const ZIP_CACHES_KEPT = "import zipimport; zipimport.zipimporter.invalidate_caches = lambda self: None";
+
 async function loadNumPy(pyodide) {
   stepTo("Loading NumPy…");
+  pyodide.runPython(ZIP_CACHES_KEPT);
   const errors = [];
   await pyodide.loadPackage("numpy", { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
   if (!pyodide.loadedPackages.numpy) throw new Error(`NumPy could not be loaded: ${errors.at(-1) || "no reason"}`);
