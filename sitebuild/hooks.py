@@ -2,8 +2,9 @@
 
     on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
     on_page_markdown   each widget marker rendered (widgets.py)
+    on_page_content    each formula typeset by KaTeX (typeset.py)
     on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel,
-                       KaTeX and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
+                       KaTeX's css and fonts and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
     on_post_build      every page's Content-Security-Policy sealed with the site's inline-script hashes
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import BuildError, assets, csp, widgets  # noqa: E402
+from sitebuild import BuildError, assets, csp, typeset, widgets  # noqa: E402
 from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
@@ -66,6 +67,13 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     out |= {f"assets/katex/{name}": data for name, data in assets.katex_files().items()}
     out |= {f"assets/pyodide/{name}": path for name, path in hosted.items()}
     return out
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    try:
+        return typeset.typeset(html, assets.katex_module(), page.file.src_uri)
+    except BuildError as e:
+        raise PluginError(str(e)) from None
 
 
 def on_files(files: Files, config) -> Files:

