@@ -80,13 +80,13 @@ class Parsed(HTMLParser):
             self.links.append(a["href"])
         elif tag == "img":
             self.images.append(a)
-        elif tag == "svg":
-            self.svgs.append({"attrs": a, "title": ""})
-        elif tag == "title" and any(t == "svg" for t, _ in self.stack):
+        elif tag == "svg":  # hidden: inside an element hidden from assistive technology (KaTeX's drawing of a formula)
+            self.svgs.append({"attrs": a, "title": "", "hidden": any(h for _, _, h in self.stack)})
+        elif tag == "title" and any(t == "svg" for t, _, _ in self.stack):
             self.svg_title = self.svgs[-1]
         if tag not in self.VOID:
             skip = tag in self.SKIP or "arithmatex" in (a.get("class") or "").split()
-            self.stack.append((tag, skip))
+            self.stack.append((tag, skip, a.get("aria-hidden") == "true"))
 
     def handle_startendtag(self, tag, attrs):
         a = dict(attrs)
@@ -106,7 +106,7 @@ class Parsed(HTMLParser):
     def handle_data(self, data):
         if self.svg_title is not None:
             self.svg_title["title"] += data
-        if not any(skip for _, skip in self.stack):
+        if not any(skip for _, skip, _ in self.stack):
             self.prose.append(data)
 
 
@@ -189,7 +189,7 @@ def test_every_figure_has_a_text_alternative(pages):
             assert (img.get("alt") or "").strip(), f"{page}: <img src={img.get('src')}> has no alt text"
         for svg in art.svgs:
             a = svg["attrs"]
-            if a.get("aria-hidden") == "true":
+            if a.get("aria-hidden") == "true" or svg["hidden"]:
                 continue
             assert a.get("role") == "img", f"{page}: an <svg> without role=img or aria-hidden"
             assert (a.get("aria-label") or svg["title"]).strip(), f"{page}: an <svg> without a title"
