@@ -3,7 +3,8 @@
     on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
     on_page_markdown   each widget marker rendered (widgets.py)
     on_page_content    each formula typeset by KaTeX (typeset.py)
-    on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel,
+    on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel
+                       (compiled to bytecode when the site hosts Python),
                        KaTeX's css and fonts and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
     on_post_build      every page's Content-Security-Policy sealed with the site's inline-script hashes
 """
@@ -19,7 +20,7 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import BuildError, assets, csp, typeset, widgets  # noqa: E402
+from sitebuild import CACHE, BuildError, assets, csp, python_bundle, typeset, widgets  # noqa: E402
 from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
@@ -61,6 +62,8 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     for name in widgets.names():
         out |= {f"assets/widgets/{name}/{file}": data for file, data in widgets.assets(name).items()}
     wheel_name, wheel = build_wheel()
+    if not pyodide_cdn:  # the Pyodide it is compiled by is fetched only when the site hosts Python
+        wheel = python_bundle.compiled_wheel(wheel_name, wheel, assets.pyodide_folder(), CACHE)
     out[f"assets/wheels/{wheel_name}"] = wheel
     hosted, python = assets.browser_python(pyodide_cdn)
     out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheel_name, wheel, python, pyodide_cdn).encode()

@@ -109,6 +109,18 @@ def compiled(archives: dict[str, bytes], pyodide: Path) -> dict[str, bytes]:
         return {name: (Path(tmp) / name).read_bytes() for name in archives}
 
 
+def compiled_wheel(name: str, wheel: bytes, pyodide: Path, cache: Path) -> bytes:
+    """The wheel name with its Python compiled to bytecode like NumPy's, made once per wheel and kept in cache."""
+    key = hashlib.sha256(wheel + BYTECODE.read_bytes()).hexdigest()[:16]
+    kept = cache / "compiled-wheels" / f"{key}-{name}"
+    if not kept.exists():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        part = kept.with_name(kept.name + ".part")
+        part.write_bytes(compiled({name: wheel}, pyodide)[name])
+        part.replace(kept)
+    return kept.read_bytes()
+
+
 def trimmed(source: Path, numpy_wheel: str) -> dict[str, bytes]:
     """The files the browser needs, by the name Pyodide asks for, from the verified files in source."""
     files = {name: (source / name).read_bytes() for name in AS_IS}

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import build
@@ -59,6 +60,10 @@ def test_pyodide_numpy_katex_and_the_wheel_are_in_the_site(sites):
     assert len(wheels) == 1 and config["wheel"] == {"path": wheels[0].name, "sha256": assets.sha256(wheels[0]),
                                                     "bytes": wheels[0].stat().st_size}
     assert config["pyodide"] is None
+    with zipfile.ZipFile(wheels[0]) as wheel:  # as the site hosts Python, its wheel is compiled to bytecode too
+        compiled = sorted(n for n in wheel.namelist() if n.startswith("mha_core/"))
+        assert compiled == sorted(f"mha_core/{p.name}c" for p in Path(mha_core.__file__).parent.glob("*.py"))
+        assert all(wheel.read(n).startswith((3531).to_bytes(2, "little") + b"\r\n") for n in compiled)
     files = config["files"]
     assert set(files) == {"pyodide.mjs", "pyodide.asm.wasm", "pyodide.asm.js", "python_stdlib.zip",
                           "pyodide-lock.json", assets.NUMPY_WHEEL}
