@@ -13,6 +13,7 @@ site from the files that build.py fetched into .cache/:
 """
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,3 +22,15 @@ CACHE = ROOT / ".cache"
 
 class BuildError(Exception):
     """A build step failed; the message says which and what to do."""
+
+
+def node(script: Path, *args: str, stdin: str = "", doing: str) -> str:
+    """The output of `node script args...` (Node.js, which the fetch's npm needs too); a BuildError that says what
+    was being done (doing) and why it failed otherwise."""
+    try:
+        done = subprocess.run(["node", str(script), *args], input=stdin, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise BuildError(f"{doing} needs Node.js (`node`), which is not installed") from None
+    if done.returncode:
+        raise BuildError(f"{doing} failed:\n{done.stderr.strip()[-3000:]}")
+    return done.stdout

