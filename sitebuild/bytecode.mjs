@@ -1,6 +1,6 @@
 // Python sources compiled to bytecode by the browser's own Python: Pyodide, run here in Node.
 //   node bytecode.mjs PYODIDE_DIR WORK_DIR '{"ARCHIVE": "WHERE", ...}'
-// Rewrites each zip WORK_DIR/ARCHIVE in place, its members in order, stored, with fixed dates:
+// Rewrites each zip WORK_DIR/ARCHIVE in place, its members in order, compressed as they were, with fixed dates:
 //   NAME.py   becomes NAME.pyc, compiled as WHERE + NAME.py (the path tracebacks show) with no source beside
 //             it, so that Python loads it without compiling; a module Python carries frozen in is dropped
 //   the rest  unchanged
@@ -27,7 +27,7 @@ def bytecode(source, filename):
 def rewrite(archive, where):
     with zipfile.ZipFile(archive) as src:
         members = [(info, src.read(info)) for info in src.infolist()]
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as dst:
+    with zipfile.ZipFile(archive, "w") as dst:
         for info, data in members:
             name = info.filename
             if name.endswith(".py"):
@@ -35,7 +35,7 @@ def rewrite(archive, where):
                     continue
                 data, name = bytecode(data, where + name), name + "c"
             member = zipfile.ZipInfo(name, FIXED_DATE)
-            member.external_attr = info.external_attr
+            member.external_attr, member.compress_type = info.external_attr, info.compress_type
             dst.writestr(member, data)
 
 

@@ -64,6 +64,7 @@ def test_pyodide_numpy_katex_and_the_wheel_are_in_the_site(sites):
         compiled = sorted(n for n in wheel.namelist() if n.startswith("mha_core/"))
         assert compiled == sorted(f"mha_core/{p.name}c" for p in Path(mha_core.__file__).parent.glob("*.py"))
         assert all(wheel.read(n).startswith((3531).to_bytes(2, "little") + b"\r\n") for n in compiled)
+        assert {i.compress_type for i in wheel.infolist()} == {zipfile.ZIP_DEFLATED}  # served as it is: compressed
     files = config["files"]
     assert set(files) == {"pyodide.mjs", "pyodide.asm.wasm", "pyodide.asm.js", "python_stdlib.zip",
                           "pyodide-lock.json", assets.NUMPY_WHEEL}
