@@ -42,10 +42,15 @@ async function request(w, job) {
   }
 }
 
+/** Write the shown state into the page's URL once the frame that shows it is drawn: replaceState makes the
+ * browser lay out the page, which costs little then, and tens of milliseconds right after a redraw. */
 function keepInURL(w) {
   if (!w.urlState) return;
-  const search = writeURL(location.search, { ...w.job, head: w.head }, w.data.sentence);
-  history.replaceState(history.state, "", search + location.hash);
+  cancelAnimationFrame(w.urlFrame);
+  w.urlFrame = requestAnimationFrame(() => setTimeout(() => {
+    const search = writeURL(location.search, { ...w.job, head: w.head }, w.data.sentence);
+    history.replaceState(history.state, "", search + location.hash);
+  }, 0));
 }
 
 function finish(w, job, result) {
