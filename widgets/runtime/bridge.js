@@ -3,13 +3,15 @@
 // One module Web Worker runs Pyodide (worker.js), another downloads its files (fetcher.js); requests carry ids,
 // plain JSON in and out. With instant navigation the same workers serve every page the reader moves to.
 // <html data-mha-runtime="idle|loading|ready|error"> and onStatus() tell where the runtime is:
-//   idle     not started: Python starts once the page has loaded and a widget is about to be seen, or at the
-//            first call; on a connection that asks to save data, only when the reader presses "Load"
+//   idle     not started: Python starts once the page has loaded (at once, if an earlier visit kept it whole)
+//            and a widget is about to be seen, or at the first call; on a connection that asks to save data,
+//            only when the reader presses "Load"
 //   loading  downloading and starting, with the bytes that arrived in the message
 // A runtime that fails (a file missing or not the one built, the worker crashing, Python failing fatally,
 // nothing arriving or answered for STALL_TIMEOUT_MS) is ended, every waiting call is rejected, and retry()
 // starts a new one, which reuses every file that already arrived intact.
 import config from "./config.js";
+import { memoryKept } from "./memory.js";
 import { eachPage } from "./page.js";
 
 // No byte for this long while Python waits for a download, or no word from Python for the longer period while
@@ -47,16 +49,21 @@ const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
 /** The size of Python's download, in MB on the wire. */
 export const downloadMB = () => megabytes(WIRE_BYTES);
 
-/** The worker's init message: every file Python is made of, where it is, its sha256 and size. */
-function initMessage() {
+/** Every file Python is made of ({indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}}). */
+function pythonFiles() {
   const indexURL = config.pyodide || new URL("../../pyodide/", import.meta.url).href;
   const wheelURL = new URL(`../../wheels/${config.wheel.path}`, import.meta.url).href;
   const files = { [wheelURL]: { source: wheelURL, gzip: false, sha256: config.wheel.sha256, bytes: config.wheel.bytes } };
   for (const [name, f] of Object.entries(config.files)) {
     files[new URL(name, indexURL).href] = { ...f, source: new URL(f.path, indexURL).href };
   }
+  return { indexURL, wheelURL, files };
+}
+
+/** The worker's init message: every file Python is made of, where it is, its sha256 and size. */
+function initMessage() {
   const lock = `mha-python-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  return { type: "init", indexURL, wheelURL, files, lock };
+  return { type: "init", ...pythonFiles(), lock };
 }
 
 /** "Downloading Python: 4.8 of 7.0 MB" while Python waits for its files, the step it is at once it works
@@ -185,8 +192,11 @@ export function savesData() {
   return Boolean(c && (c.saveData || /(^|-)2g$/.test(c.effectiveType || "")));
 }
 
-/** Start once the page has loaded and a widget comes near the screen (observing each page's widgets). */
+/** Start once a widget comes near the screen (observing each page's widgets). */
+let watching = false;
 function startWhenNear() {
+  if (watching) return;
+  watching = true;
   const observer = new IntersectionObserver((entries) => {
     if (entries.some((e) => e.isIntersecting)) {
       observer.disconnect();
@@ -202,7 +212,13 @@ started = new Promise((resolve) => (begin = resolve));
 setStatus("idle", savesData()
   ? `Live Python is not loaded on this connection: the numbers shown were computed when the site was built.`
   : "Python starts when a widget comes into view.");
+// Python waits for the page's own load, so that its downloads do not slow the page's; unless an earlier visit
+// kept it whole (its memory, so the files it is made of), when it downloads nothing.
 if (!savesData()) {
   if (document.readyState === "complete") startWhenNear();
-  else addEventListener("load", startWhenNear, { once: true });
+  else {
+    addEventListener("load", startWhenNear, { once: true });
+    const { indexURL, files } = pythonFiles();
+    memoryKept(indexURL, files).then((kept) => kept && startWhenNear(), () => {});
+  }
 }

@@ -32,7 +32,7 @@ async function readBody(response, gzip, onBytes) {
   return new Uint8Array(await new Response(body).arrayBuffer());
 }
 
-async function openStore() {
+export async function openStore() {
   try {
     return self.caches ? await caches.open(STORE) : null;
   } catch {

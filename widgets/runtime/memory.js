@@ -2,13 +2,14 @@
 // in the same Cache Storage as the files, so that a later visit restores it instead of starting Python again.
 // Its key names the sha256 of every file the start is made of: a memory is restored only with the very files it
 // was made with. Its own sha256 travels with it and is checked before it is used.
-import { sha256 } from "./downloads.js";
+import { openStore, pyodideFiles, sha256 } from "./downloads.js";
 
 const CHECKED = "X-Content-SHA256";
 
-/** The Cache Storage key of the memory made from these files ({url: {sha256}}): beside them, under indexURL. */
+/** The Cache Storage key of the memory made from Pyodide's own files among files ({url: {sha256}}; the wheels
+ * are loaded after it is made): beside them, under indexURL. */
 export async function memoryKey(indexURL, files) {
-  const made = Object.keys(files).sort().map((url) => `${url} ${files[url].sha256}`).join("\n");
+  const made = pyodideFiles(files).sort().map((url) => `${url} ${files[url].sha256}`).join("\n");
   return new URL(`python-memory?files=${await sha256(new TextEncoder().encode(made))}`, indexURL).href;
 }
 
@@ -30,6 +31,13 @@ export async function keptMemory(store, key) {
   }
   await forgetMemory(store, key);
   return null;
+}
+
+/** Whether a memory made from these files is kept (then so is every file it was made from, unless the browser
+ * evicted some): a start that downloads nothing. */
+export async function memoryKept(indexURL, files) {
+  const store = await openStore();
+  return Boolean(await store?.match(await memoryKey(indexURL, files)));
 }
 
 /** Keep memory under key (not waited for by the start: a full store only costs a slower later start). */

@@ -8,7 +8,7 @@
 //      came from the memory an earlier start kept) or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
 // fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
-import { FilesFrom, pyodideFiles } from "./downloads.js";
+import { FilesFrom } from "./downloads.js";
 import { forgetMemory, keepMemory, keptMemory, memoryKey } from "./memory.js";
 
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
@@ -108,8 +108,7 @@ async function init({ indexURL, files, wheelURL, port }) {
   // Each file is downloaded once, in the downloads worker; Pyodide's own requests get the checked bytes.
   downloads = new FilesFrom(port, files, post);
   self.fetch = downloads.fetch;
-  const startFiles = Object.fromEntries(pyodideFiles(files).map((url) => [url, files[url]]));
-  const memoryURL = await memoryKey(indexURL, startFiles); // the memory depends on Pyodide's files only
+  const memoryURL = await memoryKey(indexURL, files);
   const python = (async () => {
     const [pyodide, memory] = await startPython(downloads, indexURL, memoryURL);
     await loadNumPy(pyodide);
