@@ -177,6 +177,12 @@ export class FilesFrom {
     return response || new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
   }
 
+  /** Keep memory (Python's, a Uint8Array, handed over) under key: Downloads' worker compresses and stores it,
+   *  so that compressing 21 MB (about half a second) delays no answer of Python's. */
+  keep(key, memory) {
+    this.port.postMessage({ keep: key, memory }, [memory.buffer]);
+  }
+
   /** Drop kept files that are not this site's (an older build's) nor in also, once Python has started. */
   async forgetOthers(also = []) {
     const store = await this.store;

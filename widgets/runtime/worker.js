@@ -9,7 +9,7 @@
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
 // fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
 import { FilesFrom } from "./downloads.js";
-import { forgetMemory, keepMemory, keptMemory, memoryKey } from "./memory.js";
+import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
 
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
 
@@ -123,7 +123,8 @@ async function init({ indexURL, files, wheelURL, port }) {
     throw err;
   }), downloads.all]);
   const ms = performance.now() - t0;
-  keepMemory(await downloads.store, memoryURL, memory).catch(() => {}).then(() => downloads.forgetOthers([memoryURL]));
+  if (memory) downloads.keep(memoryURL, memory); // compressed and stored on the downloads worker's thread
+  downloads.forgetOthers([memoryURL]);
   return { ms, restored: !memory };
 }
 
