@@ -183,7 +183,7 @@ def test_state_is_kept_in_the_link(page, site_url, heads_path):
     widget.locator('input[name="ablate"]').check()
     expect(widget).to_have_attribute("data-ablate", "true")
     select_head(widget, "content")
-    expect(page).to_have_url(re.compile(r"[?&]head=content"))  # written once the frame is drawn
+    expect(page).to_have_url(re.compile(r"[?&]head=content"))  # written once the reader pauses
     page.reload()
     widget = page.locator('[data-mha-widget="heads"]').first
     expect(widget).to_have_attribute("data-state", "live")

@@ -5,7 +5,7 @@
 // The page arrives pre-rendered (data-state="initial"); this module keeps it live.
 import { call } from "../runtime/bridge.js";
 import { mountEach } from "../runtime/page.js";
-import { output, showMessage } from "../runtime/dom.js";
+import { keepInURL, output, showMessage } from "../runtime/dom.js";
 import { noteIgnored, recomputeOnReady, whileShown } from "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "./grid.js";
 import { makePalette } from "./palette.js";
@@ -42,15 +42,9 @@ async function request(w, job) {
   }
 }
 
-/** Write the shown state into the page's URL once the frame that shows it is drawn: replaceState makes the
- * browser lay out the page, which costs little then, and tens of milliseconds right after a redraw. */
-function keepInURL(w) {
-  if (!w.urlState) return;
-  cancelAnimationFrame(w.urlFrame);
-  w.urlFrame = requestAnimationFrame(() => setTimeout(() => {
-    const search = writeURL(location.search, { ...w.job, head: w.head }, w.data.sentence);
-    history.replaceState(history.state, "", search + location.hash);
-  }, 0));
+/** The shown state, kept in the page's URL. */
+function keepState(w) {
+  if (w.urlState) keepInURL(w, () => writeURL(location.search, { ...w.job, head: w.head }, w.data.sentence));
 }
 
 function finish(w, job, result) {
@@ -58,7 +52,7 @@ function finish(w, job, result) {
   w.root.dataset.state = "live";
   markStale(w);
   if (w.details.open) showWeights(w);
-  keepInURL(w);
+  keepState(w);
 }
 
 function fail(w, err) {
@@ -107,7 +101,7 @@ function selectHead(w, head) {
   w.head = head;
   renderHead(w);
   if (w.details.open) showWeights(w);
-  keepInURL(w);
+  keepState(w);
 }
 
 function onGridKey(w, event) {

@@ -1,5 +1,5 @@
 // DOM writes the widgets share: only what changed is written, and text goes in as text (textContent),
-// never as HTML.
+// never as HTML; and the one way a widget keeps its state in the page's URL.
 
 /** The element of root marked data-output="name". */
 export const output = (root, name) => root.querySelector(`[data-output="${name}"]`);
@@ -17,6 +17,16 @@ export function showMessage(root, name, text) {
   const el = output(root, name);
   el.hidden = !text;
   setText(el, text);
+}
+
+const URL_DELAY_MS = 250;
+
+/** Write the query search() gives into the page's URL once the reader pauses: browsers throttle frequent
+ * writes, and replaceState lays out the page, which costs tens of milliseconds right after a redraw and
+ * little once the frame is drawn. timers: an object that holds the pending write (one per widget). */
+export function keepInURL(timers, search) {
+  clearTimeout(timers.urlTimer);
+  timers.urlTimer = setTimeout(() => history.replaceState(history.state, "", search() + location.hash), URL_DELAY_MS);
 }
 
 /** text cut to at most n characters, ending in "…" when cut. */

@@ -5,7 +5,7 @@
 // (or, if Python cannot answer, why).
 import { call } from "../runtime/bridge.js";
 import { mountEach } from "../runtime/page.js";
-import { output, showMessage } from "../runtime/dom.js";
+import { keepInURL, output, showMessage } from "../runtime/dom.js";
 import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { markStale, render } from "./render.js";
 import { syncSliders, sliderValue } from "./sliders.js";
@@ -15,7 +15,6 @@ const PRESET_KEYS = ["d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_la
 const ADVANCED_KEYS = ["preset", "n_layers", "n_kv_heads", "d_head", "bias", "dtype_bytes"];
 const SYMBOLS = { d_model: "d_model", n_heads: "h", seq_len: "n", batch: "B", n_layers: "L", n_kv_heads: "h_kv",
   d_head: "d_head", bias: "bias", dtype_bytes: "bytes per number" };
-const URL_DELAY_MS = 250;
 
 /** "h = 16, n = 128": the values of config that differ from those shown (all of them if none do). */
 function changes(config, shown) {
@@ -48,19 +47,13 @@ async function compute(w) {
   w.busy = false;
 }
 
-/** Write config into the page's URL once the reader pauses (browsers throttle frequent writes). */
-function keepInURL(w, config) {
-  clearTimeout(w.urlTimer);
-  w.urlTimer = setTimeout(() => history.replaceState(history.state, "", writeURL(w.form, config, location.search) + location.hash), URL_DELAY_MS);
-}
-
 /** Read the form; if it is valid, keep it in the URL and compute it; until then mark the outputs stale. */
 function update(w) {
   const { config, errors } = readConfig(w.form);
   showMessage(w.root, "input-error", errors.join(" "));
   markStale(w.root, true, true);
   if (errors.length) return showMessage(w.root, "pending", "");
-  if (w.urlState) keepInURL(w, config);
+  if (w.urlState) keepInURL(w, () => writeURL(w.form, config, location.search));
   showMessage(w.root, "pending", `Waiting for Python to compute ${changes(config, w.shown)}…`);
   w.next = config;
   compute(w);
