@@ -60,8 +60,8 @@ AS_IS = ("pyodide.asm.wasm", "pyodide.asm.js")
 STDLIB, LOCK = "python_stdlib.zip", "pyodide-lock.json"
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 BYTECODE = Path(__file__).with_name("bytecode.mjs")
-# Where each archive's modules are in the browser (the paths its tracebacks show).
-WHERE = {STDLIB: "/lib/python312.zip/", "wheel": "/lib/python3.12/site-packages/"}
+# Where the archives' modules are in the browser (the paths tracebacks show): the standard library's, a wheel's.
+STDLIB_PATH, SITE_PACKAGES = "/lib/python312.zip/", "/lib/python3.12/site-packages/"
 
 
 def restored(archive: bytes, keep) -> bytes:
@@ -97,7 +97,7 @@ def numpy_lock(lock: dict, wheel_name: str, wheel: bytes) -> bytes:
 def compiled(archives: dict[str, bytes], pyodide: Path) -> dict[str, bytes]:
     """archives ({name: zip}: the standard library, wheels) with their Python compiled to bytecode by the
     Python of the Pyodide in the folder pyodide (bytecode.mjs)."""
-    where = {name: WHERE[STDLIB if name == STDLIB else "wheel"] for name in archives}
+    where = {name: STDLIB_PATH if name == STDLIB else SITE_PACKAGES for name in archives}
     with tempfile.TemporaryDirectory(prefix="mha-bytecode-") as tmp:
         for name, data in archives.items():
             (Path(tmp) / name).write_bytes(data)
