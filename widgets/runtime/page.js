@@ -13,13 +13,14 @@ export function eachPage(fn) {
 
 const mounted = new WeakSet();
 
-/** mount(root) once for each element matching selector, on every page. */
+/** mount(root) once for each element matching selector, on every page; a mounted root says so (data-mounted). */
 export function mountEach(selector, mount) {
   eachPage(() => {
     for (const root of document.querySelectorAll(selector)) {
       if (mounted.has(root)) continue;
       mounted.add(root);
       mount(root);
+      root.dataset.mounted = "true";
     }
   });
 }

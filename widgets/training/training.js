@@ -196,8 +196,6 @@ async function train(w) {
 }
 
 function mount(root) {
-  if (root.dataset.mounted) return;
-  root.dataset.mounted = "true";
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
   const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
