@@ -34,9 +34,9 @@ def build_into(out: Path, *options: str) -> Path:
     return out
 
 
-def serve(root: Path, mount: str = MOUNT):
-    """(server, base URL) for root on 127.0.0.1; the caller shuts the server down."""
-    server = make_server(root, 0, mount)
+def serve(root: Path, mount: str = MOUNT, caching: str | None = None):
+    """(server, base URL) for root on 127.0.0.1 (caching: the Cache-Control sent); the caller shuts it down."""
+    server = make_server(root, 0, mount, caching)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}{mount}"
 
@@ -255,12 +255,7 @@ KEPT_MEMORY = """async () => {
   const key = (await store.keys()).map((r) => r.url).find((url) => url.includes("/python-memory?"));
   const kept = key && await store.match(key);
   if (!kept) return null;
-  try {
-    const body = kept.body.pipeThrough(new DecompressionStream("gzip"));
-    return (await hex(await new Response(body).arrayBuffer())) === kept.headers.get("X-Content-SHA256") ? key : null;
-  } catch {
-    return null;
-  }
+  return (await hex(await kept.arrayBuffer())) === kept.headers.get("X-Content-SHA256") ? key : null;
 }""" % HEX
 
 

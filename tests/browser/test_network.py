@@ -145,13 +145,12 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     assert urlsplit(page.url).path.startswith(MOUNT)
 
 
-# Replace the kept memory with body (gzipped here); its recorded sha256 that of body (intact), or of other bytes.
+# Replace the kept memory with body; its recorded sha256 that of body (intact), or of other bytes.
 REPLACE_MEMORY = """async ([key, body, intact]) => {
   %s
   const bytes = new TextEncoder().encode(body);
-  const gz = await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
   const sha = intact ? await hex(bytes) : await hex(new TextEncoder().encode("other bytes"));
-  await (await caches.open("mha-python")).put(key, new Response(gz, { headers: { "X-Content-SHA256": sha } }));
+  await (await caches.open("mha-python")).put(key, new Response(bytes, { headers: { "X-Content-SHA256": sha } }));
 }""" % HEX
 RESTORED = "restored as your last visit left it"
 

@@ -177,8 +177,8 @@ export class FilesFrom {
     return response || new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
   }
 
-  /** Keep memory (Python's, a Uint8Array, handed over) under key: Downloads' worker compresses and stores it,
-   *  so that compressing 21 MB (about half a second) delays no answer of Python's. */
+  /** Keep memory (Python's, a Uint8Array, handed over) under key: Downloads' worker checks and stores it, so
+   *  that hashing and writing 21 MB delays no answer of Python's. */
   keep(key, memory) {
     this.port.postMessage({ keep: key, memory }, [memory.buffer]);
   }

@@ -51,12 +51,14 @@ async function importChecked(bytes) {
   }
 }
 
-/** loadPyodide, rejected as soon as a fatal start-up error is reported. With memory (kept from an earlier
- * start) Python is restored from it; without, it starts afresh, ready to make a memory snapshot. */
-async function startPyodide(downloads, indexURL, memory) {
+/** loadPyodide, rejected as soon as a fatal start-up error is reported. With the memory kept (a promise: read
+ * while Pyodide's scripts are imported) from an earlier start Python is restored from it; without, it starts
+ * afresh, ready to make a memory snapshot. */
+async function startPyodide(downloads, indexURL, kept) {
   const file = (name) => downloads.bytes(new URL(name, indexURL).href);
   const { loadPyodide } = await importChecked(await file("pyodide.mjs"));
   await importChecked(await file("pyodide.asm.js")); // defines the factory, so loadPyodide does not fetch it
+  const memory = await kept;
   const warn = console.warn;
   const lines = [];
   try {
@@ -91,14 +93,14 @@ async function loadNumPy(pyodide) {
  * memory that fails is forgotten), else afresh. Returns (pyodide, the memory to keep or null). */
 async function startPython(downloads, indexURL, memoryURL) {
   const store = await downloads.store;
-  const kept = await keptMemory(store, memoryURL);
+  const kept = keptMemory(store, memoryURL).catch(() => null); // storage that fails keeps nothing: start afresh
   try {
     const pyodide = await startPyodide(downloads, indexURL, kept);
-    if (kept) return [pyodide, null];
+    if (await kept) return [pyodide, null];
     pyodide.runPython(`import ${KEPT_IMPORTS}`);
     return [pyodide, pyodide.makeMemorySnapshot()];
   } catch (err) {
-    if (kept) await forgetMemory(store, memoryURL);
+    if (await kept) await forgetMemory(store, memoryURL);
     throw err;
   }
 }
