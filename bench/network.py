@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 from browser_budget import by_source  # noqa: E402
 from browser_shapes import OBSERVE  # noqa: E402
+from sitebuild.serving import GITHUB_PAGES_CACHING  # noqa: E402
 from tests.helpers import build_into, chromium, kept_memory, pages_with, serve  # noqa: E402
 from tests.network import throttled_site  # noqa: E402
 
@@ -138,7 +139,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="cold loads with no throttling")
     args = parser.parse_args()
-    server, base = serve(None)
+    server, base = serve(None, caching=GITHUB_PAGES_CACHING)  # as the site's host sends it: the revisit relies on it
     tmp = ROOT / "bench" / "out" / "network-site"
     server.root = site = build_into(tmp, "--site-url", base)
     shapes = pages_with(site, 'data-mha-widget="shapes"')[0]

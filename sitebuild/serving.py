@@ -15,11 +15,12 @@ MIME_TYPES = {
     ".whl": "application/zip", ".zip": "application/zip", ".gz": "application/gzip", ".json": "application/json",
     ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml", ".woff2": "font/woff2",
 }
+GITHUB_PAGES_CACHING = "max-age=600"  # the Cache-Control GitHub Pages sends with every file
 
 
-def handler_class(mount: str = "/"):
+def handler_class(mount: str = "/", caching: str | None = None):
     """A quiet static-file handler for the server's folder (server.root), mounted under the URL path
-    mount (e.g. /mha/), with the MIME types Pyodide needs."""
+    mount (e.g. /mha/), with the MIME types Pyodide needs, and caching as Cache-Control if given."""
     mount = "/" + mount.strip("/") + "/" if mount.strip("/") else "/"
 
     class Handler(http.server.SimpleHTTPRequestHandler):
@@ -33,6 +34,11 @@ def handler_class(mount: str = "/"):
             if not (path + "/").startswith(mount):
                 return str(Path(self.directory) / ".outside-the-mount" / "404")  # no such file
             return super().translate_path("/" + path[len(mount):])
+
+        def end_headers(self):
+            if caching:
+                self.send_header("Cache-Control", caching)
+            super().end_headers()
 
         def log_message(self, *args):
             pass
@@ -48,10 +54,10 @@ class Server(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def make_server(root: Path, port: int = 0, mount: str = "/") -> Server:
+def make_server(root: Path, port: int = 0, mount: str = "/", caching: str | None = None) -> Server:
     """A threaded server of root on 127.0.0.1 (port 0: any free port); call serve_forever in a thread.
     Setting server.root to another folder serves that one from the next request on."""
-    server = Server(("127.0.0.1", port), handler_class(mount))
+    server = Server(("127.0.0.1", port), handler_class(mount, caching))
     server.root = root
     return server
 
