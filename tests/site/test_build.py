@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sitebuild import BuildError, assets, csp, typeset, widgets
-from sitebuild.serving import make_server
+from sitebuild.serving import GITHUB_PAGES_CACHING, make_server
 from sitebuild.wheel import build_wheel
 from tests.helpers import serve
 
@@ -208,6 +208,17 @@ def test_the_server_sends_the_right_types_under_its_mount_only(served):
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(f"{served}/a.wasm")
     assert error.value.code == 404
+
+
+def test_the_server_sends_github_pages_caching_only_when_asked(served, tmp_path):
+    with urllib.request.urlopen(f"{served}/mha/a.wasm") as r:
+        assert r.headers["Cache-Control"] is None
+    server, url = serve(tmp_path, "/mha/", caching=GITHUB_PAGES_CACHING)
+    try:
+        with urllib.request.urlopen(f"{url}a.wasm") as r:
+            assert r.headers["Cache-Control"] == "max-age=600" and r.read() == b"x"
+    finally:
+        server.shutdown()
 
 
 def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(capsys):
