@@ -530,15 +530,17 @@ def test_every_cell_is_named_query_key_weight_and_masked_cells_say_so(page, site
     expect(widget.get_by_role("gridcell", name=f"“{tokens[2]}” (2) → “{tokens[1]}” (1): {weight}", exact=True)).to_have_count(1)
 
 
-def test_masked_cells_are_hatched_without_an_opacity_each(page, site_url, heads_path):
-    """Both heatmaps on the page hatch their masked cells with faint lines, not with an opacity per cell,
-    which costs an effect node for each of thousands of cells in every frame that repaints the page."""
+def test_masked_cells_are_one_flat_fill_the_legend_shows(page, site_url, heads_path):
+    """Both heatmaps on the page fill their masked cells with the legend's flat grey: no gradient per cell
+    (repainted with every cell whenever a heatmap moves) and no opacity per cell (an effect node each)."""
     open_widget(page, site_url, heads_path)
     looks = page.evaluate("""() => [...document.querySelectorAll('[data-mha-widget] td[data-masked]')]
-      .map(td => { const s = getComputedStyle(td); return [s.opacity, s.backgroundImage]; })""")
-    widgets = page.evaluate("() => [...document.querySelectorAll('[data-mha-widget]:has(td[data-masked])')].map(w => w.dataset.mhaWidget)")
-    assert sorted(set(widgets)) == ["heads", "training"], widgets
-    assert looks and all(opacity == "1" and image.startswith("repeating-linear-gradient") for opacity, image in looks), looks[:3]
+      .map(td => { const s = getComputedStyle(td); return [td.closest('[data-mha-widget]').dataset.mhaWidget,
+                                                          s.opacity, s.backgroundImage, s.backgroundColor]; })""")
+    legend = page.evaluate("getComputedStyle(document.querySelector('.mha-heads__masked-swatch')).backgroundColor")
+    assert sorted({widget for widget, *_ in looks}) == ["heads", "training"], looks[:3]
+    assert legend not in ("rgba(0, 0, 0, 0)", "transparent"), legend
+    assert all(look[1:] == ["1", "none", legend] for look in looks), looks[:3]
 
 
 def test_the_weight_matrices_scroll_boxes_are_reachable_by_keyboard(live_widget):
