@@ -4,9 +4,9 @@
 // Downloads runs in a worker of its own (fetcher.js), so that bytes keep arriving while Python computes in the
 // Python worker, whose thread a start blocks for seconds; there FilesFrom asks for each file through a port.
 // Each checked file is kept in Cache Storage under its url and sha256, so that a Retry (new workers) or a
-// later visit reuses what already arrived; what is kept is checked again when it is read. A kept file is
-// handed to Pyodide as Cache Storage's own response (a stable URL), which lets the browser reuse the
-// WebAssembly it compiled on an earlier visit.
+// later visit reuses what already arrived; what is kept is checked again when it is read. Pyodide gets each
+// file as a Response made of its checked bytes. (Handing it Cache Storage's own response did not let the
+// browser reuse the WebAssembly it compiled on an earlier visit: a trace showed the whole compile again.)
 const plainFetch = self.fetch.bind(self); // the network's, before the worker hands Pyodide this one
 const STORE = "mha-python";
 const REPORT_EVERY_MS = 250;
@@ -56,7 +56,6 @@ export class Downloads {
     this.arrived = 0;
     this.lastReport = 0;
     this.store = openStore();
-    this.kept = new Set(); // urls whose checked bytes came from Cache Storage
     this.loads = new Map(first.map((url) => [url, this.load(url)]));
     const firstArrived = Promise.allSettled(this.loads.values());
     for (const url of Object.keys(files)) {
@@ -85,7 +84,6 @@ export class Downloads {
     if (kept) {
       const bytes = new Uint8Array(await kept.arrayBuffer());
       if ((await sha256(bytes)) === file.sha256) {
-        this.kept.add(url);
         this.count(file.bytes);
         return bytes;
       }
@@ -135,11 +133,11 @@ export class FilesFrom {
     this.fetch = this.fetch.bind(this);
   }
 
-  receive({ url, bytes, kept, error, all }) {
+  receive({ url, bytes, error, all }) {
     if (all !== undefined) return all === true ? this.settleAll.resolve() : this.settleAll.reject(new Error(all));
     const asked = this.asked.get(url);
     if (error) asked.reject(new Error(error));
-    else asked.resolve({ bytes, kept });
+    else asked.resolve(bytes);
   }
 
   ask(url) {
@@ -152,8 +150,8 @@ export class FilesFrom {
     return this.asked.get(url).promise;
   }
 
-  /** The checked bytes of url, one of the files, and whether they were kept (counted in waiting until there). */
-  async file(url) {
+  /** The checked bytes of url, one of the files (counted in waiting until there). */
+  async bytes(url) {
     this.waiting++;
     this.progress();
     try {
@@ -164,17 +162,11 @@ export class FilesFrom {
     }
   }
 
-  async bytes(url) {
-    return (await this.file(url)).bytes;
-  }
-
   /** fetch() for Pyodide: its files come from Downloads, anything else from the network as usual. */
   async fetch(input, init) {
     const url = new URL(input instanceof Request ? input.url : input, self.location).href;
     if (!(url in this.files)) return plainFetch(input, init);
-    const { bytes, kept } = await this.file(url);
-    const response = kept && (await (await this.store)?.match(keyOf(url, this.files[url])));
-    return response || new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
+    return new Response(await this.bytes(url), { headers: { "Content-Type": typeOf(url) } });
   }
 
   /** Keep memory (Python's, a Uint8Array, handed over) under key: Downloads' worker checks and stores it, so

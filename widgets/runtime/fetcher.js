@@ -1,7 +1,7 @@
 // The worker that downloads Python's files (downloads.js), on a thread of its own: bytes keep arriving while
 // the Python worker's thread is busy starting Python.
 // In:  {files, port}: port is the Python worker's; it asks {url} and is answered
-//      {url, bytes, kept} or {url, error}, and told {all: true} once every file arrived intact, or {all: reason};
+//      {url, bytes} or {url, error}, and told {all: true} once every file arrived intact, or {all: reason};
 //      it also sends {keep: key, memory}: Python's memory, to be kept (memory.js).
 // Out: {type: "bytes", arrived, total} to the page as bytes arrive (at most every 250 ms).
 import { Downloads, pyodideFiles } from "./downloads.js";
@@ -15,7 +15,7 @@ self.onmessage = ({ data: { files, port } }) => {
     if (keep) return keepMemory(await downloads.store, keep, memory).catch(() => {});
     try {
       const bytes = await downloads.loads.get(url); // asked once per url: handed over, not copied
-      port.postMessage({ url, bytes, kept: downloads.kept.has(url) }, [bytes.buffer]);
+      port.postMessage({ url, bytes }, [bytes.buffer]);
     } catch (err) {
       port.postMessage({ url, error: err.message });
     }
