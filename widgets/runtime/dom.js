@@ -23,10 +23,14 @@ const URL_DELAY_MS = 250;
 
 /** Write the query search() gives into the page's URL once the reader pauses: browsers throttle frequent
  * writes, and replaceState lays out the page, which costs tens of milliseconds right after a redraw and
- * little once the frame is drawn. timers: an object that holds the pending write (one per widget). */
+ * little once the frame is drawn. timers: an object that holds the pending write (one per widget). A reader
+ * who has moved to another page meanwhile (instant navigation changes the URL at the click) keeps its URL. */
 export function keepInURL(timers, search) {
   clearTimeout(timers.urlTimer);
-  timers.urlTimer = setTimeout(() => history.replaceState(history.state, "", search() + location.hash), URL_DELAY_MS);
+  const page = location.pathname;
+  timers.urlTimer = setTimeout(() => {
+    if (location.pathname === page) history.replaceState(history.state, "", search() + location.hash);
+  }, URL_DELAY_MS);
 }
 
 /** text cut to at most n characters, ending in "…" when cut. */
