@@ -145,6 +145,34 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     assert urlsplit(page.url).path.startswith(MOUNT)
 
 
+def test_a_change_just_before_a_link_is_followed_stays_out_of_the_next_pages_url(page, site_url, shapes_path,
+                                                                                heads_path):
+    """The shapes widget writes its state into the URL once the reader pauses; a reader who moves on within that
+    pause must not find it in the next page's URL."""
+    shapes = open_widget(page, site_url + shapes_path, "shapes")
+    wait_ready(page)
+    shapes.evaluate("""root => {
+      const field = root.querySelector('input[type="number"][name="batch"]');
+      field.value = "3";
+      field.dispatchEvent(new Event("change", { bubbles: true }));
+      document.querySelector("a.md-footer__link--next").click();
+    }""")
+    expect(page.locator('[data-mha-widget="heads"]')).to_have_attribute("data-mounted", "true")
+    page.wait_for_timeout(600)  # past the pause after which the shapes widget would have written its URL
+    assert page.url == site_url + heads_path
+
+
+def test_a_widget_away_from_the_screen_is_mounted_but_not_rendered_until_near(page, site_url, heads_path):
+    """content-visibility: the heads page's widgets, below the fold, cost no layout or paint at first."""
+    page.goto(site_url + heads_path)
+    training = page.locator('[data-mha-widget="training"]')
+    expect(training).to_have_attribute("data-mounted", "true")
+    rendered = "root => root.querySelector('td[data-q]').checkVisibility({ contentVisibilityAuto: true })"
+    assert page.evaluate("scrollY") == 0 and training.evaluate(rendered) is False
+    training.scroll_into_view_if_needed()
+    page.wait_for_function(f"() => ({rendered})(document.querySelector('[data-mha-widget=\"training\"]'))")
+
+
 # Replace the kept memory with body; its recorded sha256 that of body (intact), or of other bytes.
 REPLACE_MEMORY = """async ([key, body, intact]) => {
   %s
