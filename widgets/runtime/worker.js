@@ -125,7 +125,7 @@ async function init({ indexURL, files, wheelURL, port }) {
     throw err;
   }), downloads.all]);
   const ms = performance.now() - t0;
-  if (memory) downloads.keep(memoryURL, memory); // compressed and stored on the downloads worker's thread
+  if (memory) downloads.keep(memoryURL, memory); // hashed and stored on the downloads worker's thread
   downloads.forgetOthers([memoryURL]);
   return { ms, restored: !memory };
 }
