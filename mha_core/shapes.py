@@ -15,6 +15,7 @@ import numpy as np
 from .attention import _forward_steps
 from .config import AttentionConfig, _result, configure, whole_number
 from .display import shapes_display
+from .rng import Random
 
 TENSOR_NAMES = ("x", "q", "k", "v", "q_heads", "k_heads", "v_heads", "scores", "weights", "z", "merged", "out")
 
@@ -85,7 +86,7 @@ def _views(B: int, n: int, h_kv: int, group: int, d_k: int) -> dict[str, bool]:
     heads for grouped-query attention), which keeps every size-1 axis that decides view or copy.
     """
     h, d_model = h_kv * group, 3
-    rng = np.random.default_rng(0)
+    rng = Random(0)
     x = rng.standard_normal((B, n, d_model))
     W_Q, W_K, W_V = (rng.standard_normal((d_model, width)) for width in (h * d_k, h_kv * d_k, h_kv * d_k))
     steps = _forward_steps(x, W_Q, W_K, W_V, rng.standard_normal((h * d_k, d_model)), h, None, None, False)

@@ -29,6 +29,7 @@ import numpy as np
 
 from .attention import _forward_steps, _matmul_2d, project, split_heads
 from .config import whole_number
+from .rng import Random
 from .heads import tokenize
 
 # Upper bounds for a training run: a browser must finish each step in milliseconds.
@@ -132,7 +133,7 @@ def _seed(seed) -> int:
 
 # ---------------------------------------------------------------- the task and the weights
 
-def sample_batch(config: TrainConfig, rng: np.random.Generator) -> np.ndarray:
+def sample_batch(config: TrainConfig, rng: Random) -> np.ndarray:
     """[batch, seq_len] int tokens: each row a block of distinct random tokens, repeated to fill it."""
     periods = rng.integers(config.min_period, config.max_period + 1, size=config.batch)  # [B]
     blocks = rng.permuted(np.tile(np.arange(config.vocab), (config.batch, 1)), axis=1)  # [B, V]: distinct
@@ -142,12 +143,12 @@ def sample_batch(config: TrainConfig, rng: np.random.Generator) -> np.ndarray:
 
 def eval_batch(config: TrainConfig, seed: int) -> np.ndarray:
     """[batch, seq_len] tokens a run with this seed is measured on (never trained on)."""
-    return sample_batch(config, np.random.default_rng([_seed(seed), 2]))
+    return sample_batch(config, Random([_seed(seed), 2]))
 
 
 def init_params(config: TrainConfig, seed: int) -> dict[str, np.ndarray]:
     """float64 weights, each normal(0, init_scale / √fan_in): fan_in is W's rows in x @ W, d_model for embeddings."""
-    rng = np.random.default_rng([_seed(seed), 0])
+    rng = Random([_seed(seed), 0])
     fan_in = {name: config.d_model if name in ("W_E", "W_pos") else shape[0]  # embeddings: unit-size vectors
               for name, shape in config.param_shapes.items()}
     return {name: rng.normal(0.0, config.init_scale / math.sqrt(fan_in[name]), shape)
@@ -424,7 +425,7 @@ class Trainer:
         self.flat = np.concatenate([p.reshape(-1) for p in weights]).astype(dtype)  # [P]
         self.params = unflatten(self.flat, self.config)  # views of flat
         self.moments = (np.zeros_like(self.flat), np.zeros_like(self.flat))  # Adam's m and v, [P] each
-        self.batches = np.random.default_rng([self.seed, 1])
+        self.batches = Random([self.seed, 1])
         self.eval_tokens = eval_batch(self.config, self.seed)
         self.step, self.history, self.checkpoints = 0, [], []
         self._record()
@@ -530,7 +531,7 @@ def display_tokens(config: TrainConfig) -> list[int]:
     """The test sequence the patterns are shown on: a block of distinct tokens, period halfway between
     min_period and max_period, repeated to fill seq_len."""
     period = (config.min_period + config.max_period) // 2
-    block = np.random.default_rng(2024).permutation(config.vocab)[:period]  # [period]
+    block = Random(2024).permutation(config.vocab)[:period]  # [period]
     return block[np.arange(config.seq_len) % period].tolist()  # [n]
 
 

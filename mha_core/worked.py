@@ -14,6 +14,7 @@ import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
 from .config import whole_number
+from .rng import Random
 
 VOCAB = ("the", "cat", "sat", "on", "a", "mat")  # each word's embedding is drawn from the seed
 TOKENS = ("the", "cat", "sat")  # the sentence shown first
@@ -29,7 +30,7 @@ def fmt(value: float, decimals: int = 2) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text.replace("-", "\u2212")
 
 
-def _drawn(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
+def _drawn(rng: Random, shape: tuple[int, ...], scale: float) -> np.ndarray:
     return np.round(rng.standard_normal(shape) * scale, 1) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
@@ -47,7 +48,7 @@ def worked_steps(seed: int = 1, tokens=TOKENS) -> dict[str, np.ndarray]:
     if error:
         raise ValueError(error)
     tokens = _check_tokens(tokens)
-    rng = np.random.default_rng(seed - 1)  # seeds count from 1 for the reader
+    rng = Random(seed - 1)  # seeds count from 1 for the reader
     embeddings = _drawn(rng, (len(VOCAB), D_MODEL), 1.0)  # [V, d_model]: one row per word
     X = embeddings[[VOCAB.index(t) for t in tokens]]  # [n, d_model]: a repeated word repeats its row
     W_Q, W_K, W_V, W_O = _drawn(rng, (4, D_MODEL, D_MODEL), 1.0)  # [d_model, d_model] each

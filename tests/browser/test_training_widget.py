@@ -172,14 +172,16 @@ def test_the_readers_own_text(live_widget, run):
     assert labels.all_text_contents() == words
     answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], text=text)
     n = len(words)
-    want = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, 2, n, n)[1, induction] / 65535
+    patterns = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, 2, n, n) / 65535
     shown = np.zeros((n, n))
     for q, k, weight in widget.evaluate(READ)["cells"]:
         shown[q, k] = weight
-    np.testing.assert_allclose(shown, want, atol=2e-4)
-    # on the second "cat sat on": each word attends to the word after its first occurrence
+    np.testing.assert_allclose(shown, patterns[1, induction], atol=2e-4)
+    # on the second "cat sat on": each word attends to the word after its first occurrence, in one of the
+    # layer's induction heads at least (two may share the work)
+    heads = [h for h, role in enumerate(run["checkpoints"][-1]["roles"][1]) if role == "induction"]
     second = words.index(",") + 2  # the second "cat"
-    assert all(shown[q, q - 7 + 1] > 0.5 for q in range(second, second + 3))
+    assert all(max(patterns[1, h, q, q - 7 + 1] for h in heads) > 0.5 for q in range(second, second + 3))
     # a text of one word is refused with a message; back to the test sequence
     widget.locator('input[name="text"]').fill("hello")
     widget.locator('button[name="show"]').click()
