@@ -46,13 +46,13 @@ ENCODINGS_KEEP = frozenset("""
     __init__ aliases ascii cp437 latin_1 raw_unicode_escape unicode_escape utf_8 utf_8_sig utf_16 utf_16_be
     utf_16_le utf_32 utf_32_be utf_32_le
 """.split())
-# Parts of NumPy's wheel that `import numpy` and mha_core never load (NumPy imports fft, polynomial and ma
-# only when asked for them), what only compilers read (C headers, static libraries, Cython declarations), and
-# extension modules of NumPy's own tests. Pyodide loads every .so of a package when it installs it, so each
-# one dropped is also start-up time saved.
+# Parts of NumPy's wheel that `import numpy` and mha_core never load (NumPy imports fft, polynomial, ma and
+# random only when asked for them; mha_core draws its random numbers with mha_core.rng), what only compilers
+# read (C headers, static libraries, Cython declarations), and extension modules of NumPy's own tests. Pyodide
+# loads every .so of a package when it installs it, so each one dropped is also start-up time saved.
 NUMPY_DROP = ("numpy/f2py/", "numpy/testing/", "numpy/_pyinstaller/", "numpy/doc/", "numpy/fft/",
-              "numpy/polynomial/", "numpy/ma/", "numpy/_core/include/", "numpy/_core/lib/", "numpy/random/lib/",
-              "numpy/random/_examples/", "numpy/linalg/lapack_lite.", "numpy/_core/_rational_tests.",
+              "numpy/polynomial/", "numpy/ma/", "numpy/random/", "numpy/_core/include/", "numpy/_core/lib/",
+              "numpy/linalg/lapack_lite.", "numpy/_core/_rational_tests.",
               "numpy/_core/_umath_tests.", "numpy/_core/_struct_ufunc_tests.", "numpy/_core/_operand_flag_tests.",
               "numpy/_core/_simd.")
 NUMPY_DROP_SUFFIXES = (".pyi", ".pxd")

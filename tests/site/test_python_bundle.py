@@ -86,10 +86,10 @@ def test_numpy_keeps_what_import_numpy_loads_and_its_lock_entry_points_at_it(tri
     for kept in ("numpy/__init__.pyc", "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so",
                  "numpy/_core/_multiarray_tests.cpython-312-wasm32-emscripten.so",  # `import numpy` loads it
                  "numpy/linalg/_umath_linalg.cpython-312-wasm32-emscripten.so",  # and this
-                 "numpy/random/_generator.cpython-312-wasm32-emscripten.so",  # default_rng
-                 "numpy/linalg/__init__.pyc", "numpy/random/__init__.pyc", "numpy-2.0.2.dist-info/METADATA"):
+                 "numpy/linalg/__init__.pyc", "numpy-2.0.2.dist-info/METADATA"):
         assert kept in names
-    dropped = ("numpy/fft/", "numpy/f2py/", "numpy/_core/include/", "numpy/linalg/lapack_lite.", "numpy/_core/_umath_tests.")
+    dropped = ("numpy/fft/", "numpy/f2py/", "numpy/random/", "numpy/_core/include/", "numpy/linalg/lapack_lite.",
+               "numpy/_core/_umath_tests.")
     assert not [n for n in names if n.startswith(dropped) or n.endswith((".pyi", ".pxd", ".h", ".a"))]
     lock = json.loads(trimmed[python_bundle.LOCK])
     assert list(lock["packages"]) == ["numpy"]
@@ -121,3 +121,15 @@ def test_what_a_fresh_start_imports_before_keeping_its_memory_is_in_the_standard
     full = top_level(zipfile.ZipFile(assets.fetch_pyodide() / python_bundle.STDLIB))
     assert {"json", "decimal", "importlib"} <= modules
     assert not {m for m in modules if m in full} - python_bundle.STDLIB_KEEP  # the rest is built into Pyodide
+
+
+def test_mha_core_never_touches_numpy_random_which_the_bundle_leaves_out():
+    """mha_core draws with mha_core.rng; a use of numpy.random would fail in the browser only."""
+    for source in (ROOT / "mha_core").rglob("*.py"):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            imported = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                        [f"{node.module}.{alias.name}" for alias in node.names] if isinstance(node, ast.ImportFrom) else [])
+            assert not [name for name in imported if name.startswith("numpy.random")], source.name
+            if isinstance(node, ast.Attribute) and node.attr == "random" and isinstance(node.value, ast.Name):
+                assert node.value.id not in ("np", "numpy"), f"{source.name}:{node.lineno} uses numpy.random"
