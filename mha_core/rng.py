@@ -15,13 +15,18 @@ import numbers
 import numpy as np
 
 GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment: 2**64 over the golden ratio, made odd
+MIX = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)  # its finaliser's multipliers
+SHIFTS = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 
 
 def mixed(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser, elementwise on a uint64 array (its products wrap at 2**64)."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """SplitMix64's finaliser, elementwise on a uint64 array (its products wrap at 2**64); z is not changed."""
+    z = z ^ (z >> SHIFTS[0])
+    z *= MIX[0]
+    z ^= z >> SHIFTS[1]
+    z *= MIX[1]
+    z ^= z >> SHIFTS[2]
+    return z
 
 
 def _shape(size) -> tuple[int, ...]:
@@ -52,7 +57,7 @@ class Random:
     def random(self, size) -> np.ndarray:
         """[*size] float64, uniform on [0, 1): the top 53 bits of each output."""
         shape = _shape(size)
-        return (self.bits(math.prod(shape)) >> np.uint64(11)).astype(np.float64).reshape(shape) * 2.0**-53
+        return (self.bits(math.prod(shape)) >> SHIFTS[3]).astype(np.float64).reshape(shape) * 2.0**-53
 
     def standard_normal(self, size) -> np.ndarray:
         """[*size] float64, normal(0, 1) by the Box–Muller transform."""
@@ -69,12 +74,13 @@ class Random:
         """[*size] int64, uniform on low, …, high − 1."""
         return low + np.floor(self.random(size) * (high - low)).astype(np.int64)
 
+    # A shuffle sorts random 64-bit keys: two keys alike (odds about n² / 2**65) keep their order.
     def permutation(self, n: int) -> np.ndarray:
         """[n] int64: 0, …, n − 1 in random order."""
-        return np.argsort(self.random(n), kind="stable")
+        return np.argsort(self.bits(n), kind="stable")
 
     def permuted(self, x: np.ndarray, axis: int) -> np.ndarray:
         """x with the entries along axis shuffled, each line on its own."""
         x = np.asarray(x)
-        order = np.argsort(self.random(x.shape), axis=axis, kind="stable")  # [*x.shape]
+        order = np.argsort(self.bits(x.size).reshape(x.shape), axis=axis, kind="stable")  # [*x.shape]
         return np.take_along_axis(x, order, axis=axis)
