@@ -29,8 +29,8 @@ import numpy as np
 
 from .attention import _forward_steps, _matmul_2d, project, split_heads
 from .config import whole_number
-from .rng import Random
 from .heads import tokenize
+from .rng import Random
 
 # Upper bounds for a training run: a browser must finish each step in milliseconds.
 TRAIN_LIMITS = {"vocab": 64, "d_model": 128, "n_layers": 4, "n_heads": 8, "d_head": 64,
