@@ -12,6 +12,7 @@ import gzip
 import re
 from urllib.parse import urlsplit
 
+import pytest
 from conftest import READY_TIMEOUT_MS, open_widget, wait_ready, watched_page
 from playwright.sync_api import expect
 
@@ -173,14 +174,28 @@ def test_a_widget_away_from_the_screen_is_mounted_but_not_rendered_until_near(pa
     page.wait_for_function(f"() => ({rendered})(document.querySelector('[data-mha-widget=\"training\"]'))")
 
 
-# Replace the kept memory with body; its recorded sha256 that of body (intact), or of other bytes.
-REPLACE_MEMORY = """async ([key, body, intact]) => {
+# Replace the kept memory with body (null: the memory itself); its recorded sha256 that of body (intact), or of
+# other bytes; its libraries as they were kept, or each handle moved by shift bytes.
+REPLACE_MEMORY = """async ([key, body, intact, shift]) => {
   %s
-  const bytes = new TextEncoder().encode(body);
+  const store = await caches.open("mha-python");
+  const kept = await store.match(key);
+  const bytes = body === null ? new Uint8Array(await kept.arrayBuffer()) : new TextEncoder().encode(body);
   const sha = intact ? await hex(bytes) : await hex(new TextEncoder().encode("other bytes"));
-  await (await caches.open("mha-python")).put(key, new Response(bytes, { headers: { "X-Content-SHA256": sha } }));
+  const libraries = JSON.parse(kept.headers.get("X-Python-Libraries"));
+  libraries.libraries = libraries.libraries.map(([path, handle]) => [path, handle + shift]);
+  const headers = { "X-Content-SHA256": sha, "X-Python-Libraries": JSON.stringify(libraries) };
+  await store.put(key, new Response(bytes, { headers }));
 }""" % HEX
 RESTORED = "restored as your last visit left it"
+# Calls through most of NumPy (einsum, matmul, softmax, reshapes and copies, the trainer's first forward pass).
+ANSWERS = """async ([url, sentence]) => {
+  const { call } = await import(url);
+  return JSON.stringify([await call("head_patterns", { text_or_tokens: sentence, ablate: ["previous_token"] }),
+                         await call("worked_example", { seed: 3 }), await call("memory_steps", { wrong: true }),
+                         await call("shape_report", { d_model: 96, n_heads: 6, seq_len: 7, batch: 2 }),
+                         await call("training_start", { seed: 1 })]);
+}"""
 
 
 def visit(context, url: str, name: str):
@@ -222,7 +237,7 @@ def test_a_kept_memory_that_is_not_intact_is_dropped_and_python_starts_afresh(br
         open_widget(first, site_url + shapes_path, "shapes")
         wait_ready(first)
         key = kept_memory(first)
-        first.evaluate(REPLACE_MEMORY, [key, "not Python's memory", False])
+        first.evaluate(REPLACE_MEMORY, [key, "not Python's memory", False, 0])
         first.close()
         again, widget = visit(first.context, site_url + shapes_path, "shapes")
         expect(status(again)).not_to_contain_text(RESTORED)
@@ -232,22 +247,42 @@ def test_a_kept_memory_that_is_not_intact_is_dropped_and_python_starts_afresh(br
     page_log.check()
 
 
-def test_a_kept_memory_python_cannot_restore_is_an_error_then_forgotten(browser, site_url, shapes_path, page_log):
-    """Intact by its sha256 yet not a memory Pyodide can restore: the start fails with the reason, and Retry
-    starts afresh without it."""
-    page_log.allow(r"Snapshot has invalid magic number|Python could not start")
+@pytest.mark.parametrize("body, shift, reason", [
+    ("an intact file that is not a memory", 0, "wasm instantiation failed"),  # too small for Python's memory
+    (None, 4, "the kept memory does not hold _multiarray_tests.cpython-312-wasm32-emscripten.so where it says"),
+], ids=["not a memory", "libraries not where it says"])
+def test_a_kept_memory_python_cannot_restore_is_an_error_then_forgotten(browser, site_url, shapes_path, page_log,
+                                                                         body, shift, reason):
+    """Intact by its sha256 yet not a memory Pyodide can restore, or one whose libraries are not where it says:
+    the start fails with the reason, and Retry starts afresh without it."""
+    page_log.allow(rf"{re.escape(reason)}|Python could not start")
     with watched_page(browser, page_log) as first:
         open_widget(first, site_url + shapes_path, "shapes")
         wait_ready(first)
-        first.evaluate(REPLACE_MEMORY, [kept_memory(first), "an intact file that is not a memory", True])
+        first.evaluate(REPLACE_MEMORY, [kept_memory(first), body, True, shift])
         first.close()
         again = first.context.new_page()
         widget = open_widget(again, site_url + shapes_path, "shapes")
         expect(again.locator("html")).to_have_attribute("data-mha-runtime", "error", timeout=READY_TIMEOUT_MS)
-        expect(status(again)).to_contain_text("Python could not start")
+        expect(status(again)).to_contain_text(f"Python could not start: {reason}")
         status(again).get_by_role("button", name="Retry").click()
         wait_ready(again)
         expect(status(again)).not_to_contain_text(RESTORED)
         change_batch(widget, 4)
         assert_shows(widget, **form_config(widget))
+    page_log.check()
+
+
+def test_a_restored_python_answers_as_the_fresh_one_did(browser, site_url, shapes_path, page_log):
+    """NumPy's libraries, loaded again where the kept memory expects them, compute what they computed before."""
+    bridge = [site_url + "assets/widgets/runtime/bridge.js", SENTENCE]
+    with watched_page(browser, page_log) as first:
+        open_widget(first, site_url + shapes_path, "shapes")
+        wait_ready(first)
+        fresh = first.evaluate(ANSWERS, bridge)
+        kept_memory(first)
+        first.close()
+        again, _ = visit(first.context, site_url + shapes_path, "shapes")
+        expect(status(again)).to_contain_text(RESTORED)
+        assert again.evaluate(ANSWERS, bridge) == fresh
     page_log.check()

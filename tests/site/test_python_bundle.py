@@ -114,15 +114,6 @@ def test_the_sizes_given_for_the_cdn_are_those_of_the_pinned_files():
     assert assets.BROWSER_SIZES == {name: (folder / name).stat().st_size for name in assets.BROWSER_PINS}
 
 
-def test_what_a_fresh_start_imports_before_keeping_its_memory_is_in_the_standard_library_kept():
-    worker = (ROOT / "widgets/runtime/worker.js").read_text()
-    names = re.search(r'KEPT_IMPORTS = ((?:"[^"]*"\s*\+?\s*)+);', worker).group(1)
-    modules = {m.strip().split(".")[0] for m in "".join(re.findall(r'"([^"]*)"', names)).split(",")}
-    full = top_level(zipfile.ZipFile(assets.fetch_pyodide() / python_bundle.STDLIB))
-    assert {"json", "decimal", "importlib"} <= modules
-    assert not {m for m in modules if m in full} - python_bundle.STDLIB_KEEP  # the rest is built into Pyodide
-
-
 def test_mha_core_never_touches_numpy_random_which_the_bundle_leaves_out():
     """mha_core draws with mha_core.rng; a use of numpy.random would fail in the browser only."""
     for source in (ROOT / "mha_core").rglob("*.py"):

@@ -49,7 +49,7 @@ const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
 /** The size of Python's download, in MB on the wire. */
 export const downloadMB = () => megabytes(WIRE_BYTES);
 
-/** Every file Python is made of ({indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}}). */
+/** Every file Python is made of ({indexURL, files: {url: {source, gzip, sha256, bytes}}}; the wheels end in .whl). */
 function pythonFiles() {
   const indexURL = config.pyodide || new URL("../../pyodide/", import.meta.url).href;
   const wheelURL = new URL(`../../wheels/${config.wheel.path}`, import.meta.url).href;
@@ -57,7 +57,7 @@ function pythonFiles() {
   for (const [name, f] of Object.entries(config.files)) {
     files[new URL(name, indexURL).href] = { ...f, source: new URL(f.path, indexURL).href };
   }
-  return { indexURL, wheelURL, files };
+  return { indexURL, files };
 }
 
 /** The worker's init message: every file Python is made of, where it is, its sha256 and size. */

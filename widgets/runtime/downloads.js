@@ -169,10 +169,10 @@ export class FilesFrom {
     return new Response(await this.bytes(url), { headers: { "Content-Type": typeOf(url) } });
   }
 
-  /** Keep memory (Python's, a Uint8Array, handed over) under key: Downloads' worker checks and stores it, so
-   *  that hashing and writing 21 MB delays no answer of Python's. */
-  keep(key, memory) {
-    this.port.postMessage({ keep: key, memory }, [memory.buffer]);
+  /** Keep Python's memory ({memory: a Uint8Array, handed over, libraries, dlopened}, memory.js): Downloads' worker
+   *  checks and stores it, so that hashing and writing 30 MB delays no answer of Python's. */
+  keep(key, kept) {
+    this.port.postMessage({ keep: key, kept }, [kept.memory.buffer]);
   }
 
   /** Drop kept files that are not this site's (an older build's) nor in also, once Python has started. */

@@ -2,7 +2,7 @@
 // the Python worker's thread is busy starting Python.
 // In:  {files, port}: port is the Python worker's; it asks {url} and is answered
 //      {url, bytes} or {url, error}, and told {all: true} once every file arrived intact, or {all: reason};
-//      it also sends {keep: key, memory}: Python's memory, to be kept (memory.js).
+//      it also sends {keep: key, kept}: Python's memory, to be kept (memory.js).
 // Out: {type: "bytes", arrived, total} to the page as bytes arrive (at most every 250 ms).
 import { Downloads, pyodideFiles } from "./downloads.js";
 import { keepMemory } from "./memory.js";
@@ -11,8 +11,8 @@ self.onmessage = ({ data: { files, port } }) => {
   const downloads = new Downloads(files, () => {
     postMessage({ type: "bytes", arrived: downloads.arrived, total: downloads.total });
   }, pyodideFiles(files));
-  port.onmessage = async ({ data: { url, keep, memory } }) => {
-    if (keep) return keepMemory(await downloads.store, keep, memory).catch(() => {});
+  port.onmessage = async ({ data: { url, keep, kept } }) => {
+    if (keep) return keepMemory(await downloads.store, keep, kept).catch(() => {});
     try {
       const bytes = await downloads.loads.get(url); // asked once per url: handed over, not copied
       port.postMessage({ url, bytes }, [bytes.buffer]);

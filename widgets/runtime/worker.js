@@ -1,7 +1,7 @@
 // Pyodide in a module Web Worker, shared by all the widgets of a page (and, with instant navigation, of the
 // pages after it).
-// In:  {type: "init", indexURL, wheelURL, files: {url: {source, gzip, sha256, bytes}}, lock, port} (port: the
-//      downloads worker's, fetcher.js), then
+// In:  {type: "init", indexURL, files: {url: {source, gzip, sha256, bytes}}, lock, port} (port: the downloads
+//      worker's, fetcher.js; the files ending in .whl are the wheels: NumPy and mha_core), then
 //      {type: "call", id, fn, args} (args: JSON text).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
 //      it ends); {type: "progress", step, waiting}..., then {type: "ready", ms, restored} (restored: Python
@@ -10,13 +10,9 @@
 // fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
 import { FilesFrom } from "./downloads.js";
 import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
+import { unpackWheel } from "./wheels.js";
 
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
-
-// Standard-library modules that installing NumPy, importing it and importing mha_core load: a fresh start
-// imports them before its memory is kept, so that a revisit restores them instead of compiling them again.
-const KEPT_IMPORTS = "importlib.metadata, tarfile, csv, pickle, ctypes, platform, dataclasses, unicodedata, " +
-  "fractions, decimal, json";
 
 // Emscripten reports a .wasm it cannot compile only with console.warn, and loadPyodide then never settles:
 // watch for it while Python starts.
@@ -51,9 +47,8 @@ async function importChecked(bytes) {
   }
 }
 
-/** loadPyodide, rejected as soon as a fatal start-up error is reported. With the memory kept (a promise: read
- * while Pyodide's scripts are imported) from an earlier start Python is restored from it; without, it starts
- * afresh, ready to make a memory snapshot. */
+/** loadPyodide, rejected as soon as a fatal start-up error is reported. With the memory kept (a promise) by an
+ * earlier start Python is restored from it; without, it starts afresh, ready to make a memory snapshot. */
 async function startPyodide(downloads, indexURL, kept) {
   const file = (name) => downloads.bytes(new URL(name, indexURL).href);
   const { loadPyodide } = await importChecked(await file("pyodide.mjs"));
@@ -76,58 +71,119 @@ async function startPyodide(downloads, indexURL, kept) {
   }
 }
 
-// Python 3.12's zipimport re-reads the whole standard-library archive's directory whenever import caches are
-// invalidated, which installing a package does many times (about 0.2 s here; 3.13 made it lazy). The archive
-// never changes while the page lives.
-const ZIP_CACHES_KEPT = "import zipimport; zipimport.zipimporter.invalidate_caches = lambda self: None";
+// Once the wheels are in site-packages, Python's import caches are invalidated: its view of a folder's files is
+// renewed only when the folder's modification time changes, which writes within one tick can leave the same.
+// Python 3.12's zipimport would then read the whole standard-library archive's directory again (3.13 made it
+// lazy); the archive never changes while the page lives.
+const NEW_FILES_SEEN = `import importlib, zipimport
+zipimport.zipimporter.invalidate_caches = lambda self: None
+importlib.invalidate_caches()`;
 
-async function loadNumPy(pyodide) {
-  stepTo("Loading NumPy…");
-  pyodide.runPython(ZIP_CACHES_KEPT);
-  const errors = [];
-  await pyodide.loadPackage("numpy", { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
-  if (!pyodide.loadedPackages.numpy) throw new Error(`NumPy could not be loaded: ${errors.at(-1) || "no reason"}`);
+// The extension modules (NumPy's) are WebAssembly libraries that Emscripten's dynamic linker loads into Python's
+// memory and function table. Given a handle (its struct dso: 36 bytes of Python's memory), loadDynamicLibrary
+// records there where a library went (a flag at +8, the memory base at +12, the table base at +20; zero at +28
+// and +32 means "read the file") and, finding the flag set, loads the library at those very places again. So each
+// library is loaded with a handle of its own, and a memory kept after loading them can be restored with its
+// libraries: each loaded again where the memory expects it, and its static memory, which loading initialises
+// anew, put back as it was kept.
+const HANDLE_BYTES = 36;
+const LOADING = { loadAsync: true, nodelete: true, allowUndefined: true, global: false }; // as Pyodide loads them
+
+async function loadLibrary(module, path, handle) {
+  await module.loadDynamicLibrary(path, { ...LOADING, fs: module.FS }, {}, handle);
+  const name = path.split("/").pop(); // as Pyodide's loadDynlib: known by its file name too
+  module.LDSO.loadedLibsByName[name] ||= module.LDSO.loadedLibsByName[path];
 }
 
-/** Python started from Pyodide's files: restored from the memory kept under memoryURL if there is one (a kept
- * memory that fails is forgotten), else afresh. Returns (pyodide, the memory to keep or null). */
-async function startPython(downloads, indexURL, memoryURL) {
+/** Load every extension module among the files (paths), each with a handle of its own. Returns what a restore
+ * needs: each library's path and handle, in the order they were loaded. */
+async function loadLibraries(pyodide, files) {
+  const module = pyodide._module;
+  const libraries = [];
+  for (const path of files.filter((f) => f.endsWith(".so")).sort()) {
+    const handle = module._calloc(HANDLE_BYTES, 1);
+    await loadLibrary(module, path, handle);
+    libraries.push([path, handle]);
+  }
+  return libraries;
+}
+
+/** The libraries loaded again where the restored memory expects them, their static memory as it was kept. Python's
+ * own handles (dlopen's, in its memory) are given their libraries back. */
+async function restoreLibraries(pyodide, { memory, libraries, dlopened }) {
+  const module = pyodide._module;
+  const kept = memory.subarray(new Uint32Array(memory.buffer, memory.byteOffset, 2)[1]); // past the snapshot's header
+  for (const [path, handle] of libraries) {
+    const [memoryBase, memorySize, tableBase] = [module.HEAPU32[(handle + 12) >> 2], module.HEAP32[(handle + 16) >> 2],
+                                                 module.HEAPU32[(handle + 20) >> 2]];
+    if (module.HEAP8[handle + 8] !== 1 || module.wasmTable.length > tableBase) {
+      throw new Error(`the kept memory does not hold ${path.split("/").pop()} where it says`);
+    }
+    await loadLibrary(module, path, handle);
+    module.HEAP8.set(kept.subarray(memoryBase, memoryBase + memorySize), memoryBase);
+  }
+  for (const [handle, name] of dlopened) module.LDSO.loadedLibsByHandle[handle] = module.LDSO.loadedLibsByName[name];
+}
+
+/** Python's dlopen handles, [handle, library], to be given their libraries back on a restore. */
+function dlopenHandles(module) {
+  return Object.entries(module.LDSO.loadedLibsByHandle).filter(([handle]) => handle !== "0")
+    .map(([handle, dso]) => [Number(handle), dso.name]);
+}
+
+/** Unpack the wheels (NumPy, mha_core) into site-packages; returns the paths of their files. */
+async function unpackWheels(pyodide, downloads, wheels) {
+  const files = [];
+  for (const url of wheels) files.push(...await unpackWheel(pyodide.FS, await downloads.bytes(url), SITE_PACKAGES));
+  pyodide.runPython(NEW_FILES_SEEN);
+  return files;
+}
+
+/** Python started with NumPy and mha_core: restored from the memory kept under memoryURL if there is one (read
+ * while Pyodide's scripts are imported; a kept memory that fails is forgotten), else afresh, mha_core imported.
+ * Returns (pyodide, what to keep: {memory, libraries, dlopened}, or null). */
+async function startPython(downloads, indexURL, wheels, memoryURL) {
   const store = await downloads.store;
   const kept = keptMemory(store, memoryURL).catch(() => null); // storage that fails keeps nothing: start afresh
   try {
-    const pyodide = await startPyodide(downloads, indexURL, kept);
-    if (await kept) return [pyodide, null];
-    pyodide.runPython(`import ${KEPT_IMPORTS}`);
-    return [pyodide, pyodide.makeMemorySnapshot()];
+    const pyodide = await startPyodide(downloads, indexURL, kept.then((k) => k?.memory));
+    stepTo("Loading NumPy and mha_core…");
+    const files = await unpackWheels(pyodide, downloads, wheels);
+    if (await kept) {
+      await restoreLibraries(pyodide, await kept);
+      return [pyodide, null];
+    }
+    const libraries = await loadLibraries(pyodide, files);
+    pyodide.runPython("import mha_core.bridge");
+    const memory = pyodide.makeMemorySnapshot();
+    return [pyodide, { memory, libraries, dlopened: dlopenHandles(pyodide._module) }];
   } catch (err) {
     if (await kept) await forgetMemory(store, memoryURL);
     throw err;
   }
 }
 
-async function init({ indexURL, files, wheelURL, port }) {
+async function init({ indexURL, files, port }) {
   const t0 = performance.now();
   // Each file is downloaded once, in the downloads worker; Pyodide's own requests get the checked bytes.
   downloads = new FilesFrom(port, files, post);
   self.fetch = downloads.fetch;
+  const wheels = Object.keys(files).filter((url) => url.endsWith(".whl"));
   const memoryURL = await memoryKey(indexURL, files);
   const python = (async () => {
-    const [pyodide, memory] = await startPython(downloads, indexURL, memoryURL);
-    await loadNumPy(pyodide);
-    stepTo("Loading mha_core…");
-    pyodide.unpackArchive(await downloads.bytes(wheelURL), "wheel", { extractDir: SITE_PACKAGES });
+    const [pyodide, kept] = await startPython(downloads, indexURL, wheels, memoryURL);
     bridgeCall = pyodide.pyimport("mha_core.bridge").call;
-    return memory;
+    return kept;
   })();
   // A file that did not arrive intact is the reason for a failure, whatever else fails because of it.
-  const [memory] = await Promise.all([python.catch(async (err) => {
+  const [kept] = await Promise.all([python.catch(async (err) => {
     await downloads.all;
     throw err;
   }), downloads.all]);
   const ms = performance.now() - t0;
-  if (memory) downloads.keep(memoryURL, memory); // hashed and stored on the downloads worker's thread
+  if (kept) downloads.keep(memoryURL, kept); // hashed and stored on the downloads worker's thread
   downloads.forgetOthers([memoryURL]);
-  return { ms, restored: !memory };
+  return { ms, restored: !kept };
 }
 
 /** Hold lock as long as this worker lives: the page learns of its end, a crash included, by the lock's release. */

@@ -1,0 +1,54 @@
+// A wheel's files written into Pyodide's file system straight from its zip, in JavaScript: stored members are
+// sliced out, deflated ones inflated by DecompressionStream. Pyodide's unpackArchive (Python's zipfile and
+// shutil) took 0.15-0.28 s for NumPy's 126 files on a 2-core machine; this takes a few milliseconds.
+const END = 0x06054b50; // end of central directory record
+const ENTRY = 0x02014b50; // central directory entry
+const LOCAL = 0x04034b50; // local file header
+const names = new TextDecoder();
+
+async function inflate(raw) {
+  const stream = new Blob([raw]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** Where the end-of-central-directory record starts (after it, at most a 64 KB comment). */
+function endRecord(view) {
+  for (let at = view.byteLength - 22; at >= Math.max(0, view.byteLength - 22 - 0xffff); at--) {
+    if (view.getUint32(at, true) === END) return at;
+  }
+  throw new Error("not a zip archive: no central directory");
+}
+
+/** [[name, method, size on disk, where its data starts]] of each file of the zip in view. */
+function members(view) {
+  const end = endRecord(view);
+  const found = [];
+  let at = view.getUint32(end + 16, true);
+  for (let i = view.getUint16(end + 10, true); i > 0; i--) {
+    if (view.getUint32(at, true) !== ENTRY) throw new Error("not a zip archive: a broken central directory");
+    const nameLength = view.getUint16(at + 28, true);
+    const name = names.decode(new Uint8Array(view.buffer, view.byteOffset + at + 46, nameLength));
+    const local = view.getUint32(at + 42, true);
+    if (view.getUint32(local, true) !== LOCAL) throw new Error(`not a zip archive: no header for ${name}`);
+    const start = local + 30 + view.getUint16(local + 26, true) + view.getUint16(local + 28, true);
+    found.push([name, view.getUint16(at + 10, true), view.getUint32(at + 20, true), start]);
+    at += 46 + nameLength + view.getUint16(at + 30, true) + view.getUint16(at + 32, true);
+  }
+  return found;
+}
+
+/** Write every file of the wheel (its bytes) under folder in FS (Pyodide's file system); returns their paths. */
+export async function unpackWheel(FS, bytes, folder) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const files = members(view).filter(([name]) => !name.endsWith("/")).map(([name, method, size, start]) => {
+    if (name.startsWith("/") || name.split("/").includes("..")) throw new Error(`a wheel member outside it: ${name}`);
+    if (method !== 0 && method !== 8) throw new Error(`${name}: compression method ${method} is not read here`);
+    const raw = bytes.subarray(start, start + size);
+    return [`${folder}/${name}`, method === 0 ? raw : inflate(raw)]; // inflated all at once
+  });
+  for (const [path, data] of files) {
+    FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+    FS.writeFile(path, await data);
+  }
+  return files.map(([path]) => path);
+}
