@@ -29,17 +29,18 @@ import zopfli.gzip
 
 from sitebuild import node
 
-# Every top-level module Pyodide's start, NumPy's import and mha_core import (recorded from sys.modules
-# after every bridge function ran in the browser); tests/site/test_python_bundle.py checks that importing
-# mha_core needs nothing else from the standard library.
+# Every top-level module Pyodide's start, NumPy's import and mha_core import (recorded from sys.modules after
+# every bridge function ran, in Pyodide under Node, the wheels unpacked and loaded as worker.js does: Pyodide's
+# package loader, which needed email, tarfile, csv and hashlib, is not used); tests/site/test_python_bundle.py
+# checks that importing mha_core needs nothing else from the standard library.
 STDLIB_KEEP = frozenset("""
     __future__ _collections_abc _compat_pickle _compression _pyodide _sitebuiltins _weakrefset abc ast asyncio
-    base64 bisect bz2 calendar codecs collections concurrent contextlib contextvars copy copyreg csv ctypes
-    dataclasses datetime decimal dis email encodings enum fnmatch fractions functools genericpath hashlib heapq hmac importlib
-    inspect io ipaddress json keyword linecache locale logging ntpath numbers opcode operator os pathlib pickle
-    platform posixpath pyodide quopri random re reprlib secrets selectors shutil signal site socket stat string
-    struct subprocess tarfile tempfile textwrap threading token tokenize traceback types typing urllib warnings
-    weakref zipfile zipimport _pydecimal
+    base64 bisect bz2 codecs collections concurrent contextlib contextvars copy copyreg ctypes dataclasses
+    datetime decimal dis encodings enum fnmatch fractions functools genericpath heapq importlib inspect io
+    ipaddress json keyword linecache locale logging ntpath numbers opcode operator os pathlib pickle platform
+    posixpath pyodide random re reprlib selectors shutil signal site socket stat string struct subprocess
+    tempfile textwrap threading token tokenize traceback types typing urllib warnings weakref zipfile zipimport
+    _pydecimal
 """.split())  # _pydecimal: decimal's fallback, should a build lack the C _decimal
 # The codecs Python itself may look up (cp437: the names in zip archives); mha_core decodes no bytes.
 ENCODINGS_KEEP = frozenset("""
