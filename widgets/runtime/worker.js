@@ -80,8 +80,8 @@ const NEW_FILES_SEEN = `import sys; sys.path_importer_cache.pop("${SITE_PACKAGES
 
 // The extension modules (NumPy's) are WebAssembly libraries that Emscripten's dynamic linker loads into Python's
 // memory and function table. Given a handle (its struct dso: 36 bytes of Python's memory), loadDynamicLibrary
-// records there where a library went (a flag at +8, the memory base at +12, the table base at +20; zero at +28
-// and +32 means "read the file") and, finding the flag set, loads the library at those very places again. So each
+// records there where a library went (a flag at +8; the memory base and size, the table base and size at +12 to
+// +24; zero at +28 and +32 means "read the file") and, finding the flag set, loads it at those places again. So each
 // library is loaded with a handle of its own, and a memory kept after loading them can be restored with its
 // libraries: each loaded again where the memory expects it, and its static memory, which loading initialises
 // anew, put back as it was kept.
@@ -113,9 +113,11 @@ async function restoreLibraries(pyodide, { memory, libraries, dlopened }) {
   const module = pyodide._module;
   const kept = memory.subarray(new Uint32Array(memory.buffer, memory.byteOffset, 2)[1]); // past the snapshot's header
   for (const [path, handle] of libraries) {
-    const [memoryBase, memorySize, tableBase] = [module.HEAPU32[(handle + 12) >> 2], module.HEAP32[(handle + 16) >> 2],
-                                                 module.HEAPU32[(handle + 20) >> 2]];
-    if (module.HEAP8[handle + 8] !== 1 || module.wasmTable.length > tableBase) {
+    const [memoryBase, memorySize, tableBase, tableSize] =
+      [12, 16, 20, 24].map((at) => module.HEAPU32[(handle + at) >> 2]);
+    // The function table must have grown as it did when the memory was made: the library's entries go on from
+    // where the table ends.
+    if (module.HEAP8[handle + 8] !== 1 || (tableSize && module.wasmTable.length !== tableBase)) {
       throw new Error(`the kept memory does not hold ${path.split("/").pop()} where it says`);
     }
     await loadLibrary(module, path, handle);
