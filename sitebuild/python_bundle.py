@@ -49,8 +49,8 @@ ENCODINGS_KEEP = frozenset("""
 """.split())
 # Parts of NumPy's wheel that `import numpy` and mha_core never load (NumPy imports fft, polynomial, ma and
 # random only when asked for them; mha_core draws its random numbers with mha_core.rng), what only compilers
-# read (C headers, static libraries, Cython declarations), and extension modules of NumPy's own tests. Pyodide
-# loads every .so of a package when it installs it, so each one dropped is also start-up time saved.
+# read (C headers, static libraries, Cython declarations), and extension modules of NumPy's own tests. The
+# worker loads every .so of the wheels at each start, so each one dropped is also start-up time saved.
 NUMPY_DROP = ("numpy/f2py/", "numpy/testing/", "numpy/_pyinstaller/", "numpy/doc/", "numpy/fft/",
               "numpy/polynomial/", "numpy/ma/", "numpy/random/", "numpy/_core/include/", "numpy/_core/lib/",
               "numpy/linalg/lapack_lite.", "numpy/_core/_rational_tests.",

@@ -111,7 +111,7 @@ async function loadLibraries(pyodide, files) {
  * own handles (dlopen's, in its memory) are given their libraries back. */
 async function restoreLibraries(pyodide, { memory, libraries, dlopened }) {
   const module = pyodide._module;
-  const kept = memory.subarray(new Uint32Array(memory.buffer, memory.byteOffset, 2)[1]); // past the snapshot's header
+  const heap = memory.subarray(new Uint32Array(memory.buffer, memory.byteOffset, 2)[1]); // past the snapshot's header
   for (const [path, handle] of libraries) {
     const [memoryBase, memorySize, tableBase, tableSize] =
       [12, 16, 20, 24].map((at) => module.HEAPU32[(handle + at) >> 2]);
@@ -121,7 +121,7 @@ async function restoreLibraries(pyodide, { memory, libraries, dlopened }) {
       throw new Error(`the kept memory does not hold ${path.split("/").pop()} where it says`);
     }
     await loadLibrary(module, path, handle);
-    module.HEAP8.set(kept.subarray(memoryBase, memoryBase + memorySize), memoryBase);
+    module.HEAP8.set(heap.subarray(memoryBase, memoryBase + memorySize), memoryBase);
   }
   for (const [handle, name] of dlopened) module.LDSO.loadedLibsByHandle[handle] = module.LDSO.loadedLibsByName[name];
 }
