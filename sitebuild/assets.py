@@ -210,10 +210,12 @@ def browser_python(pyodide_cdn: bool, cache: Path = CACHE) -> tuple[dict[str, Pa
     return hosted, {"pyodide.mjs": as_is["pyodide.mjs"], **manifest}
 
 
-def runtime_config(wheel_name: str, wheel: bytes, python: dict[str, dict], pyodide_cdn: bool) -> str:
-    """widgets/runtime/config.js: where Pyodide is (None: beside the site), the wheel and every file the worker
-    loads, with its sha256 and its size on the wire."""
+def runtime_config(wheel_name: str, wheel: bytes, packed: bytes, python: dict[str, dict], pyodide_cdn: bool) -> str:
+    """widgets/runtime/config.js: where Pyodide is (None: beside the site), the mha_core wheel (wheel, sent as
+    packed: its .gz) and every file the worker loads, with its sha256 (after decompression) and its size on
+    the wire."""
     config = {"pyodide": PYODIDE_CDN if pyodide_cdn else None,
-              "wheel": {"path": wheel_name, "sha256": hashlib.sha256(wheel).hexdigest(), "bytes": len(wheel)},
+              "wheel": {"name": wheel_name, "path": f"{wheel_name}.gz", "gzip": True,
+                        "sha256": hashlib.sha256(wheel).hexdigest(), "bytes": len(packed)},
               "files": python}
     return "// Written by the site's build.\nexport default " + json.dumps(config, indent=2) + ";\n"

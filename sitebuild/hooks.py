@@ -64,9 +64,11 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     wheel_name, wheel = build_wheel()
     if not pyodide_cdn:  # the Pyodide it is compiled by is fetched only when the site hosts Python
         wheel = python_bundle.compiled_wheel(wheel_name, wheel, assets.pyodide_folder(), CACHE)
-    out[f"assets/wheels/{wheel_name}"] = wheel
+    wheel, packed = python_bundle.wheel_for_the_wire(wheel)
+    out[f"assets/wheels/{wheel_name}.gz"] = packed
     hosted, python = assets.browser_python(pyodide_cdn)
-    out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheel_name, wheel, python, pyodide_cdn).encode()
+    out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheel_name, wheel, packed, python,
+                                                                    pyodide_cdn).encode()
     out |= {f"assets/katex/{name}": data for name, data in assets.katex_files().items()}
     out |= {f"assets/pyodide/{name}": path for name, path in hosted.items()}
     return out

@@ -9,6 +9,7 @@ sha256 before use).
                                        across files, which per-file deflate cannot
     numpy wheel                        without NUMPY_DROP (parts NumPy imports only on request), stored
     pyodide-lock.json                  NumPy's entry alone, pointing at the trimmed wheel
+    mha_core wheel                     stored, like NumPy's (wheel_for_the_wire)
 
 The standard library and NumPy go as bytecode compiled by Pyodide's own Python (bytecode.mjs, in Node): a
 start that compiles no source is several times quicker (measured in README).
@@ -131,6 +132,14 @@ def trimmed(source: Path, numpy_wheel: str) -> dict[str, bytes]:
 def packed_for_the_wire(data: bytes) -> bytes:
     """data gzip-compressed by zopfli: 4-5 % smaller than gzip -9, any gzip reader decompresses it."""
     return zopfli.gzip.compress(data, numiterations=1)
+
+
+def wheel_for_the_wire(wheel: bytes) -> tuple[bytes, bytes]:
+    """(the wheel with its members stored, as the worker reads it; that gzip-compressed, as it goes on the wire).
+    One gzip around the whole wheel is smaller than each member deflated, and the worker then slices its files
+    out instead of inflating them one by one."""
+    stored = restored(wheel, lambda name: True)
+    return stored, packed_for_the_wire(stored)
 
 
 def write_bundle(source: Path, numpy_wheel: str, dest: Path) -> dict[str, dict]:

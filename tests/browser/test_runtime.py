@@ -61,7 +61,7 @@ FAILURES = {
     "wasm-wrong-hash": ("heads", WASM, corrupted, rf"pyodide\.asm\.wasm {NOT_BUILT}"),
     "numpy-wrong-hash": ("shapes", r"/assets/pyodide/numpy-[^/]+\.whl\.gz$", corrupted, rf"numpy-\S+\.whl {NOT_BUILT}"),
     "pyodide-mjs-wrong-hash": ("heads", r"/assets/pyodide/pyodide\.mjs$", corrupted, rf"pyodide\.mjs {NOT_BUILT}"),
-    "mha_core-wheel-tampered": ("heads", r"/assets/wheels/mha_core-[^/]+\.whl$", corrupted,
+    "mha_core-wheel-tampered": ("heads", r"/assets/wheels/mha_core-[^/]+\.whl\.gz$", corrupted,
                                 rf"mha_core-\S+\.whl {NOT_BUILT}"),
     "worker-crashes": ("heads", r"/runtime/worker\.js$", throwing, r"The Python worker stopped: .*this worker is broken"),
 }

@@ -52,8 +52,9 @@ export const downloadMB = () => megabytes(WIRE_BYTES);
 /** Every file Python is made of ({indexURL, files: {url: {source, gzip, sha256, bytes}}}; the wheels end in .whl). */
 function pythonFiles() {
   const indexURL = config.pyodide || new URL("../../pyodide/", import.meta.url).href;
-  const wheelURL = new URL(`../../wheels/${config.wheel.path}`, import.meta.url).href;
-  const files = { [wheelURL]: { source: wheelURL, gzip: false, sha256: config.wheel.sha256, bytes: config.wheel.bytes } };
+  const wheelURL = (name) => new URL(`../../wheels/${name}`, import.meta.url).href;
+  const { name, ...wheel } = config.wheel;
+  const files = { [wheelURL(name)]: { ...wheel, source: wheelURL(wheel.path) } };
   for (const [name, f] of Object.entries(config.files)) {
     files[new URL(name, indexURL).href] = { ...f, source: new URL(f.path, indexURL).href };
   }
