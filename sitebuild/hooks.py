@@ -64,7 +64,7 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     wheel_name, wheel = build_wheel()
     if not pyodide_cdn:  # the Pyodide it is compiled by is fetched only when the site hosts Python
         wheel = python_bundle.compiled_wheel(wheel_name, wheel, assets.pyodide_folder(), CACHE)
-    wheel, packed = python_bundle.wheel_for_the_wire(wheel)
+    wheel, packed = python_bundle.wheel_for_the_wire(wheel, CACHE)
     out[f"assets/wheels/{wheel_name}.gz"] = packed
     hosted, python = assets.browser_python(pyodide_cdn)
     out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheel_name, wheel, packed, python,

@@ -107,16 +107,20 @@ def compiled(archives: dict[str, bytes], pyodide: Path) -> dict[str, bytes]:
         return {name: (Path(tmp) / name).read_bytes() for name in archives}
 
 
-def compiled_wheel(name: str, wheel: bytes, pyodide: Path, cache: Path) -> bytes:
-    """The wheel name with its Python compiled to bytecode like NumPy's, made once per wheel and kept in cache."""
-    key = hashlib.sha256(wheel + BYTECODE.read_bytes()).hexdigest()[:16]
-    kept = cache / "compiled-wheels" / f"{key}-{name}"
+def made_once(kept: Path, make) -> bytes:
+    """The bytes in the file kept, written by make() the first time (whole or not at all)."""
     if not kept.exists():
         kept.parent.mkdir(parents=True, exist_ok=True)
         part = kept.with_name(kept.name + ".part")
-        part.write_bytes(compiled({name: wheel}, pyodide)[name])
+        part.write_bytes(make())
         part.replace(kept)
     return kept.read_bytes()
+
+
+def compiled_wheel(name: str, wheel: bytes, pyodide: Path, cache: Path) -> bytes:
+    """The wheel name with its Python compiled to bytecode like NumPy's, made once per wheel and kept in cache."""
+    key = hashlib.sha256(wheel + BYTECODE.read_bytes()).hexdigest()[:16]
+    return made_once(cache / "compiled-wheels" / f"{key}-{name}", lambda: compiled({name: wheel}, pyodide)[name])
 
 
 def trimmed(source: Path, numpy_wheel: str) -> dict[str, bytes]:
@@ -134,12 +138,13 @@ def packed_for_the_wire(data: bytes) -> bytes:
     return zopfli.gzip.compress(data, numiterations=1)
 
 
-def wheel_for_the_wire(wheel: bytes) -> tuple[bytes, bytes]:
-    """(the wheel with its members stored, as the worker reads it; that gzip-compressed, as it goes on the wire).
-    One gzip around the whole wheel is smaller than each member deflated, and the worker then slices its files
-    out instead of inflating them one by one."""
+def wheel_for_the_wire(wheel: bytes, cache: Path) -> tuple[bytes, bytes]:
+    """(the wheel with its members stored, as the worker reads it; that gzip-compressed, as it goes on the wire,
+    made once per wheel and kept in cache: zopfli takes about a second). One gzip around the whole wheel is
+    smaller than each member deflated, and the worker then slices its files out instead of inflating them."""
     stored = restored(wheel, lambda name: True)
-    return stored, packed_for_the_wire(stored)
+    key = hashlib.sha256(stored).hexdigest()[:16]
+    return stored, made_once(cache / "packed-wheels" / f"{key}.whl.gz", lambda: packed_for_the_wire(stored))
 
 
 def write_bundle(source: Path, numpy_wheel: str, dest: Path) -> dict[str, dict]:
