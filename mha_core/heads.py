@@ -19,6 +19,7 @@ Residual-stream features (d_model = 2·V + n + 1 for V distinct tokens and n tok
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -95,16 +96,26 @@ HEAD_INFO = {
 # pieces; _joins then glues a piece to the token right before it where Unicode's grapheme-cluster rules
 # (UAX #29) keep them together. Standard library only: the code runs in Pyodide too.
 
-IDEOGRAPHS = ("\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
-              "\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d\U00020000-\U000323af")  # CJK ideographs, kana
-LETTER = rf"[^\W\d_{IDEOGRAPHS}]"
-TOKEN_RE = re.compile(
-    rf"(?<!\w){LETTER}(?:\.{LETTER}(?!\w))+\.?"  # an abbreviation: U.S.A. / e.g. / U.S.A
-    rf"|[{IDEOGRAPHS}]"  # one ideograph or kana
-    rf"|[^\W{IDEOGRAPHS}]+"  # a word: \w characters that are not ideographs
-    r"|[^\w\s]")  # any other character, alone (marks and joiners are glued on by _joins)
-PIECE_RE = re.compile(rf"{TOKEN_RE.pattern}|\s+")  # the same, and the spaces between tokens
-IDEOGRAPH_RE = re.compile(f"[{IDEOGRAPHS}]")
+IDEOGRAPH_RANGES = (("\u3005", "\u3007"), ("\u3021", "\u3029"), ("\u3031", "\u3035"), ("\u3040", "\u30ff"),
+                    ("\u31f0", "\u31ff"), ("\u3400", "\u4dbf"), ("\u4e00", "\u9fff"), ("\uf900", "\ufaff"),
+                    ("\uff66", "\uff9d"), ("\U00020000", "\U000323af"))  # CJK ideographs, kana
+IDEOGRAPHS = "".join(f"{first}-{last}" for first, last in IDEOGRAPH_RANGES)  # as a character class has them
+
+
+@functools.cache
+def _pieces() -> re.Pattern:
+    """The tokens and the spaces between them. Compiled at the first use rather than at import: classes that
+    span the CJK blocks are slow to compile (about 0.1 s of Python's start in Pyodide, when there were three
+    such expressions)."""
+    letter = rf"[^\W\d_{IDEOGRAPHS}]"
+    return re.compile(
+        rf"(?<!\w){letter}(?:\.{letter}(?!\w))+\.?"  # an abbreviation: U.S.A. / e.g. / U.S.A
+        rf"|[{IDEOGRAPHS}]"  # one ideograph or kana
+        rf"|[^\W{IDEOGRAPHS}]+"  # a word: \w characters that are not ideographs
+        r"|[^\w\s]"  # any other character, alone (marks and joiners are glued on by _joins)
+        r"|\s+")  # the spaces between tokens
+
+
 ZWJ = "\u200d"
 
 
@@ -123,8 +134,12 @@ def _is_pictographic(ch: str) -> bool:
     return (unicodedata.category(ch) == "So" and not _is_regional_indicator(ch)) or ch in "\u00a9\u00ae\u203c\u2049"
 
 
+def _is_ideograph(ch: str) -> bool:
+    return any(first <= ch <= last for first, last in IDEOGRAPH_RANGES)
+
+
 def _is_word(token: str) -> bool:
-    return (token[0].isalnum() or token[0] == "_") and not IDEOGRAPH_RE.match(token)
+    return (token[0].isalnum() or token[0] == "_") and not _is_ideograph(token[0])
 
 
 def _joins(token: str, piece: str) -> bool:
@@ -142,11 +157,11 @@ def _joins(token: str, piece: str) -> bool:
 def _scan(text: str) -> tuple[list[str], int]:
     """(the first MAX_TOKENS tokens, how many tokens the whole text has); linear in len(text)."""
     if text.isascii():  # every character is a cluster of its own: nothing to glue
-        tokens = TOKEN_RE.findall(text)
+        tokens = [piece for piece in _pieces().findall(text) if not piece[0].isspace()]
         return tokens[:MAX_TOKENS], len(tokens)
     glue = {ch for ch in set(text) if _extends(ch) or _is_regional_indicator(ch)}  # what _joins looks at
     tokens, token = [], ""
-    for piece in PIECE_RE.findall(text):
+    for piece in _pieces().findall(text):
         if token and (piece[0] in glue or token[-1] in glue) and _joins(token, piece):
             token += piece
             continue
