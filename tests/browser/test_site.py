@@ -1,7 +1,7 @@
 """The site as a whole, in Chromium: every page loads from the site itself only, meets its Content-Security-
 Policy (a meta tag: 'self', plus the 'wasm-unsafe-eval' Pyodide needs) with both widgets working under it,
-starts Python only where a widget is, and moving between pages (Material's instant navigation, or a full
-reload) mounts the widgets. conftest fails each test on a CSP violation, a console error or a request off
+starts Python only where a widget is, moving between pages (Material's instant navigation, or a full
+reload) mounts the widgets, and search builds its index only when the reader searches. conftest fails each test on a CSP violation, a console error or a request off
 127.0.0.1."""
 from __future__ import annotations
 
@@ -102,3 +102,40 @@ def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, he
     assert page.evaluate("window.__earlier") is None  # a new document
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", re.compile("idle|loading"))
     assert use_widgets(page) == ["heads", "training"]
+
+
+def search_worker(page):
+    """Material's search worker, started through search-on-demand.js."""
+    for _ in range(40):
+        found = [w for w in page.workers if "/workers/search-on-demand.js?material=search." in w.url]
+        if found:
+            return found[0]
+        page.wait_for_timeout(250)
+    raise AssertionError(f"no search-on-demand worker: {[w.url for w in page.workers]}")
+
+
+def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path):
+    """Once a page has loaded, the search worker keeps the site's text without building the index, and Material
+    takes search as ready; the first search builds it and lists the page that explains the word, which opens
+    by instant navigation and searches with the same worker."""
+    page.goto(site_url)
+    page.wait_for_load_state("load")
+    worker = search_worker(page)
+    for _ in range(40):
+        if worker.evaluate("kept !== null"):
+            break
+        page.wait_for_timeout(250)
+    assert worker.evaluate("kept !== null && waiting === null"), "the site's text did not arrive, or was indexed"
+    expect(page.locator(".md-search-result__meta")).to_have_text("Type to start searching")
+    page.keyboard.press("/")
+    page.keyboard.type("induction")
+    expect(page.locator(".md-search-result__meta")).to_have_text(re.compile(r"\d+ matching documents?"))
+    links = [a.get_attribute("href") for a in page.locator(".md-search-result__item > a").all()]
+    assert any(link.endswith(heads_path) for link in links), links
+    assert worker.evaluate("kept === null && waiting === null")
+    page.locator(f'.md-search-result__item > a[href$="{heads_path}"]').click()
+    expect(page).to_have_url(re.compile(re.escape(site_url + heads_path)))
+    assert search_worker(page) == worker and len([w for w in page.workers if "search" in w.url]) == 1
+    page.keyboard.press("/")
+    page.keyboard.type("softmax")
+    expect(page.locator(".md-search-result__meta")).to_have_text(re.compile(r"\d+ matching documents?"))
