@@ -2,10 +2,12 @@
 
     on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
     on_page_markdown   each widget marker rendered (widgets.py)
-    on_page_content    each formula typeset by KaTeX (typeset.py)
     on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel
                        (compiled to bytecode when the site hosts Python),
                        KaTeX's css and fonts and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
+    on_post_page       each formula typeset by KaTeX (typeset.py), once Material's search has indexed the page
+                       with the formula's TeX (typeset, its text would be each symbol three times: MathML, TeX
+                       and the drawing)
     on_post_build      every page's Content-Security-Policy sealed with the site's inline-script hashes
 """
 from __future__ import annotations
@@ -74,9 +76,9 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     return out
 
 
-def on_page_content(html: str, page, config, files) -> str:
+def on_post_page(output: str, page, config) -> str:
     try:
-        return typeset.typeset(html, assets.katex_module(), page.file.src_uri)
+        return typeset.typeset(output, assets.katex_module(), page.file.src_uri)
     except BuildError as e:
         raise PluginError(str(e)) from None
 

@@ -132,3 +132,13 @@ def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(tmp_pat
     local = [u for u in URL_ATTR.findall(EXTERNAL_OK.sub("<a ", html)) if not u.startswith(("#", "data:"))]
     assert local and all(u.startswith("/mha/") for u in local), local
     assert all((site / u.removeprefix("/mha/").split("#")[0].split("?")[0]).exists() for u in local)
+
+
+def test_search_indexes_each_formula_once_as_tex(sites):
+    """Material's search index holds each formula's TeX, as written, and none of what draws it typeset (KaTeX's
+    MathML and HTML: "a_{ij}" drawn is "aij" and "aij​", each symbol three times with the TeX)."""
+    docs = json.loads((sites[0] / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    text = " ".join(doc["text"] for doc in docs)
+    assert "A single attention head turns each query position \\(i\\) into one probability distribution" in text
+    assert "\\[ a_{ij} = \\mathrm{softmax}_j\\!\\left(\\frac{q_i \\cdot k_j}{\\sqrt{d_k}}\\right)," in text
+    assert "katex" not in text and "aij" not in text and "\u200b" not in text
