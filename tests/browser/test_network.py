@@ -174,19 +174,27 @@ def test_a_widget_away_from_the_screen_is_mounted_but_not_rendered_until_near(pa
     page.wait_for_function(f"() => ({rendered})(document.querySelector('[data-mha-widget=\"training\"]'))")
 
 
-# Replace the kept memory with body (null: the memory itself); its recorded sha256 that of body (intact), or of
-# other bytes; its libraries as they were kept, or each handle moved by shift bytes.
-REPLACE_MEMORY = """async ([key, body, intact, shift]) => {
+# Replace the kept memory with body (null: the memory as kept), laid out as a memory is kept (memory.js, at
+# memoryJs) or not; its recorded sha256 that of what is kept (intact), or of other bytes; its libraries as they
+# were kept, or each handle moved by shift bytes.
+REPLACE_MEMORY = """async ({ key, body, laidOut, intact, shift, memoryJs }) => {
   %s
   const store = await caches.open("mha-python");
   const kept = await store.match(key);
-  const bytes = body === null ? new Uint8Array(await kept.arrayBuffer()) : new TextEncoder().encode(body);
+  const text = body === null ? null : new TextEncoder().encode(body);
+  const bytes = text === null ? new Uint8Array(await kept.arrayBuffer())
+    : laidOut ? (await import(memoryJs)).laidOut(text) : text;
   const sha = intact ? await hex(bytes) : await hex(new TextEncoder().encode("other bytes"));
   const libraries = JSON.parse(kept.headers.get("X-Python-Libraries"));
   libraries.libraries = libraries.libraries.map(([path, handle]) => [path, handle + shift]);
   const headers = { "X-Content-SHA256": sha, "X-Python-Libraries": JSON.stringify(libraries) };
   await store.put(key, new Response(bytes, { headers }));
 }""" % HEX
+# [bytes kept, bytes of the memory they hold] (its length: the first 32-bit word of what is kept).
+KEPT_SIZES = """async (key) => {
+  const kept = await (await (await caches.open("mha-python")).match(key)).arrayBuffer();
+  return [kept.byteLength, new Uint32Array(kept, 0, 1)[0]];
+}"""
 RESTORED = "restored as your last visit left it"
 # Calls through most of NumPy (einsum, matmul, softmax, reshapes and copies, the trainer's first forward pass).
 ANSWERS = """async ([url, sentence]) => {
@@ -231,13 +239,20 @@ def test_a_revisit_restores_python_from_the_memory_the_first_visit_kept(browser,
     page_log.check()
 
 
+def replace_memory(page, site_url: str, key: str, body: str | None, laid_out=True, intact=True, shift=0) -> None:
+    page.evaluate(REPLACE_MEMORY, {"key": key, "body": body, "laidOut": laid_out, "intact": intact, "shift": shift,
+                                   "memoryJs": site_url + "assets/widgets/runtime/memory.js"})
+
+
+@pytest.mark.parametrize("laid_out, intact", [(True, False), (False, True)],
+                         ids=["sha256 differs", "not laid out as a memory is kept"])
 def test_a_kept_memory_that_is_not_intact_is_dropped_and_python_starts_afresh(browser, site_url, shapes_path,
-                                                                              page_log):
+                                                                              page_log, laid_out, intact):
     with watched_page(browser, page_log) as first:
         open_widget(first, site_url + shapes_path, "shapes")
         wait_ready(first)
         key = kept_memory(first)
-        first.evaluate(REPLACE_MEMORY, [key, "not Python's memory", False, 0])
+        replace_memory(first, site_url, key, "not Python's memory", laid_out, intact)
         first.close()
         again, widget = visit(first.context, site_url + shapes_path, "shapes")
         expect(status(again)).not_to_contain_text(RESTORED)
@@ -259,7 +274,7 @@ def test_a_kept_memory_python_cannot_restore_is_an_error_then_forgotten(browser,
     with watched_page(browser, page_log) as first:
         open_widget(first, site_url + shapes_path, "shapes")
         wait_ready(first)
-        first.evaluate(REPLACE_MEMORY, [kept_memory(first), body, True, shift])
+        replace_memory(first, site_url, kept_memory(first), body, shift=shift)
         first.close()
         again = first.context.new_page()
         widget = open_widget(again, site_url + shapes_path, "shapes")
@@ -280,7 +295,8 @@ def test_a_restored_python_answers_as_the_fresh_one_did(browser, site_url, shape
         open_widget(first, site_url + shapes_path, "shapes")
         wait_ready(first)
         fresh = first.evaluate(ANSWERS, bridge)
-        kept_memory(first)
+        kept, whole = first.evaluate(KEPT_SIZES, kept_memory(first))
+        assert kept < 0.8 * whole, (kept, whole)  # kept without its pages of zeros
         first.close()
         again, _ = visit(first.context, site_url + shapes_path, "shapes")
         expect(status(again)).to_contain_text(RESTORED)
