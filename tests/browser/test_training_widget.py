@@ -90,8 +90,7 @@ def test_asset_is_checked_small_and_trained_here(built_site, run):
 
 
 def test_first_paint_shows_the_last_checkpoint(page, training_url, run):
-    page.goto(training_url)
-    widget = page.locator('[data-mha-widget="training"]')
+    widget = conftest.open_widget(page, training_url, "training")
     expect(widget).to_have_attribute("data-state", "initial")
     last = len(run["checkpoints"]) - 1
     induction = next((l, h) for l, row in enumerate(run["checkpoints"][-1]["roles"]) for h, r in enumerate(row) if r == "induction")
@@ -100,9 +99,25 @@ def test_first_paint_shows_the_last_checkpoint(page, training_url, run):
     check(widget, expected(run, last, induction))
 
 
-def test_scrub_and_select_heads(page, training_url, run):
+def test_the_asset_is_fetched_once_the_widget_is_about_to_be_seen(page, page_log, training_url, run):
+    """At the top of its page the widget is far below the screen: its asset waits until the reader nears it."""
     page.goto(training_url)
     widget = page.locator('[data-mha-widget="training"]')
+    expect(widget).to_have_attribute("data-mounted", "true")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(1000)
+
+    def asked() -> list[str]:
+        return [url for url in page_log.requests if url.endswith(ASSET)]
+    assert widget.evaluate("root => root.getBoundingClientRect().top") > 2 * page.viewport_size["height"]
+    assert asked() == [] and widget.get_attribute("data-checkpoints") == "1"
+    widget.scroll_into_view_if_needed()
+    wait_loaded(widget, run)
+    assert len(asked()) == 1
+
+
+def test_scrub_and_select_heads(page, training_url, run):
+    widget = conftest.open_widget(page, training_url, "training")
     wait_loaded(widget, run)
     slider = widget.locator('input[name="step"]')
     selected = tuple(map(int, widget.get_attribute("data-selected").split(",")))

@@ -12,13 +12,12 @@
 // starts a new one, which reuses every file that already arrived intact.
 import config from "./config.js";
 import { memoryKept } from "./memory.js";
-import { eachPage } from "./page.js";
+import { eachPage, NEAR_VIEW } from "./page.js";
 
 // No byte for this long while Python waits for a download, or no word from Python for the longer period while
 // it starts or computes (a slow phone may need many seconds): the start or the call has stalled.
 const STALL_TIMEOUT_MS = 20000;
 const BUSY_TIMEOUT_MS = 60000;
-const NEAR_VIEW = "600px"; // Python starts when a widget comes this close to the screen
 
 const listeners = new Set();
 let status = { state: "idle", message: "" };

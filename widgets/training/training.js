@@ -1,10 +1,10 @@
 // The training widget: a two-layer attention-only transformer trained by mha_core. The page arrives with
 // the run trained at build time (its history and last checkpoint); the asset with every checkpoint is
-// fetched and checked by sha256 for the step slider. Knock-outs and the reader's own run call Python in
+// fetched when the widget is about to be seen, and checked by sha256, for the step slider. Knock-outs and the reader's own run call Python in
 // the worker (runtime/bridge.js); a run advances in slices of at most SLICE_MS, so the page stays responsive.
 // data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
 import { call } from "../runtime/bridge.js";
-import { mountEach } from "../runtime/page.js";
+import { mountEach, whenNear } from "../runtime/page.js";
 import { output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "../heads/grid.js";
@@ -29,6 +29,18 @@ async function loadAsset(root) {
     throw new Error(`${root.dataset.asset} is not the file this page was built with (its sha256 differs)`);
   }
   return JSON.parse(new TextDecoder().decode(bytes));
+}
+
+/** The built run with every checkpoint, fetched once (about 0.9 MB): when the widget is about to be seen, or
+    first needed. */
+function loadRun(w) {
+  w.asset ??= loadAsset(w.root).then((full) => {
+    if (w.runId !== "built") return;
+    w.run = full;
+    show(w, w.index);
+    if (w.ablate.size || w.text !== null) measure(w);
+  }).catch((err) => fail(w, `The recorded run could not be loaded: ${err.message}`));
+  return w.asset;
 }
 
 const entryAt = (run, step) => run.history.find((h) => h.step === step);
@@ -79,7 +91,7 @@ async function measure(w) {
   if (!w.ablate.size) setText(output(w.root, "knockout"), w.knockoutHelp);
   if (!w.ablate.size && w.text === null) return settle(w);
   const checkpoint = w.run.checkpoints[w.index];
-  if (!checkpoint?.params) return; // the built run's weights arrive with the asset; measure() runs again then
+  if (!checkpoint?.params) return loadRun(w); // the built run's weights come with the asset; measure() runs again then
   if (w.root.dataset.state !== "training") w.root.dataset.state = "busy";
   if (w.ablate.size) setText(output(w.root, "knockout"), "Measuring without the knocked-out heads (Python)…");
   try {
@@ -202,6 +214,7 @@ function mount(root) {
     history: data.history, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null,
+    asset: null, // loadRun's
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
     knockoutHelp: output(root, "knockout").textContent,
@@ -215,15 +228,10 @@ function mount(root) {
       `this page. ${output(root, "run").textContent}`);
     leftRun = null;
   }
-  const asset = loadAsset(root).then((full) => {
-    if (w.runId !== "built") return;
-    w.run = full;
-    show(w, w.index);
-    if (w.ablate.size || w.text !== null) measure(w);
-  }).catch((err) => fail(w, `The recorded run could not be loaded: ${err.message}`));
+  whenNear(root, () => loadRun(w));
 
   w.slider.addEventListener("input", async () => {
-    if (!w.run.checkpoints[Number(w.slider.value)]) await asset;
+    if (!w.run.checkpoints[Number(w.slider.value)]) await loadRun(w);
     const index = Number(w.slider.value);
     if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
     show(w, index);
