@@ -12,7 +12,7 @@
 // starts a new one, which reuses every file that already arrived intact.
 import config from "./config.js";
 import { memoryKept } from "./memory.js";
-import { eachPage, NEAR_VIEW } from "./page.js";
+import { eachPage, whenNear } from "./page.js";
 
 // No byte for this long while Python waits for a download, or no word from Python for the longer period while
 // it starts or computes (a slow phone may need many seconds): the start or the call has stalled.
@@ -192,19 +192,13 @@ export function savesData() {
   return Boolean(c && (c.saveData || /(^|-)2g$/.test(c.effectiveType || "")));
 }
 
-/** Start once a widget comes near the screen (observing each page's widgets). */
+/** Start once a widget comes near the screen (each page's widgets, until Python has started). */
 let watching = false;
 function startWhenNear() {
   if (watching) return;
   watching = true;
-  const observer = new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting)) {
-      observer.disconnect();
-      start();
-    }
-  }, { rootMargin: NEAR_VIEW });
   eachPage(() => {
-    if (!runtime) document.querySelectorAll("[data-mha-widget]").forEach((w) => observer.observe(w));
+    if (!runtime) document.querySelectorAll("[data-mha-widget]").forEach((w) => whenNear(w, start));
   });
 }
 

@@ -26,7 +26,7 @@ export function mountEach(selector, mount) {
 }
 
 // A widget this close to the screen is about to be seen: Python starts, a widget's large asset is fetched.
-export const NEAR_VIEW = "600px";
+const NEAR_VIEW = "600px";
 
 /** fn() once root comes within NEAR_VIEW of the screen. */
 export function whenNear(root, fn) {

@@ -1,7 +1,8 @@
 // The training widget: a two-layer attention-only transformer trained by mha_core. The page arrives with
 // the run trained at build time (its history and last checkpoint); the asset with every checkpoint is
-// fetched when the widget is about to be seen, and checked by sha256, for the step slider. Knock-outs and the reader's own run call Python in
-// the worker (runtime/bridge.js); a run advances in slices of at most SLICE_MS, so the page stays responsive.
+// fetched when the widget is about to be seen, and checked by sha256, for the step slider. Knock-outs and the
+// reader's own run call Python in the worker (runtime/bridge.js); a run advances in slices of at most
+// SLICE_MS, so the page stays responsive.
 // data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
 import { call } from "../runtime/bridge.js";
 import { mountEach, whenNear } from "../runtime/page.js";
@@ -91,7 +92,7 @@ async function measure(w) {
   if (!w.ablate.size) setText(output(w.root, "knockout"), w.knockoutHelp);
   if (!w.ablate.size && w.text === null) return settle(w);
   const checkpoint = w.run.checkpoints[w.index];
-  if (!checkpoint?.params) return loadRun(w); // the built run's weights come with the asset; measure() runs again then
+  if (!checkpoint?.params) return loadRun(w); // the weights come with the asset, then measure() runs again
   if (w.root.dataset.state !== "training") w.root.dataset.state = "busy";
   if (w.ablate.size) setText(output(w.root, "knockout"), "Measuring without the knocked-out heads (Python)…");
   try {
