@@ -33,7 +33,7 @@ export function laidOut(memory) {
   };
   const pages = [];
   for (let page = 0; page * PAGE < memory.length; page++) if (!isZero(page)) pages.push(page);
-  const header = Uint32Array.of(memory.length, pages.length, ...pages);
+  const header = Uint32Array.from([memory.length, pages.length, ...pages]); // not spread into a call: no limit
   const kept = new Uint8Array(header.byteLength + pages.reduce((n, page) => n + pageBytes(memory.length, page), 0));
   kept.set(new Uint8Array(header.buffer));
   let at = header.byteLength;
