@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError, expect, sync_playwright
 
 from tests.helpers import build_into, launch_chromium, pages_with, serve
 
@@ -129,10 +129,17 @@ def watched_page(browser, log: PageLog, **options):
 
 
 def show_widget(page) -> None:
-    """Scroll the page's first widget into view, as a reader does: Python starts once one is near the screen."""
+    """Scroll the page's first widget into view, as a reader does: Python starts once one is near the screen.
+    If instant navigation replaces the page's content meanwhile (the URL changes first), the new page's widget."""
     widgets = page.locator("[data-mha-widget]")
-    if widgets.count():
-        widgets.first.scroll_into_view_if_needed()
+    for attempt in range(3):
+        try:
+            if widgets.count():
+                widgets.first.scroll_into_view_if_needed()
+            return
+        except PlaywrightError as e:
+            if "not attached" not in str(e) or attempt == 2:
+                raise
 
 
 def hold_python(page):
