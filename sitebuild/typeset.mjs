@@ -1,16 +1,16 @@
-// Formulas typeset by KaTeX at build time.
-//   node typeset.mjs KATEX_MJS < [{"tex": "...", "display": true|false}, ...]
-// Prints the HTML of each, in order, as a JSON list; or, if any does not parse, each error on stderr ("TeX: why")
-// and exits 1.
+// Formulas typeset into MathML by Temml at build time.
+//   node typeset.mjs TEMML_MJS < [{"tex": "...", "display": true|false}, ...]
+// Prints the MathML of each (with its TeX as an annotation), in order, as a JSON list; or, if any does not parse,
+// each error on stderr ("TeX: why") and exits 1.
 import { pathToFileURL } from "node:url";
 
-const { default: katex } = await import(pathToFileURL(process.argv[2]).href);
+const { default: temml } = await import(pathToFileURL(process.argv[2]).href);
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
 const errors = [];
-const html = JSON.parse(input).map(({ tex, display }) => {
+const mathml = JSON.parse(input).map(({ tex, display }) => {
   try {
-    return katex.renderToString(tex, { displayMode: display, throwOnError: true });
+    return temml.renderToString(tex, { displayMode: display, throwOnError: true, annotate: true });
   } catch (err) {
     errors.push(`${tex}: ${err.message}`);
     return "";
@@ -20,4 +20,4 @@ if (errors.length) {
   console.error(errors.join("\n"));
   process.exit(1);
 }
-console.log(JSON.stringify(html));
+console.log(JSON.stringify(mathml));

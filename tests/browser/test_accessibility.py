@@ -55,7 +55,7 @@ def site_pages(site: Path) -> list[str]:
 
 def settle(page) -> None:
     """Wait until the page is as a reader sees it: its math typeset, its scroll boxes checked."""
-    expect(page.locator(".arithmatex:not(:has(.katex))")).to_have_count(0)
+    expect(page.locator(".arithmatex:not(:has(math))")).to_have_count(0)
     page.evaluate("() => new Promise(requestAnimationFrame)")  # ResizeObservers have run
 
 

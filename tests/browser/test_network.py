@@ -224,8 +224,9 @@ def test_a_revisit_restores_python_from_the_memory_the_first_visit_kept(browser,
         kept_memory(first)
         first.close()
         again = first.context.new_page()
-        held = []  # a font the page's load waits for, never answered (routing also bypasses the HTTP cache)
-        again.route(re.compile(r".*/fonts/KaTeX_Main-Regular\.woff2$"), lambda route: held.append(route))
+        held = []  # an image the page's load waits for, never answered
+        again.route(re.compile(r".*/held-by-this-test\.png$"), lambda route: held.append(route))
+        again.add_init_script('new Image().src = "held-by-this-test.png";')
         again.goto(url + shapes_path, wait_until="domcontentloaded")
         widget = again.locator('[data-mha-widget="shapes"]').first
         widget.scroll_into_view_if_needed()

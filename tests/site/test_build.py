@@ -51,7 +51,7 @@ def test_a_tampered_cached_pyodide_file_stops_the_build(tmp_path):
 
 
 def test_a_build_without_the_fetched_files_says_how_to_fetch_them(tmp_path):
-    for step in (assets.pyodide_files, assets.katex_files):
+    for step in (assets.pyodide_files, assets.temml_files):
         with pytest.raises(BuildError, match=r"is missing: fetch it with `make fetch` \(or `python build.py fetch`\)"):
             step(tmp_path)
 
@@ -240,11 +240,11 @@ def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(caps
 def test_formulas_are_typeset_with_their_markup_unescaped_and_a_bad_one_stops_the_build():
     page = ('<p><span class="arithmatex">\\(a &lt; b\\)</span></p>'
             '<div class="arithmatex">\\[\n\\begin{aligned} x &amp;= 1 \\end{aligned}\n\\]</div>')
-    done = typeset.typeset(page, assets.katex_module(), "page.md")
-    assert done.startswith('<p><span class="arithmatex"><span class="katex">')
-    assert '<div class="arithmatex"><span class="katex-display">' in done
+    done = typeset.typeset(page, assets.temml_module(), "page.md")
+    assert done.startswith('<p><span class="arithmatex"><math><semantics><mrow><mi>a</mi><mo>&lt;</mo><mi>b</mi>')
+    assert '<div class="arithmatex"><math display="block"' in done and "<mtable" in done
     assert '<annotation encoding="application/x-tex">a &lt; b</annotation>' in done
     assert "\\(" not in done and "\\[" not in done
-    assert typeset.typeset("<p>no math</p>", assets.katex_module(), "page.md") == "<p>no math</p>"
+    assert typeset.typeset("<p>no math</p>", assets.temml_module(), "page.md") == "<p>no math</p>"
     with pytest.raises(BuildError, match=r"page\.md: typesetting its formulas failed:\n\\frac\{1\}: "):
-        typeset.typeset('<span class="arithmatex">\\(\\frac{1}\\)</span>', assets.katex_module(), "page.md")
+        typeset.typeset('<span class="arithmatex">\\(\\frac{1}\\)</span>', assets.temml_module(), "page.md")

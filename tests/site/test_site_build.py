@@ -48,13 +48,12 @@ def test_two_builds_give_identical_files(sites):
     assert mismatched == []
 
 
-def test_pyodide_numpy_katex_and_the_wheel_are_in_the_site(sites):
+def test_pyodide_numpy_temml_and_the_wheel_are_in_the_site(sites):
     """Every file the worker loads is in the site as config.js says, its sha256 (after decompression) the one
     config.js gives; Pyodide's own files are the pinned ones."""
     site = sites[0]
-    for name in ("katex.min.css", "fonts/KaTeX_Main-Regular.woff2"):
-        assert (site / "assets" / "katex" / name).is_file()
-    assert not (site / "assets" / "katex" / "katex.min.js").exists()  # the math is typeset at build time
+    assert sorted(p.name for p in (site / "assets" / "temml").iterdir()) == ["Temml.woff2", "temml.css"]  # no script:
+    assert not (site / "assets" / "katex").exists()  # the math is typeset at build time
     packed = list((site / "assets" / "wheels").glob("mha_core-*-py3-none-any.whl.gz"))
     assert len(packed) == 1 and list((site / "assets" / "wheels").iterdir()) == packed
     wheel = gzip.decompress(packed[0].read_bytes())
@@ -135,10 +134,10 @@ def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(tmp_pat
 
 
 def test_search_indexes_each_formula_once_as_tex(sites):
-    """Material's search index holds each formula's TeX, as written, and none of what draws it typeset (KaTeX's
-    MathML and HTML: "a_{ij}" drawn is "aij" and "aij​", each symbol three times with the TeX)."""
+    """Material's search index holds each formula's TeX, as written, and none of its MathML's text ("a_{ij}" typeset
+    is "aij", each symbol twice with the TeX)."""
     docs = json.loads((sites[0] / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
     text = " ".join(doc["text"] for doc in docs)
     assert "A single attention head turns each query position \\(i\\) into one probability distribution" in text
     assert "\\[ a_{ij} = \\mathrm{softmax}_j\\!\\left(\\frac{q_i \\cdot k_j}{\\sqrt{d_k}}\\right)," in text
-    assert "katex" not in text and "aij" not in text and "\u200b" not in text
+    assert "aij" not in text and "\u200b" not in text
