@@ -1,6 +1,6 @@
 """The site as a whole, in Chromium: every page loads from the site itself only, meets its Content-Security-
 Policy (a meta tag: 'self', plus the 'wasm-unsafe-eval' Pyodide needs) with both widgets working under it,
-starts Python only where a widget is, moving between pages (Material's instant navigation, or a full
+starts Python only where a widget is, lays its formulas out as math, moving between pages (Material's instant navigation, or a full
 reload) mounts the widgets, and search builds its index only when the reader searches. conftest fails each
 test on a CSP violation, a console error or a request off 127.0.0.1."""
 from __future__ import annotations
@@ -102,6 +102,41 @@ def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, he
     assert page.evaluate("window.__earlier") is None  # a new document
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", re.compile("idle|loading"))
     assert use_widgets(page) == ["heads", "training"]
+
+
+# The geometry of the home page's first display formula: a_ij = softmax_j(q_i . k_j / sqrt(d_k)), o_i = ...
+LAID_OUT = """() => {
+  const formula = document.querySelector("div.arithmatex math mfrac").closest("math");
+  const box = (el) => el.getBoundingClientRect();
+  const [numerator, denominator] = formula.querySelector("mfrac").children;
+  const bracket = formula.querySelector('mo[fence="true"]');
+  return { numeratorAbove: box(numerator).bottom <= box(denominator).top,
+           bracketOverLetter: box(bracket).height / box(formula.querySelector("mi")).height,
+           fontFamily: getComputedStyle(formula).fontFamily };
+}"""
+
+
+def used_fonts(page, selector: str) -> set[str]:
+    """The fonts Chromium drew the text of the first element matching selector in (DevTools' platform fonts)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    return {font["familyName"] for font in cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]}
+
+
+def test_the_formulas_are_laid_out_as_math_in_a_math_font(page, site_url):
+    """The browser lays the MathML out itself: a fraction's numerator above its denominator, the brackets of
+    \\left( \\right) stretched around it, and the symbols drawn in one of the math fonts the site's style names
+    (fonts with a MATH table; this machine's is DejaVu Math TeX Gyre), not in a fallback."""
+    page.goto(site_url)
+    laid_out = page.evaluate(LAID_OUT)
+    assert laid_out["numeratorAbove"], laid_out
+    assert laid_out["bracketOverLetter"] > 1.5, laid_out
+    named = {f.strip().strip('"') for f in laid_out["fontFamily"].split(",")} - {"math"}
+    used = used_fonts(page, "div.arithmatex mfrac mi")
+    assert used and used <= named, (used, named)
 
 
 def search_worker(page):
