@@ -51,8 +51,10 @@ async function importChecked(bytes) {
  * earlier start Python is restored from it; without, it starts afresh, ready to make a memory snapshot. */
 async function startPyodide(downloads, indexURL, kept) {
   const file = (name) => downloads.bytes(new URL(name, indexURL).href);
-  const { loadPyodide } = await importChecked(await file("pyodide.mjs"));
-  await importChecked(await file("pyodide.asm.js")); // defines the factory, so loadPyodide does not fetch it
+  const [mjs, asm] = ["pyodide.mjs", "pyodide.asm.js"].map(file); // asked for at once
+  asm.catch(() => {}); // a failure is met below, once pyodide.mjs is imported
+  const { loadPyodide } = await importChecked(await mjs);
+  await importChecked(await asm); // defines the factory, so loadPyodide does not fetch it
   const memory = await kept;
   const warn = console.warn;
   const lines = [];
@@ -140,12 +142,13 @@ async function unpackWheels(pyodide, downloads, wheels) {
   return files;
 }
 
-/** Python started with NumPy and mha_core: restored from the memory kept under memoryURL if there is one (read
- * while Pyodide's scripts are imported; a kept memory that fails is forgotten), else afresh, mha_core imported.
- * Returns (pyodide, what to keep: {memory, libraries, dlopened}, or null). */
+/** Python started with NumPy and mha_core: restored from the memory kept under memoryURL (a promise) if there is
+ * one (looked up and read while Pyodide's scripts arrive and are imported; a kept memory that fails is
+ * forgotten), else afresh, mha_core imported. Returns (pyodide, what to keep: {memory, libraries, dlopened}, or
+ * null). */
 async function startPython(downloads, indexURL, wheels, memoryURL) {
-  const store = await downloads.store;
-  const kept = keptMemory(store, memoryURL).catch(() => null); // storage that fails keeps nothing: start afresh
+  const kept = (async () => keptMemory(await downloads.store, await memoryURL))()
+    .catch(() => null); // storage that fails keeps nothing: start afresh
   try {
     const pyodide = await startPyodide(downloads, indexURL, kept.then((k) => k?.memory));
     stepTo("Loading NumPy and mha_core…");
@@ -159,7 +162,7 @@ async function startPython(downloads, indexURL, wheels, memoryURL) {
     const memory = pyodide.makeMemorySnapshot();
     return [pyodide, { memory, libraries, dlopened: dlopenHandles(pyodide._module) }];
   } catch (err) {
-    if (await kept) await forgetMemory(store, memoryURL);
+    if (await kept) await forgetMemory(await downloads.store, await memoryURL);
     throw err;
   }
 }
@@ -170,7 +173,7 @@ async function init({ indexURL, files, port }) {
   downloads = new FilesFrom(port, files, post);
   self.fetch = downloads.fetch;
   const wheels = Object.keys(files).filter((url) => url.endsWith(".whl"));
-  const memoryURL = await memoryKey(indexURL, files);
+  const memoryURL = memoryKey(indexURL, files); // awaited only by what needs it: Pyodide's files are asked for first
   const python = (async () => {
     const [pyodide, kept] = await startPython(downloads, indexURL, wheels, memoryURL);
     bridgeCall = pyodide.pyimport("mha_core.bridge").call;
@@ -182,8 +185,8 @@ async function init({ indexURL, files, port }) {
     throw err;
   }), downloads.all]);
   const ms = performance.now() - t0;
-  if (kept) downloads.keep(memoryURL, kept); // hashed and stored on the downloads worker's thread
-  downloads.forgetOthers([memoryURL]);
+  if (kept) downloads.keep(await memoryURL, kept); // hashed and stored on the downloads worker's thread
+  downloads.forgetOthers([await memoryURL]);
   return { ms, restored: !kept };
 }
 
