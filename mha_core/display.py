@@ -7,8 +7,6 @@ their text is exact too (2**67 is 147,573,952,589,676,412,928), even where JavaS
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
 FLOP_UNITS = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP")
 PARAM_NAMES = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
@@ -27,9 +25,9 @@ def _scaled(n: int, base: int, units: tuple[str, ...]) -> str:
         i += 1
     if i == 0:
         return f"{integer(n)} {units[0]}"
-    x = Fraction(n, base**i)
-    digits = 2 if x < 10 else 1 if x < 100 else 0
-    rounded = int(x * 10**digits + Fraction(1, 2))  # half up
+    unit = base**i
+    digits = 2 if n < 10 * unit else 1 if n < 100 * unit else 0
+    rounded = (2 * n * 10**digits + unit) // (2 * unit)  # n / unit with that many decimals, half up, in integers
     whole, part = divmod(rounded, 10**digits)
     return f"{whole}.{part:0{digits}d} {units[i]}" if digits else f"{whole} {units[i]}"
 
