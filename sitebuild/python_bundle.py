@@ -37,12 +37,11 @@ from sitebuild import node
 STDLIB_KEEP = frozenset("""
     __future__ _collections_abc _compat_pickle _compression _pyodide _sitebuiltins _weakrefset abc ast asyncio
     base64 bisect bz2 codecs collections concurrent contextlib contextvars copy copyreg ctypes dataclasses
-    datetime decimal dis encodings enum fnmatch fractions functools genericpath heapq importlib inspect io
-    ipaddress json keyword linecache locale logging ntpath numbers opcode operator os pathlib pickle platform
-    posixpath pyodide random re reprlib selectors shutil signal site socket stat string struct subprocess
-    tempfile textwrap threading token tokenize traceback types typing urllib warnings weakref zipfile zipimport
-    _pydecimal
-""".split())  # _pydecimal: decimal's fallback, should a build lack the C _decimal
+    datetime dis encodings enum fnmatch functools genericpath heapq importlib inspect io ipaddress json keyword
+    linecache locale logging ntpath numbers opcode operator os pathlib pickle platform posixpath pyodide random
+    re reprlib selectors shutil signal site socket stat string struct subprocess tempfile textwrap threading
+    token tokenize traceback types typing urllib warnings weakref zipfile zipimport
+""".split())
 # The codecs Python itself may look up (cp437: the names in zip archives); mha_core decodes no bytes.
 ENCODINGS_KEEP = frozenset("""
     __init__ aliases ascii cp437 latin_1 raw_unicode_escape unicode_escape utf_8 utf_8_sig utf_16 utf_16_be
