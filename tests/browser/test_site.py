@@ -1,8 +1,8 @@
 """The site as a whole, in Chromium: every page loads from the site itself only, meets its Content-Security-
 Policy (a meta tag: 'self', plus the 'wasm-unsafe-eval' Pyodide needs) with both widgets working under it,
-starts Python only where a widget is, lays its formulas out as math, moving between pages (Material's instant navigation, or a full
-reload) mounts the widgets, and search builds its index only when the reader searches. conftest fails each
-test on a CSP violation, a console error or a request off 127.0.0.1."""
+starts Python only where a widget is, lays its formulas out as math, moving between pages (Material's instant
+navigation, or a full reload) mounts the widgets, and search builds its index only when the reader searches.
+conftest fails each test on a CSP violation, a console error or a request off 127.0.0.1."""
 from __future__ import annotations
 
 import json

@@ -52,8 +52,9 @@ def test_pyodide_numpy_temml_and_the_wheel_are_in_the_site(sites):
     """Every file the worker loads is in the site as config.js says, its sha256 (after decompression) the one
     config.js gives; Pyodide's own files are the pinned ones."""
     site = sites[0]
-    assert sorted(p.name for p in (site / "assets" / "temml").iterdir()) == ["Temml.woff2", "temml.css"]  # no script:
-    assert not (site / "assets" / "katex").exists()  # the math is typeset at build time
+    # Temml's css and font, no script: the math is typeset at build time
+    assert sorted(p.name for p in (site / "assets" / "temml").iterdir()) == ["Temml.woff2", "temml.css"]
+    assert not (site / "assets" / "katex").exists()
     packed = list((site / "assets" / "wheels").glob("mha_core-*-py3-none-any.whl.gz"))
     assert len(packed) == 1 and list((site / "assets" / "wheels").iterdir()) == packed
     wheel = gzip.decompress(packed[0].read_bytes())
