@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from browser_window import open_window  # noqa: E402
 from mha_core import tokenize  # noqa: E402
 from tests.helpers import chromium, pages_with, served_site  # noqa: E402
 
@@ -69,7 +70,7 @@ def summary(name: str, times: list[float]) -> str:
 
 def measure(browser, url: str, rounds: int) -> dict:
     """{switchDom, switchPainted, sentence: [ms]} on the heads widget's page at url."""
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page = open_window(browser, viewport={"width": 1200, "height": 900})
     page.goto(url)
     page.locator('[data-mha-widget="heads"]').scroll_into_view_if_needed()  # Python starts near a widget
     page.wait_for_selector('html[data-mha-runtime="ready"]', state="attached", timeout=30_000)

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from browser_window import open_window  # noqa: E402
 from tests.helpers import chromium, pages_with, served_site  # noqa: E402
 
 # Runs before the page's own scripts: record long tasks, the widget's paint and the moment of "ready".
@@ -87,7 +88,7 @@ def longtasks_of(browser, url: str, until: str, block: re.Pattern | None = None)
     context.add_init_script(OBSERVE)
     if block:
         context.route(block, lambda route: route.abort())
-    page = context.new_page()
+    page = open_window(context)
     page.goto(url)
     page.wait_for_function(until)
     page.wait_for_timeout(3000)  # the page's own start-up work (a bench, not a test: a plain wait is fine)
@@ -113,14 +114,14 @@ def measure(browser, url: str, runs: int, changes: int) -> dict:
     for _ in range(runs):
         context = browser.new_context()
         context.add_init_script(OBSERVE)
-        page = context.new_page()
+        page = open_window(context)
         loads.append(load(page, url))
         warm.append(load(page, url, reload=True)["ready"])
         context.close()
     baseline = without_runtime(browser, url)
     context = browser.new_context()
     context.add_init_script(OBSERVE)
-    page = context.new_page()
+    page = open_window(context)
     complaints = []
     page.on("console", lambda m: m.type in ("error", "warning") and complaints.append(m.text))
     start = load(page, url)

@@ -1,7 +1,7 @@
 """The first visit over a real network, in headless Chromium: the built site served without compression through
 a throttled server of our own (tests/network.py: one bandwidth limit shared by the page and the Python worker,
 a latency per request), each run in a fresh context (a private window: no cache), the widget page opened at
-its widget's anchor so that the widget is in view at once, in a window opened beforehand (as a reader's is).
+its widget's anchor so that the widget is in view at once, in a window opened beforehand (browser_window.py).
 
     python bench/network.py [--runs 5]
 
@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 from browser_budget import by_source  # noqa: E402
 from browser_shapes import OBSERVE  # noqa: E402
+from browser_window import open_window  # noqa: E402
 from sitebuild.serving import GITHUB_PAGES_CACHING  # noqa: E402
 from tests.helpers import build_into, chromium, kept_memory, pages_with, serve  # noqa: E402
 from tests.network import throttled_site  # noqa: E402
@@ -53,8 +54,6 @@ new MutationObserver(() => {
 """
 READY = 'html[data-mha-runtime="ready"]'
 SCROLL_SETTLES_MS = 300
-# The browser is quiet when all its processes use under a tenth of a core over QUIET_S (open_window).
-QUIET_S, QUIET_SHARE, QUIET_WITHIN_S = 0.2, 0.1, 10
 TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "v8.wasm", "toplevel", "loading"]
 THREADS = {"DedicatedWorker thread": "workers", "ThreadPoolForegroundWorker": "V8's compile threads",
            "CrRendererMain": "page"}  # the others: "other"
@@ -71,28 +70,6 @@ NEXT_PAGE = """() => { window.__nextPage = new Promise((resolve) => {
   });
   observer.observe(document, { subtree: true, attributes: true, attributeFilter: ["data-mounted", "data-mha-runtime"] });
 }); }"""
-
-
-def browser_cpu_s(session) -> float:
-    """The CPU seconds every process of the browser has used so far."""
-    return sum(p["cpuTime"] for p in session.send("SystemInfo.getProcessInfo")["processInfo"])
-
-
-def open_window(context):
-    """A new page, once the browser has gone quiet, as a reader's window is when they go to a site. Chromium
-    builds each new window's own pages as it opens it (its omnibox popup, chrome://omnibox-popup.top-chrome/):
-    1.3-1.4 s of CPU within a second, which on two cores would compete with a visit begun at once; a closed
-    page's end, before a revisit, likewise."""
-    page = context.new_page()
-    session = context.browser.new_browser_cdp_session()
-    used, deadline = browser_cpu_s(session), time.monotonic() + QUIET_WITHIN_S
-    while time.monotonic() < deadline:
-        time.sleep(QUIET_S)
-        used, before = browser_cpu_s(session), used
-        if used - before < QUIET_S * QUIET_SHARE:
-            break
-    session.detach()
-    return page
 
 
 def open_page(context, url: str, timeout_s: float) -> dict:

@@ -168,10 +168,11 @@ LIVE = "() => document.querySelector('[data-mha-widget=\"training\"]').dataset.s
 def browser(site: Path | None) -> bool:
     from playwright.sync_api import expect
 
+    from browser_window import open_window
     from tests.helpers import chromium, pages_with, served_site, show_sentence
 
     with served_site(site) as (built, base), chromium() as b:
-        page = b.new_page(viewport={"width": 1200, "height": 900})
+        page = open_window(b, viewport={"width": 1200, "height": 900})
         page.goto(base + pages_with(built, 'data-mha-widget="training"')[0])
         widget = page.locator('[data-mha-widget="training"]')
         widget.scroll_into_view_if_needed()  # Python starts when a widget comes into view
