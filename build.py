@@ -17,7 +17,7 @@ from pathlib import Path
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # before MkDocs Material is imported
 
 from sitebuild import ROOT, BuildError  # noqa: E402
-from sitebuild.assets import PYODIDE_CDN, fetch_temml, fetch_pyodide  # noqa: E402
+from sitebuild.assets import PYODIDE_CDN, fetch_pyodide, fetch_temml  # noqa: E402
 from sitebuild.serving import check_port, live  # noqa: E402
 
 

@@ -185,8 +185,9 @@ async function init({ indexURL, files, port }) {
     throw err;
   }), downloads.all]);
   const ms = performance.now() - t0;
-  if (kept) downloads.keep(await memoryURL, kept); // hashed and stored on the downloads worker's thread
-  downloads.forgetOthers([await memoryURL]);
+  const key = await memoryURL;
+  if (kept) downloads.keep(key, kept); // hashed and stored on the downloads worker's thread
+  downloads.forgetOthers([key]);
   return { ms, restored: !kept };
 }
 
