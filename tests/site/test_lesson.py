@@ -315,3 +315,13 @@ def test_each_repeated_fact_is_said_once():
     assert where("2 GiB") == ["caveats-and-the-block.md"] * 2  # the question's answer and the paragraph it points to
     assert where("with $n = 1$ the runs") == ["mechanism.md"]
     assert not [p for p in pages if p != "mechanism.md" and re.search(r"merge(d)? (is|becomes) a view", pages[p])]
+
+
+def test_the_knock_out_question_s_answer_holds():
+    """With the previous-token head zeroed, the induction head's queries at the repeat rest on themselves."""
+    assert "each query falls back on its resting place,\n    itself" in (DOCS / "what-heads-learn.md").read_text(encoding="utf-8")
+    sentence = "the cat sat on the mat . the cat sat"
+    intact = np.array(mha_core.head_patterns(sentence)["heads"]["induction"])
+    ablated = np.array(mha_core.head_patterns(sentence, ablate=["previous_token"])["heads"]["induction"])
+    assert intact[8, 2] > 0.9 and intact[9, 3] > 0.9  # the second "cat" and "sat" read the tokens after their first
+    assert all(ablated[i, i] > 0.9 for i in (7, 8, 9))
