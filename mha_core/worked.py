@@ -1,4 +1,4 @@
-"""The worked example of the first page: multi-head attention small enough to read every number.
+"""The worked example of the mechanism page: multi-head attention small enough to read every number.
 
 n = 3 tokens, d_model = 4, h = 2 heads of d_k = 2, no mask and no biases. The input and the weights
 are drawn from a seed and rounded to one decimal, so the reader can redo any product by hand. Every

@@ -141,15 +141,15 @@ def test_search_indexes_every_page(site):
 
 
 def test_widgets_are_placed_where_the_text_expects_them(pages):
-    markers = {
-        "parameters-and-shapes.md": ("<!-- widget: shapes d_model=512 n_heads=8 seq_len=10 batch=2 -->", "shapes"),
-        "what-heads-learn.md": ("<!-- widget: heads -->", "heads"),
-        "index.md": ("<!-- widget: worked -->", "worked"),
-        "mechanism.md": ("<!-- widget: memory -->", "memory"),
-    }
+    markers = [
+        ("parameters-and-shapes.md", "<!-- widget: shapes d_model=512 n_heads=8 seq_len=10 batch=2 -->", "shapes"),
+        ("what-heads-learn.md", "<!-- widget: heads -->", "heads"),
+        ("mechanism.md", "<!-- widget: worked -->", "worked"),
+        ("mechanism.md", "<!-- widget: memory -->", "memory"),
+    ]
     for page in PAGES:
         lines = [line.strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()]
-        for marked_page, (marker, name) in markers.items():
+        for marked_page, marker, name in markers:
             assert lines.count(marker) == (1 if page == marked_page else 0), (page, marker)
             count = pages[page]["html"].count(f'data-mha-widget="{name}"')
             assert count == (1 if page == marked_page else 0), (page, name)
@@ -385,6 +385,13 @@ def test_the_demonstration_backs_the_strides_in_the_prose():
     d_model, itemsize = demo["d_model"], demo["q"].itemsize
     assert demo["q_heads"].strides[-1] == itemsize == 8 and demo["q_heads"].strides[2] == d_model * itemsize
     quoted("mechanism.md", "(stride 8 bytes, one float64)", f"({d_model * itemsize} bytes here)")
+    # mha_core's own layer: q is a slice of the fused projection, whose rows are 3·d_model wide
+    steps = mha_core.attention._forward_steps(demo["x"], demo["W_Q"], demo["W_K"], demo["W_V"], demo["W_Q"],
+                                              demo["h"], None, None, False)
+    fused_row = 3 * d_model * itemsize
+    assert steps["q"].strides[1] == steps["q_heads"].strides[2] == fused_row == 12_288
+    assert np.may_share_memory(steps["q"], steps["k"]) and not steps["q"].flags.c_contiguous, "slices of one array"
+    quoted("mechanism.md", "rows, which are $3 d_\\text{model}$", f"the step is {fused_row:,} bytes")
 
 
 def test_the_verb_example_counts_right():
@@ -403,7 +410,6 @@ def test_the_merge_is_a_view_only_when_h_or_n_is_1():
 
     assert not merged_is_view(8, 10) and not merged_is_view(8, 10, B=1)
     assert merged_is_view(1, 10) and merged_is_view(8, 1)
-    quoted("parameters-and-shapes.md", "copy (a view when $h = 1$ or $n = 1$)")
     quoted("mechanism.md", "With $h = 1$ there is one run per token, and with $n = 1$ the runs")
 
 
@@ -419,8 +425,10 @@ def test_the_kv_cache_follows_the_key_width_not_the_head_count():
     caches = {h: shape_report(512, h, 10, 2, dtype_bytes=4)["kv_cache_bytes"] for h in (1, 8, 16, 64)}
     assert set(caches.values()) == {81_920}
     assert shape_report(512, 8, 10, 2, n_kv_heads=2)["kv_cache_bytes"] == 81_920 // 4
-    quoted("caveats-and-the-block.md", "$d_\\text{model} = 512$, $B = 2$, $n = 10$ in float32",
-           "shows 81,920 bytes per layer for $h$ = 1, 8, 16 or 64")
+    shown = {shape_report(512, h, 10, 2, dtype_bytes=4)["display"]["totals"]["kv_cache"]["text"] for h in (1, 8, 16, 64)}
+    assert shown == {"80.0 KiB"}, "what the calculator shows"
+    quoted("caveats-and-the-block.md", "$d_\\text{model} = 512$, $B = 2$, $n = 10$\nin float32",
+           "shows 80.0 KiB (81,920 bytes) per layer for $h$ = 1, 8, 16 or 64")
 
 
 def test_the_calculator_is_one_layer_and_a_model_has_many():
@@ -430,8 +438,15 @@ def test_the_calculator_is_one_layer_and_a_model_has_many():
     per_layer = shape_report(p["d_model"], p["n_heads"], 4096, 1, n_kv_heads=p["n_kv_heads"],
                              d_head=p["d_head"], dtype_bytes=2)["kv_cache_bytes"]
     assert per_layer == 64 * MiB and layers * per_layer == 2 * GiB
-    quoted("parameters-and-shapes.md", "The KV cache and the FLOPs are those of this one layer",
-           "one sequence of 4096\ntokens stored in 2 bytes a number, holds 64 MiB of keys and values per layer, 2 GiB for its 32 layers")
+    quoted("parameters-and-shapes.md", "The KV cache and the FLOPs are those of this one layer")
+    # The caveats' question links the calculator set to Llama 2 7B and says what it shows.
+    link = re.search(r"\]\(parameters-and-shapes\.md\?([^)#]+)#the-shape-calculator\)", prose("caveats-and-the-block.md"))
+    args = {k: int(v) for k, v in (pair.split("=") for pair in link.group(1).split("&"))}
+    args["bias"] = bool(args["bias"])
+    totals = shape_report(**args)["display"]["totals"]
+    assert (totals["kv_cache"]["text"], totals["kv_cache_model"]["text"]) == ("64.0 MiB", "2.00 GiB")
+    assert {k: args[k] for k in ("d_model", "n_heads", "n_layers")} == {"d_model": p["d_model"], "n_heads": p["n_heads"], "n_layers": layers}
+    quoted("caveats-and-the-block.md", "shows 64.0 MiB for one layer and 2.00 GiB for the whole model of 32 layers")
 
 
 def test_the_averaged_head_counts_right():
@@ -563,9 +578,10 @@ def test_paragraph_counting_can_fail():
 # symbol -> (how the text writes it, where it is defined): the definition must come before every use,
 # reading the pages in the nav's order.
 SYMBOLS = {
-    "q": (r"(?<![\w\\])q(?=_|\b)(?!\.)", r"A \*\*query\*\* \$q_i\$"),
-    "k": (r"(?<![\w\\])k(?=_j|_i|\b)(?![.\-])", r"A \*\*key\*\* \$k_j\$"),
-    "v": (r"(?<![\w\\])v(?=_j|_i|\b)(?![.\-])", r"A \*\*value\*\* \$v_j\$"),
+    "q": (r"(?<![\w\\])q(?=_|\b)(?!\.)", r"A \*\*query\*\*\{#query\} \$q_i\$"),
+    "k": (r"(?<![\w\\])k(?=_j|_i|\b)(?![.\-])", r"A \*\*key\*\*\{#key\} \$k_j\$"),
+    "v": (r"(?<![\w\\])v(?=_j|_i|\b)(?![.\-])", r"A \*\*value\*\*\{#value\} \$v_j\$"),
+    "d_model": (r"d_\\text\{model\}|d_model", r"a vector of \$d_\\text\{model\}\$ numbers, the model's width"),
     "W^O": (r"W\^O|W_O", r"an \*\*output projection\*\* \$W\^O\$"),
     "d_k": (r"d_k|d_head", r"Here \$W\^Q\$ and \$W\^K\$ are\n\$d_\\text\{model\} \\times d_k\$"),
     "h_kv": (r"h_\{kv\}|h_kv|n_kv_heads", r"gives keys and values only\n\$h_\{kv\}\$ heads"),
@@ -625,5 +641,5 @@ def test_the_worked_example_is_the_size_the_page_says():
     m = worked_example()["matrices"]
     assert (len(m["X"]["values"]), len(m["X"]["values"][0]), len(m["W_O"]["values"]) // len(m["z_0"]["values"][0])) \
         == (N_TOKENS, D_MODEL, N_HEADS)
-    quoted("index.md", f"{words[N_TOKENS]} tokens, $d_\\text{{model}} = {D_MODEL}$ and $h = {N_HEADS}$ heads of "
+    quoted("mechanism.md", f"{words[N_TOKENS]} tokens, $d_\\text{{model}} = {D_MODEL}$ and $h = {N_HEADS}$ heads of "
            f"$d_k = {D_HEAD}$")

@@ -1,0 +1,327 @@
+"""The lesson read in order: every term a newcomer would trip on is defined before it is used (or the use
+links to the definition), every content page asks a question before it answers it, every paragraph of the
+built pages is short, the softmax example is computed right, and the corrected claims stay corrected.
+
+How a definition is marked: the first use of a term is in bold with an id, `**residual stream**{#residual-stream}`
+(attr_list turns it into <strong id="residual-stream">), once in the whole site. A use before that, in the
+nav's order, must be the text of a link to it: `[residual stream](index.md#residual-stream)`.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import build
+import mha_core
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+CONTENT_PAGES = ("index.md", "why-heads.md", "mechanism.md", "parameters-and-shapes.md", "what-heads-learn.md",
+                 "caveats-and-the-block.md")
+
+# term -> (how the text writes it, case-sensitive?, its id). "multi-head" names the topic, not a head.
+TERMS = {
+    "head": (r"(?<!multi-)\bheads?\b", False, "head"),
+    "token": (r"\btokens?\b", False, "token"),
+    "embedding": (r"\bembeddings?\b", False, "embedding"),
+    "residual stream": (r"\bresidual streams?\b", False, "residual-stream"),
+    "query": (r"\bquer(?:y|ies)\b", False, "query"),
+    "key": (r"\bkeys?\b", False, "key"),
+    "value": (r"\bvalues?\b", False, "value"),
+    "softmax": (r"\bsoftmax\b", False, "softmax"),
+    "decoder": (r"\bdecoders?\b", False, "decoder"),
+    "encoder": (r"\bencoders?\b", False, "encoder"),
+    "causal mask": (r"\bcausal mask\b", False, "causal-mask"),
+    "FLOPs": (r"\bFLOPs?\b", True, "flops"),
+    "stride": (r"\bstrides?\b", False, "strides"),
+    "view": (r"\bviews?\b", False, "view"),
+    "copy": (r"\bcop(?:y|ies|ied)\b", False, "copy"),
+    "KV cache": (r"\bKV caches?\b", True, "kv-cache"),
+    "BLEU": (r"\bBLEU\b", True, "bleu"),
+    "phase change": (r"\bphase changes?\b", False, "phase-change"),
+}
+
+DEFINITION = re.compile(r"\*\*([^*]+)\*\*\{#([a-z0-9-]+)\}")
+LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)\)")
+
+
+def nav_pages() -> list[str]:
+    from mkdocs.config import load_config
+    return [next(iter(entry.values())) for entry in load_config(str(ROOT / "mkdocs.yml"))["nav"]]
+
+
+def blank(match: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", match.group())
+
+
+def readable(markdown: str) -> str:
+    """The text a reader reads, at the same offsets: code, math, comments, headings, snippet lines, HTML
+    tags, link targets and attribute lists blanked out."""
+    for pattern in (r"^(```|~~~).*?^\1[^\n]*$", r"\$\$.*?\$\$", r"<!--.*?-->"):
+        markdown = re.sub(pattern, blank, markdown, flags=re.S | re.M)
+    for pattern in (r"`[^`\n]*`", r"\$[^$\n]*\$", r"^#.*$", r"^\s*--8<--.*$", r"<[^>\n]*>", r"\]\([^)\s]*\)",
+                    r"\{#[^}]*\}"):
+        markdown = re.sub(pattern, blank, markdown, flags=re.M)
+    return markdown
+
+
+def link_targets(page: str, markdown: str) -> list[tuple[int, int, str]]:
+    """(start, end, target page#id) of each link's text; a same-page #id gets the page's name."""
+    out = []
+    for m in LINK.finditer(markdown):
+        target = m.group(2)
+        out.append((m.start(1), m.end(1), page + target if target.startswith("#") else target))
+    return out
+
+
+def undefined_uses(pages: dict[str, str]) -> list[str]:
+    """pages: {name: Markdown} in reading order -> the uses of TERMS before their definition, not linked to it."""
+    definitions = {}  # id -> (page index, offset)
+    for index, (page, text) in enumerate(pages.items()):
+        for m in DEFINITION.finditer(text):
+            assert m.group(2) not in definitions, f"{m.group(2)} is defined twice"
+            definitions[m.group(2)] = (index, m.start(), page)
+    problems = []
+    for term, (pattern, case, anchor) in TERMS.items():
+        assert anchor in definitions, f"{term}: no definition **{term}**{{#{anchor}}}"
+        def_index, def_offset, def_page = definitions[anchor]
+        for index, (page, text) in enumerate(pages.items()):
+            if index > def_index:
+                break
+            links = link_targets(page, text)
+            for m in re.finditer(pattern, readable(text), 0 if case else re.I):
+                if index == def_index and m.start() >= def_offset:
+                    break
+                linked = any(start <= m.start() < end and target == f"{def_page}#{anchor}" for start, end, target in links)
+                if not linked:
+                    line = text.count("\n", 0, m.start()) + 1
+                    problems.append(f"{page}:{line}: {term!r} used before its definition in {def_page}")
+    return problems
+
+
+def test_terms_are_defined_before_they_are_used():
+    pages = {page: (DOCS / page).read_text(encoding="utf-8") for page in nav_pages()}
+    problems = undefined_uses(pages)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_term_check_can_fail():
+    later = "An **encoder**{#encoder}.\n"
+    defined = "A **decoder**{#decoder} with a **causal mask**{#causal-mask}.\n"
+    others = "".join(f"**{t}**{{#{a}}} " for t, (_, _, a) in TERMS.items() if a not in ("decoder", "causal-mask", "encoder"))
+    ok = {"a.md": others + defined + "A decoder again.", "b.md": later}
+    assert undefined_uses(ok) == []
+    used_early = {"a.md": others + "The decoder reads.\n" + defined, "b.md": later}
+    assert undefined_uses(used_early) == ["a.md:1: 'decoder' used before its definition in a.md"]
+    linked = {"a.md": others + "The [decoder](#decoder) reads.\n" + defined, "b.md": later}
+    assert undefined_uses(linked) == []
+    wrong_link = {"a.md": others + "The [decoder](b.md#decoder) reads.\n" + defined, "b.md": later}
+    assert len(undefined_uses(wrong_link)) == 1
+    in_code = {"a.md": others + "`decoder` and $decoder$ <!-- decoder -->\n" + defined, "b.md": later}
+    assert undefined_uses(in_code) == []
+
+
+def test_every_definition_is_an_anchor_of_the_built_page():
+    pages = {page: (DOCS / page).read_text(encoding="utf-8") for page in nav_pages()}
+    for _, (_, _, anchor) in TERMS.items():
+        holders = [page for page, text in pages.items() if f"{{#{anchor}}}" in text]
+        assert len(holders) == 1, (anchor, holders)
+
+
+# ---------------------------------------------------------------- predict, then reveal
+
+QUESTION = re.compile(r'^\?\?\? question "([^"]+)"\n((?:    .*\n|\n)+)', re.M)
+
+
+@pytest.mark.parametrize("page", CONTENT_PAGES)
+def test_every_content_page_asks_before_it_answers(page):
+    """At least one collapsed question (the answer inside, hidden until opened) on every content page."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    found = QUESTION.findall(text)
+    assert found, f"{page}: no ??? question"
+    for title, answer in found:
+        assert title.rstrip().endswith("?"), (page, title)
+        assert len(answer.split()) >= 10, (page, title, "the answer is inside the collapsed block")
+
+
+# ---------------------------------------------------------------- the built pages: short paragraphs
+
+MAX_WORDS = 90
+
+
+class Paragraphs(HTMLParser):
+    """The words of each <p> and <li> (without nested lists) of the article's prose, widgets left out; a
+    formula counts as one word."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.found, self.open, self.math, self.skip = [], [], 0, 0
+        self.depth, self.widget_at = 0, None  # element depth; the depth of the widget being skipped
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            if tag == "br" and self.open and self.widget_at is None:
+                self.open[-1][1].append(" ")
+            return
+        self.depth += 1
+        if self.widget_at is None and "data-mha-widget" in dict(attrs):
+            self.widget_at = self.depth
+        if self.widget_at is not None:
+            return
+        if tag in ("p", "li"):
+            if self.open and self.open[-1][0] == "li" and tag == "li":
+                self.open[-1][1].append(" ")
+            self.open.append((tag, []))
+        elif tag == "math":
+            self.math += 1
+            if self.open and self.math == 1:
+                self.open[-1][1].append(" M ")
+        elif tag in ("pre", "code", "svg", "script", "style"):
+            self.skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        self.depth -= 1
+        if self.widget_at is not None:
+            if self.depth < self.widget_at:
+                self.widget_at = None
+            return
+        if tag in ("p", "li") and self.open and self.open[-1][0] == tag:
+            self.found.append("".join(self.open.pop()[1]))
+        elif tag == "math":
+            self.math -= 1
+        elif tag in ("pre", "code", "svg", "script", "style"):
+            self.skip -= 1
+
+    def handle_data(self, data):
+        if self.open and not self.math and self.widget_at is None:
+            self.open[-1][1].append(" C " if self.skip else data)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return build.build_site(tmp_path_factory.mktemp("site"), pyodide_cdn=True)
+
+
+def article(html: str) -> str:
+    m = re.search(r'<article class="md-content__inner[^"]*">(.*)</article>', html, re.S)
+    assert m, "no Material article in the page"
+    return m.group(1)
+
+
+def test_every_built_paragraph_is_short(site):
+    for page in nav_pages():
+        url = "index.html" if page == "index.md" else page[:-3] + "/index.html"
+        paragraphs = Paragraphs(article((site / url).read_text(encoding="utf-8"))).found
+        assert paragraphs, page
+        long = [(len(p.split()), " ".join(p.split()[:10])) for p in paragraphs if len(p.split()) > MAX_WORDS]
+        assert not long, f"{page}: paragraphs over {MAX_WORDS} words: {long}"
+
+
+def test_the_paragraph_count_can_fail():
+    words = " ".join(["word"] * (MAX_WORDS + 1))
+    found = Paragraphs(f"<p>{words}</p><ul><li>a <math><mi>x</mi><mo>+</mo></math> b<ul><li>c</li></ul></li></ul>"
+                       f'<div data-mha-widget="w"><div><p>{words}</p></div></div><p>d<br>e</p>').found
+    assert [len(p.split()) for p in found] == [MAX_WORDS + 1, 1, 3, 2]
+
+
+# ---------------------------------------------------------------- the on-ramp's numbers
+
+def test_the_softmax_row_is_computed_right():
+    text = (DOCS / "index.md").read_text(encoding="utf-8")
+    rows = {cells[0]: cells[1:] for cells in
+            ([c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+             if line.startswith(("| score", "| $e^{s_j}$", "| weight")))}
+    scores = np.array([float(c) for c in rows["score $s_j$"][:3]])
+    exps, total = np.exp(scores), np.exp(scores).sum()
+    weights = mha_core.softmax(scores)
+    assert rows["$e^{s_j}$"] == [f"{e:.3f}" for e in exps] + [f"{total:.3f}"]
+    weight_label = next(label for label in rows if label.startswith("weight"))
+    assert weight_label == f"weight $e^{{s_j}} / {total:.3f}$"
+    assert rows[weight_label] == [f"{w:.3f}" for w in weights] + [f"{weights.sum():.3f}"]
+    shifted = mha_core.softmax(scores + 10)
+    assert np.allclose(shifted, weights), "the question's answer: adding 10 changes nothing"
+    assert ", ".join(f"{w:.3f}" for w in weights[:2]) + f" and {weights[2]:.3f}" in text.replace("\n    ", " ")
+    assert f"*cat* gets {weights[1]:.3f}" in text
+
+
+def test_the_worked_question_s_answer_holds():
+    """Without positions, a repeated word gets equal weights from every query and gives equal outputs."""
+    from mha_core.worked import worked_steps
+
+    assert "Choose *the cat the*" in (DOCS / "mechanism.md").read_text(encoding="utf-8")
+    steps = worked_steps(1, ("the", "cat", "the"))
+    assert np.array_equal(steps["X"][0], steps["X"][2])
+    for head in range(2):
+        w = steps[f"weights_{head}"]
+        assert np.allclose(w[:, 0], w[:, 2])
+    assert np.allclose(steps["out"][0], steps["out"][2])
+
+
+# ---------------------------------------------------------------- corrections that must stay
+
+def flat(page: str) -> str:
+    return " ".join((DOCS / page).read_text(encoding="utf-8").replace("{,}", ",").split())
+
+
+WRONG = {  # page -> phrasings that were wrong and must not come back
+    "caveats-and-the-block.md": ["shows 81,920 bytes"],
+    "what-heads-learn.md": ["no single layer-0 head could produce this mean", "It is not a head the model could have",
+                            "it usually rests on the first token"],
+    "parameters-and-shapes.md": ["| new arrays |", "The FLOPs are the same", "([Touvron et al., 2023](references.md#llama2-config))"],
+    "mechanism.md": ["the step is a whole token row of $d_\\text{model}$ numbers (4096 bytes here)"],
+}
+RIGHT = {  # page -> what is said instead
+    "caveats-and-the-block.md": ["shows 80.0 KiB (81,920 bytes) per layer", "Llama's FFN is gated: SwiGLU",
+                                 "uses three matrices", "two linear maps", "references.md#touvron2023"],
+    "what-heads-learn.md": ["No one head could produce it for every sentence", "For one fixed sentence a single head could match",
+                            "references.md#xiao2023"],
+    "parameters-and-shapes.md": ["slices of one new array, `qkv`", "The forward pass does the same FLOPs",
+                                 "the backward pass recomputes them", "references.md#su2021", "references.md#touvron2023"],
+    "mechanism.md": ["`q` is a slice of the fused projection's rows", "the step is 12,288 bytes",
+                     "`W_Q` is `[n_heads, d_model, d_head]`"],
+    "references.md": ['<span id="su2021"></span>', '<span id="touvron2023"></span>', '<span id="xiao2023"></span>',
+                      '<span id="shazeer2020"></span>', '<span id="papineni2002"></span>'],
+}
+
+
+def test_the_wrong_claims_are_gone_and_the_right_ones_there():
+    for page, phrases in WRONG.items():
+        for phrase in phrases:
+            assert phrase not in flat(page), f"{page} still says {phrase!r}"
+    for page, phrases in RIGHT.items():
+        for phrase in phrases:
+            assert phrase in flat(page), f"{page} should say {phrase!r}"
+
+
+def test_each_repeated_fact_is_said_once():
+    """The √d_k reason, the KV cache's formula, Llama 2's 2 GiB and the merge's exception, each in one place."""
+    pages = {page: flat(page) for page in nav_pages()}
+
+    def where(phrase):
+        return [page for page, text in pages.items() for _ in range(text.count(phrase))]
+
+    assert where("has variance $d_k$") == ["mechanism.md"]
+    assert where("\\text{KV cache} =") == ["mechanism.md"]
+    assert where("2 GiB") == ["caveats-and-the-block.md"] * 2  # the question's answer and the paragraph it points to
+    assert where("with $n = 1$ the runs") == ["mechanism.md"]
+    assert not [p for p in pages if p != "mechanism.md" and re.search(r"merge(d)? (is|becomes) a view", pages[p])]
+
+
+def test_the_knock_out_question_s_answer_holds():
+    """With the previous-token head zeroed, the induction head's queries at the repeat rest on themselves."""
+    assert "each query falls back on its resting place,\n    itself" in (DOCS / "what-heads-learn.md").read_text(encoding="utf-8")
+    sentence = "the cat sat on the mat . the cat sat"
+    intact = np.array(mha_core.head_patterns(sentence)["heads"]["induction"])
+    ablated = np.array(mha_core.head_patterns(sentence, ablate=["previous_token"])["heads"]["induction"])
+    assert intact[8, 2] > 0.9 and intact[9, 3] > 0.9  # the second "cat" and "sat" read the tokens after their first
+    assert all(ablated[i, i] > 0.9 for i in (7, 8, 9))
