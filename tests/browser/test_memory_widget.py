@@ -82,3 +82,49 @@ def test_python_in_the_browser_redraws_every_layout(live_widget):
         assert_shows(widget, n, h, wrong)
         merge_is_view = widget.locator("[data-output='steps'] > li").last.get_attribute("data-view") == "true"
         assert merge_is_view == (wrong or h == 1 or n == 1)
+
+
+# Every buffer row's cells inside the row's box, and the page and the widget free of sideways scroll.
+OVERFLOW = """root => {
+  const out = [];
+  for (const row of root.querySelectorAll(".mha-memory__row")) {
+    const box = row.getBoundingClientRect();
+    const cells = [...row.querySelectorAll(".mha-memory__cell")].map(c => c.getBoundingClientRect());
+    if (!cells.length) out.push(`${row.getAttribute("aria-label")}: no cells`);
+    const outside = cells.filter(c => c.left < box.left - 0.5 || c.right > box.right + 0.5);
+    if (outside.length) out.push(`${row.closest("li").dataset.step} ${row.getAttribute("aria-label")}: `
+      + `${outside.length} of ${cells.length} cells outside [${box.left}, ${box.right}], the last at ${cells.at(-1).right}`);
+    if (row.scrollWidth > row.clientWidth) out.push(`${row.getAttribute("aria-label")} scrolls sideways`);
+  }
+  const page = document.scrollingElement;
+  if (page.scrollWidth > page.clientWidth) out.push(`the page scrolls sideways (${page.scrollWidth} > ${page.clientWidth})`);
+  if (root.scrollWidth > root.clientWidth) out.push(`the widget scrolls sideways (${root.scrollWidth} > ${root.clientWidth})`);
+  return out;
+}"""
+
+
+def test_every_buffer_fits_its_box_at_every_width(page, site_url, widget_path):
+    """From a phone to a wide screen the whole buffer shows, wrapped run by run where it must, with no sideways
+    scroll, for the first paint's 3 tokens (24 numbers a row)."""
+    widget = conftest.open_widget(page, site_url + widget_path("memory"), "memory")
+    for width in (390, 768, 1280, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        assert widget.evaluate(OVERFLOW) == [], f"at {width} px"
+        assert widget.locator('[data-step="merge"] [data-row="memory"] .mha-memory__cell').count() == 24
+
+
+def test_the_whole_buffer_fits_for_the_longest_choice(live_widget):
+    """4 tokens of 4 heads (32 numbers a row, runs of 2 in the split), narrow and wide."""
+    widget = live_widget("memory")
+    choose(widget, n=4, h=4, wrong=False)
+    expect(widget).to_have_attribute("data-n", "4")
+    expect(widget).to_have_attribute("data-h", "4")
+    expect(widget).to_have_attribute("data-state", "live")
+    for width in (390, 1280):
+        widget.page.set_viewport_size({"width": width, "height": 900})
+        widget.page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        assert widget.evaluate(OVERFLOW) == [], f"at {width} px"
+    widget.page.set_viewport_size({"width": 1200, "height": 900})  # as the module's other tests have it
+    choose(widget, n=3, h=2, wrong=False)
+    expect(widget).to_have_attribute("data-state", "live")

@@ -13,37 +13,54 @@ function el(tag, className, text) {
   return node;
 }
 
-/** The cells of one row; with a shape, gaps between its rows (and wider ones between 3-D blocks); with
- * from (a copy's sources), each moved cell knows how far it moved (--from, in cells). */
-function cells(list, shape, from) {
-  return list.map((c, i) => {
-    let cls = `mha-memory__cell mha-h${c.head}`;
-    if (shape && i && i % shape.at(-1) === 0) cls += " mha-memory__gap";
-    if (shape?.length === 3 && i && i % (shape.at(-1) * shape.at(-2)) === 0) cls += " mha-memory__gap2";
-    if (from && from[i] !== i) cls += " mha-memory__moved";
-    const cell = el("span", cls, String(c.token + 1));
-    if (from && from[i] !== i) cell.style.setProperty("--from", String(from[i] - i));
+/** A row's cells in runs that wrap as units, as memory.html.j2's cells macro draws them: run cells a run (a
+ * memory row's runs are d_model long, a read row's the array's last axis); with a shape, gaps between runs
+ * (wider ones between 3-D blocks); with from (a copy's sources), each moved cell knows how far it moved
+ * (--from, in cells). */
+function cells(list, run, shape, from) {
+  const runs = [];
+  list.forEach((c, i) => {
+    if (i % run === 0) {
+      let cls = "mha-memory__run";
+      if (shape && i) cls += " mha-memory__gap";
+      if (shape?.length === 3 && i && i % (shape.at(-1) * shape.at(-2)) === 0) cls += " mha-memory__gap2";
+      runs.push(el("span", cls));
+    }
+    const moved = from && from[i] !== i;
+    const cell = el("span", `mha-memory__cell mha-h${c.head}${moved ? " mha-memory__moved" : ""}`, String(c.token + 1));
+    if (moved) cell.style.setProperty("--from", String(from[i] - i));
     cell.title = `token ${c.token + 1}, head ${c.head + 1}, feature ${c.feature + 1}`;
-    return cell;
+    runs.at(-1).append(cell);
   });
+  return runs;
 }
 
-function row(name, label, list, shape, from) {
+function row(name, label, list, run, shape, from) {
   const div = el("div", "mha-memory__row");
   div.dataset.row = name;
-  Object.assign(div, { tabIndex: 0, role: "group", ariaLabel: label }); // it may scroll sideways: reachable by keyboard
-  div.append(el("span", "mha-memory__label", label), ...cells(list, shape, from));
+  Object.assign(div, { role: "group", ariaLabel: label });
+  const wrap = el("span", "mha-memory__cells");
+  wrap.append(...cells(list, run, shape, from));
+  div.append(el("span", "mha-memory__label", label), wrap);
   return div;
 }
 
-/** Slide the copied numbers from where they were in z to where the merge puts them. */
+/** Slide the copied numbers from where they were in z's buffer to where the merge puts them: each moved
+ * cell starts at the place of the cell --from cells away, measured, since the row may wrap. */
 function play(li) {
   li.classList.remove("mha-memory--play");
+  const row = [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')];
+  const at = row.map((cell) => cell.getBoundingClientRect());
+  row.forEach((cell, i) => {
+    const source = at[i + Number(cell.style.getPropertyValue("--from") || 0)];
+    cell.style.setProperty("--dx", `${source.left - at[i].left}px`);
+    cell.style.setProperty("--dy", `${source.top - at[i].top}px`);
+  });
   void li.offsetWidth; // restart the animation
   li.classList.add("mha-memory--play");
 }
 
-function step(s) {
+function step(s, r) {
   const li = el("li");
   Object.assign(li.dataset, { step: s.name, shape: s.shape.join(","), strides: s.strides_bytes.join(","),
     stridesElements: s.strides_elements.join(","), buffer: s.buffer, view: String(s.view), moved: String(s.moved) });
@@ -56,7 +73,8 @@ function step(s) {
     button.dataset.action = "play";
     what.append(" ", button);
   }
-  li.append(what, row("memory", `memory (${s.buffer})`, s.memory, null, s.from), row("read", "read", s.read, s.shape));
+  li.append(what, row("memory", `memory (${s.buffer})`, s.memory, r.d_model, null, s.from),
+    row("read", "read", s.read, s.shape.at(-1), s.shape));
   return li;
 }
 
@@ -79,7 +97,7 @@ function pattern(split, head, h, r) {
 }
 
 function render(root, r) {
-  output(root, "steps").replaceChildren(...r.steps.map(step));
+  output(root, "steps").replaceChildren(...r.steps.map((s) => step(s, r)));
   output(root, "patterns").replaceChildren(...["right", "wrong"].map((split) => {
     const figure = el("figure");
     figure.dataset.split = split;
