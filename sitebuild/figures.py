@@ -96,7 +96,7 @@ def sentence_to_x() -> Figure:
         return out
 
     def row(y, label, values, matrix, r, emphasis=""):
-        out = [text(left - 5, y + 14, label, "label" + emphasis, "end")]
+        out = [text(left - 5, y + 14, label, emphasis.strip(), "end")]
         for j, v in enumerate(values):
             lit = cls[kinds[j]] if v else "zero"
             out.append(rect(left + j * cell, y, cell - 2, cell - 2, "cell " + lit, rx=2))
@@ -222,7 +222,8 @@ def induction() -> Figure:
         c = "c" if i == B else "muted"
         body.append(path(f"M{col[i] - 3} {layer0} Q{(col[i] + col[i - 1]) / 2} {layer0 - 30} {col[i - 1] + 5} {layer0}",
                          f"link solid {c}" + (" thick" if i == B else ""), marker_end=arrow("induction", c)))
-        body.append(text((col[i] + col[i - 1]) / 2, layer0 - 18, f"{prev[i, i - 1]:.2f}", f"small halo {c}-text", "middle",
+        body.append(text((col[i] + col[i - 1]) / 2, layer0 - 18, f"{prev[i, i - 1]:.2f}",
+                         "small halo " + ("c-text" if i == B else "muted"), "middle",
                          data_weight=f"previous_token {i} {i - 1}"))
         j = max(previous, key=lambda f: residual[i, f])  # the previous-token feature layer 0 wrote here
         body.append(rect(col[i] - 39, written - 16, 78, 24, "tag" + (" c" if i == B else ""), rx=4))
@@ -263,7 +264,7 @@ def block() -> Figure:
 
     def box(y, h, title, sub, cls):
         return [rect(box_x, y, box_w, h, "box " + cls, rx=5), text(box_x + box_w / 2, y + 19, title, "strong", "middle"),
-                text(box_x + box_w / 2, y + 36, sub, "small muted", "middle")]
+                text(box_x + box_w / 2, y + 36, sub, "small", "middle")]
 
     def sublayer(top, norm, layer, layer_sub, cls, result, formula):
         out = [path(f"M{stream} {top} H{box_x + box_w / 2} V{top + 14}", "link fg", marker_end=arrow("block", "fg"))]
