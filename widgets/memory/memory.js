@@ -13,34 +13,44 @@ function el(tag, className, text) {
   return node;
 }
 
-/** A row's cells in runs that wrap as units, as memory.html.j2's cells macro draws them: run cells a run (a
- * memory row's runs are d_model long, a read row's the array's last axis); with a shape, gaps between runs
- * (wider ones between 3-D blocks); with from (a copy's sources), each moved cell knows how far it moved
- * (--from, in cells). */
-function cells(list, run, shape, from) {
-  const runs = [];
-  list.forEach((c, i) => {
-    if (i % run === 0) {
-      let cls = "mha-memory__run";
-      if (shape && i) cls += " mha-memory__gap";
-      if (shape?.length === 3 && i && i % (shape.at(-1) * shape.at(-2)) === 0) cls += " mha-memory__gap2";
-      runs.push(el("span", cls));
-    }
-    const moved = from && from[i] !== i;
-    const cell = el("span", `mha-memory__cell mha-h${c.head}${moved ? " mha-memory__moved" : ""}`, String(c.token + 1));
-    if (moved) cell.style.setProperty("--from", String(from[i] - i));
-    cell.title = `token ${c.token + 1}, head ${c.head + 1}, feature ${c.feature + 1}`;
-    runs.at(-1).append(cell);
-  });
-  return runs;
+/** How many cells of a row wrap as one unit: a memory row's d_model (a token of q's buffer); a read row's
+ * 3-D block when it holds at most d_model numbers (a token of [n, h, d_k]), else a row of its last axis. */
+function wrapUnit(shape, dModel) {
+  if (!shape) return dModel;
+  const block = shape.length === 3 ? shape.at(-1) * shape.at(-2) : shape.at(-1);
+  return block <= dModel ? block : shape.at(-1);
 }
 
-function row(name, label, list, run, shape, from) {
+/** A row's cells in units that wrap whole, as memory.html.j2's cells macro draws them: with a shape, a gap
+ * between the array's rows and a wider one between its 3-D blocks; with from (a copy's sources), each moved
+ * cell knows how far it moved (--from, in cells). */
+function cells(list, unit, shape, from) {
+  const units = [];
+  list.forEach((c, i) => {
+    if (i % unit === 0) {
+      let cls = "mha-memory__unit";
+      if (shape && i) cls += " mha-memory__gap";
+      if (shape?.length === 3 && i && i % (shape.at(-1) * shape.at(-2)) === 0) cls += " mha-memory__gap2";
+      units.push(el("span", cls));
+    }
+    const moved = from && from[i] !== i;
+    let cls = `mha-memory__cell mha-h${c.head}`;
+    if (shape && i % unit && i % shape.at(-1) === 0) cls += " mha-memory__gap";
+    if (moved) cls += " mha-memory__moved";
+    const cell = el("span", cls, String(c.token + 1));
+    if (moved) cell.style.setProperty("--from", String(from[i] - i));
+    cell.title = `token ${c.token + 1}, head ${c.head + 1}, feature ${c.feature + 1}`;
+    units.at(-1).append(cell);
+  });
+  return units;
+}
+
+function row(name, label, list, unit, shape, from) {
   const div = el("div", "mha-memory__row");
   div.dataset.row = name;
   Object.assign(div, { role: "group", ariaLabel: label });
   const wrap = el("span", "mha-memory__cells");
-  wrap.append(...cells(list, run, shape, from));
+  wrap.append(...cells(list, unit, shape, from));
   div.append(el("span", "mha-memory__label", label), wrap);
   return div;
 }
@@ -74,7 +84,7 @@ function step(s, r) {
     what.append(" ", button);
   }
   li.append(what, row("memory", `memory (${s.buffer})`, s.memory, r.d_model, null, s.from),
-    row("read", "read", s.read, s.shape.at(-1), s.shape));
+    row("read", "read", s.read, wrapUnit(s.shape, r.d_model), s.shape));
   return li;
 }
 
