@@ -137,7 +137,8 @@ def sentence_to_x() -> Figure:
     caption = (f"From a sentence to X, as the constructed heads of the explorer make it (mha_core, {n} tokens, "
                f"d_model = {d_model}). Each row of X is a word's embedding plus its position's: here each feature "
                f"means one thing, so the sum keeps both apart; a trained model learns dense rows in which they "
-               f"overlap. The two rows of “{tokens[0]}” differ only by position.")
+               f"overlap. The two rows of “{tokens[0]}” differ only by position. b flags the first token (and "
+               "punctuation); previous stays empty until a layer writes into it.")
     return Figure("From a sentence to the matrix X: token embeddings plus positions", desc, caption, height,
                   "\n".join(body))
 
@@ -243,6 +244,7 @@ def induction() -> Figure:
     body.append(text(col[A_AGAIN] - 32, out + 4, "next is likely cat", "small strong", "middle"))
     body.append(text(8, 20, "… A B … A → B", "strong"))
     body.append(text(8, 38, f"A = “{tokens[0]}”, B = “{tokens[B]}”", "muted small"))
+    body.append(text(8, out + 6, "one residual stream a position", "muted small"))
     desc = (f"The tokens '{REPEAT}' at positions 0 to {n - 1}, each with its residual stream drawn upwards. In layer 0, "
             "the previous-token head makes each token attend to the one before it (weight "
             f"{prev[B, B - 1]:.2f} from 'cat' to 'the') and writes that token into its stream: the stream at 'cat' now "
@@ -280,15 +282,15 @@ def block() -> Figure:
         return out
 
     body.append(text(stream - 12, 18, "x from the block before, n × d_model", "strong"))
-    body.append(line(stream, 28, stream, 420, "residual"))
+    body.append(line(stream, 28, stream, 432, "residual"))
     body.append(text(8, 236, "residual", "small muted"))
     body.append(text(8, 252, "stream", "small muted"))
     body += sublayer(60, "Norm", "Multi-head attention", "this site's layer: across positions", "layer",
                      "x′", "x′ = x + MultiHead(Norm(x))")
     body += sublayer(254, "Norm", "Feed-forward, each position", "d_model → d_ff → d_model", "ffn",
                      "x″", "x″ = x′ + FFN(Norm(x′))")
-    body.append(line(stream, 411, stream, 440, "link fg", marker_end=arrow("block", "fg")))
-    body.append(text(stream - 12, 458, "x″ to the next block, n × d_model", "strong"))
+    body.append(line(stream, 420, stream, 446, "link fg", marker_end=arrow("block", "fg")))
+    body.append(text(stream - 12, 466, "x″ to the next block, n × d_model", "strong"))
     desc = ("A pre-norm transformer block, top to bottom. The residual stream x, n by d_model, runs down the left. "
             "It branches into a normalisation and the multi-head attention layer, whose output is added back to "
             "it: x prime equals x plus MultiHead of Norm of x. It branches again into a normalisation and the "
@@ -299,7 +301,7 @@ def block() -> Figure:
                "residual stream and adds its output back, so the stream keeps its shape, n × d_model, and is only "
                "ever added to.")
     return Figure("A pre-norm transformer block: residual connections, normalisation, attention, feed-forward",
-                  desc, caption, 468, "\n".join(body))
+                  desc, caption, 476, "\n".join(body))
 
 
 FIGURES = {"sentence-to-x": sentence_to_x, "agreement": agreement, "induction-circuit": induction, "block": block}
