@@ -4,7 +4,7 @@ description and caption, drawn at build time (from mha_core's numbers where it s
 Inline, not an <img>, so that it follows the reader's scheme toggle: every colour is a class that
 docs/stylesheets/figures.css styles from Material's --md-* variables. Each drawn number carries a data-*
 attribute naming what it is, so tests can compare it with what mha_core computes. Layouts are about 420
-units wide and scale with their viewBox: text of 13 to 14 units stays 11 px or more on a 390 px phone.
+units wide and scale with their viewBox: text of 14 units or more stays 11 px or more on a 390 px phone.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from sitebuild import BuildError
 
 WIDTH = 420  # viewBox width of every figure
-CHAR = 0.6  # a character's width, in font sizes (near enough for the system sans-serif)
 
 
 @dataclass(frozen=True)
@@ -27,8 +26,9 @@ class Figure:
 
 
 def attrs(**kw) -> str:
-    """class_="a" data_cell="X 1 2" -> ' class="a" data-cell="X 1 2"' (None values left out)."""
-    return "".join(f' {k.rstrip("_").replace("_", "-")}="{html.escape(str(v))}"' for k, v in kw.items() if v is not None)
+    """class_="a" data_cell="X 1 2" x=70.333 -> ' class="a" data-cell="X 1 2" x="70.33"' (None values left out)."""
+    return "".join(f' {k.rstrip("_").replace("_", "-")}="{html.escape(str(round(v, 2) if isinstance(v, float) else v))}"'
+                   for k, v in kw.items() if v is not None)
 
 
 def text(x, y, s, cls="", anchor="start", **kw) -> str:
@@ -175,19 +175,20 @@ def agreement() -> Figure:
     # the previous token
     body.append(path(f"M52 {leave['previous']} H{lanes['previous']} V{mid[VERB - 1]} H{end}", "link c",
                      marker_end=arrow("agreement", "c")))
+    subject, verb, previous = AGREEMENT[SUBJECT], AGREEMENT[VERB], AGREEMENT[VERB - 1]
     labels = [
-        (mid[SUBJECT] - 8, "a", "subject: report", "agreement: was, not were"),
-        ((c0 + c1) / 2 - 8, "b", "the clause", "which report it is"),
-        (mid[VERB - 1] - 8, "c", "previous token: rules", "its neighbour (plural)"),
+        (mid[SUBJECT] - 8, "a", f"subject: {subject}", f"agreement: {verb}, not were"),
+        ((c0 + c1) / 2 - 8, "b", "the clause", f"which {subject} it is"),
+        (mid[VERB - 1] - 8, "c", f"previous token: {previous}", "its neighbour (plural)"),
     ]
     for ly, c, head, sub in labels:
         body.append(text(notes, ly, head, f"{c}-text strong"))
         body.append(text(notes, ly + 17, sub, "muted"))
-    desc = ("The sentence 'The report that the committee members wrote about the rules was', one token a line. "
-            "From the verb 'was', at the bottom, three arrows: a solid one to its subject 'report', nine tokens "
-            "back, which decides the agreement (was, not were); a dashed one to the relative clause 'that the "
-            "committee members wrote about the rules', which says which report; a dotted one to the previous token, "
-            "'rules', its plural neighbour.")
+    clause = " ".join(AGREEMENT[CLAUSE[0]:CLAUSE[1] + 1])
+    desc = (f"The sentence '{' '.join(AGREEMENT)}', one token a line. From the verb '{verb}', at the bottom, three "
+            f"arrows: a solid one to its subject '{subject}', {VERB - SUBJECT} tokens back, which decides the "
+            f"agreement ({verb}, not were); a dashed one to the relative clause '{clause}', which says which "
+            f"{subject}; a dotted one to the previous token, '{previous}', its plural neighbour.")
     caption = ("Three relationships the verb needs at once: its subject (nine tokens back), the clause between "
                "them, and the previous token. One head's softmax spreads one budget of weight over all three.")
     return Figure("The relationships of the agreement example", desc, caption, y[VERB] + 14, "\n".join(body))
@@ -308,14 +309,15 @@ FIGURES = {"sentence-to-x": sentence_to_x, "agreement": agreement, "induction-ci
 
 
 def render(name: str) -> str:
-    """Figure NAME as one block of HTML with no blank line, so that Markdown keeps it as it is."""
+    """Figure NAME as one block of HTML with no blank line, so that Markdown keeps it as it is. Search indexes
+    its caption, not the labels and digits of its drawing."""
     if name not in FIGURES:
         raise BuildError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
     f = FIGURES[name]()
     ids = f"mha-fig-{name}-title mha-fig-{name}-desc"
     return (f'<figure class="mha-figure mha-fig" data-mha-figure="{name}">\n'
             f'<svg xmlns="http://www.w3.org/2000/svg" class="mha-fig__svg" viewBox="0 0 {WIDTH} {f.height}" '
-            f'role="img" aria-labelledby="{ids}">\n'
+            f'role="img" aria-labelledby="{ids}" data-search-exclude="">\n'
             f'<title id="mha-fig-{name}-title">{html.escape(f.title)}</title>\n'
             f'<desc id="mha-fig-{name}-desc">{html.escape(f.desc)}</desc>\n'
             f'{f.body}\n</svg>\n<figcaption>{html.escape(f.caption)}</figcaption>\n</figure>')
