@@ -125,6 +125,8 @@ def sentence_to_x() -> Figure:
     height = y + 32 + n * 22 + 4
 
     first, again = [i for i, tok in enumerate(tokens) if tok == tokens[0]][:2]
+    apart = " and ".join({"position": "position", "boundary": "the boundary flag"}[k] for k in dict.fromkeys(
+        kinds[j] for j in range(d_model) if x[first, j] != x[again, j]))  # what tells the two rows apart
     desc = (f"The sentence '{SENTENCE}' is split into {n} tokens at positions 0 to {n - 1}. Each token's row of X "
             f"is its word's row of the embedding table E plus its position's row of the table P. For '{tokens[EXAMPLE]}' "
             f"at position {EXAMPLE}: E[{tokens[EXAMPLE]}] has a 1 in the feature token:{tokens[EXAMPLE]}, P[{EXAMPLE}] a 1 "
@@ -133,11 +135,11 @@ def sentence_to_x() -> Figure:
             "features, a boundary flag (1 on the first token and on punctuation), and "
             f"{sum(k == 'previous' for k in kinds)} previous-token features, all 0, which layer 0 of the heads "
             f"explorer writes later. The two rows of '{tokens[0]}', {first} and {again}, have the same token features "
-            "and differ in their position features only.")
+            f"and differ in {apart} only.")
     caption = (f"From a sentence to X, as the constructed heads of the explorer make it (mha_core, {n} tokens, "
                f"d_model = {d_model}). Each row of X is a word's embedding plus its position's: here each feature "
                f"means one thing, so the sum keeps both apart; a trained model learns dense rows in which they "
-               f"overlap. The two rows of “{tokens[0]}” differ only by position. b flags the first token (and "
+               f"overlap. The two rows of “{tokens[0]}” differ only in {apart}. b flags the first token (and "
                "punctuation); previous stays empty until a layer writes into it.")
     return Figure("From a sentence to the matrix X: token embeddings plus positions", desc, caption, height,
                   "\n".join(body))

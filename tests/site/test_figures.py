@@ -77,6 +77,12 @@ def test_the_sentence_to_x_draws_mha_cores_embeddings(site):
     assert [features[j] for j in np.flatnonzero(p_row)] == [f"position:{e}"]  # the position's row of P
     np.testing.assert_array_equal(e_row + p_row, x[e])  # and their sum is X's row
     assert len(cells) == (n + 2) * d_model
+    # the caption's claim: the two rows of the repeated word differ only in position and the boundary flag
+    first, again = [i for i, t in enumerate(tokens) if t == tokens[0]]
+    apart = {features[j].split(":")[0] for j in np.flatnonzero(x[first] != x[again])}
+    assert apart == {"position", "boundary"}
+    caption = "".join(built_figure(site, "sentence-to-x").find("figcaption").itertext())
+    assert f"The two rows of “{tokens[0]}” differ only in position and the boundary flag." in caption
 
 
 def test_the_induction_circuit_draws_the_constructed_heads_weights(site):
