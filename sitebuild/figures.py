@@ -240,20 +240,22 @@ def induction() -> Figure:
                      f"{col[B] + 5} {layer1}", "link a thick", marker_end=arrow("induction", "a")))
     body.append(text((col[A_AGAIN] + col[B]) / 2, layer1 - 44, f"{ind[A_AGAIN, B]:.2f}", "a-text strong halo", "middle",
                      data_weight=f"induction {A_AGAIN} {B}"))
-    body.append(text(col[B] - 4, layer1 + 22, "key: prev “the”", "small a-text halo"))
-    body.append(text(col[A_AGAIN] + 4, layer1 + 22, "query: “the”", "small a-text halo", "end"))
+    body.append(text(col[B] - 4, layer1 + 22, f"key: prev “{tokens[A_AGAIN]}”", "small a-text halo"))
+    body.append(text(col[A_AGAIN] + 4, layer1 + 22, f"query: “{tokens[A_AGAIN]}”", "small a-text halo", "end"))
     body.append(rect(col[A_AGAIN] - 96, out - 30, 128, 42, "tag a", rx=4))
-    body.append(text(col[A_AGAIN] - 32, out - 13, "reads “cat”:", "small", "middle"))
-    body.append(text(col[A_AGAIN] - 32, out + 4, "next is likely cat", "small strong", "middle"))
+    body.append(text(col[A_AGAIN] - 32, out - 13, f"reads “{tokens[B]}”:", "small", "middle"))
+    body.append(text(col[A_AGAIN] - 32, out + 4, f"next is likely {tokens[B]}", "small strong", "middle"))
     body.append(text(8, 20, "… A B … A → B", "strong"))
     body.append(text(8, 38, f"A = “{tokens[0]}”, B = “{tokens[B]}”", "muted small"))
     body.append(text(8, out + 6, "one residual stream a position", "muted small"))
+    a, b = tokens[A_AGAIN], tokens[B]
     desc = (f"The tokens '{REPEAT}' at positions 0 to {n - 1}, each with its residual stream drawn upwards. In layer 0, "
             "the previous-token head makes each token attend to the one before it (weight "
-            f"{prev[B, B - 1]:.2f} from 'cat' to 'the') and writes that token into its stream: the stream at 'cat' now "
-            "carries 'previous token: the'. In layer 1, the induction head's query at the second 'the' matches keys "
-            "computed from what layer 0 wrote (K-composition): the key at 'cat' says its previous token was 'the', so "
-            f"the head puts weight {ind[A_AGAIN, B]:.2f} on 'cat' and reads 'cat', the token that followed 'the' before.")
+            f"{prev[B, B - 1]:.2f} from '{b}' to '{tokens[B - 1]}') and writes that token into its stream: the stream at "
+            f"'{b}' now carries 'previous token: {tokens[B - 1]}'. In layer 1, the induction head's query at the second "
+            f"'{a}' matches keys computed from what layer 0 wrote (K-composition): the key at '{b}' says its previous "
+            f"token was '{tokens[B - 1]}', so the head puts weight {ind[A_AGAIN, B]:.2f} on '{b}' and reads '{b}', the "
+            f"token that followed '{a}' before.")
     caption = ("The induction circuit on a repeat, with the constructed heads of the explorer (mha_core's weights and "
                "attention): the previous-token head writes “the token before me” into each position's residual "
                "stream, and the induction head's keys read it (K-composition).")

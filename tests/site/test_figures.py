@@ -105,6 +105,9 @@ def test_the_induction_circuit_draws_the_constructed_heads_weights(site):
     # the circuit the figure explains is the one mha_core's heads form: B follows A, the second A finds B
     assert tokens[figures.A_AGAIN] == tokens[0] and figures.B == 1
     assert patterns["induction"][figures.A_AGAIN].argmax() == figures.B
+    desc = figure.find(f"{SVG}svg/{SVG}desc").text  # the text alternative quotes the same weights
+    assert f"weight {patterns['previous_token'][figures.B, 0]:.2f} from '{tokens[figures.B]}'" in desc
+    assert f"weight {patterns['induction'][figures.A_AGAIN, figures.B]:.2f} on '{tokens[figures.B]}'" in desc
 
 
 def test_the_agreement_figure_draws_the_pages_sentence(site):
