@@ -287,14 +287,14 @@ def block() -> Figure:
         return out
 
     body.append(text(stream - 12, 18, "x from the block before, n × d_model", "strong"))
-    body.append(line(stream, 28, stream, 432, "residual"))
+    body.append(line(stream, 28, stream, 411, "residual"))  # to the last ⊕
     body.append(text(8, 236, "residual", "small muted"))
     body.append(text(8, 252, "stream", "small muted"))
     body += sublayer(60, "Norm", "Multi-head attention", "this site's layer: across positions", "layer",
                      "x′", "x′ = x + MultiHead(Norm(x))")
     body += sublayer(254, "Norm", "Feed-forward, each position", "d_model → d_ff → d_model", "ffn",
                      "x″", "x″ = x′ + FFN(Norm(x′))")
-    body.append(line(stream, 420, stream, 446, "link fg", marker_end=arrow("block", "fg")))
+    body.append(line(stream, 411, stream, 446, "link fg", marker_end=arrow("block", "fg")))
     body.append(text(stream - 12, 466, "x″ to the next block, n × d_model", "strong"))
     desc = ("A pre-norm transformer block, top to bottom. The residual stream x, n by d_model, runs down the left. "
             "It branches into a normalisation and the multi-head attention layer, whose output is added back to "
