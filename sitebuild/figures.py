@@ -136,11 +136,11 @@ def sentence_to_x() -> Figure:
             f"{sum(k == 'previous' for k in kinds)} previous-token features, all 0, which layer 0 of the heads "
             f"explorer writes later. The two rows of '{tokens[0]}', {first} and {again}, have the same token features "
             f"and differ in {apart} only.")
-    caption = (f"From a sentence to X, as the constructed heads of the explorer make it (mha_core, {n} tokens, "
-               f"d_model = {d_model}). Each row of X is a word's embedding plus its position's: here each feature "
-               f"means one thing, so the sum keeps both apart; a trained model learns dense rows in which they "
-               f"overlap. The two rows of “{tokens[0]}” differ only in {apart}. b flags the first token (and "
-               "punctuation); previous stays empty until a layer writes into it.")
+    caption = ("From a sentence to X, as the site's hand-built model (behind the heads explorer) makes it. Each "
+               "row of X is a word's embedding plus its position's; here each feature means one thing, so the sum "
+               "keeps them apart (a "
+               f"trained model learns dense rows in which they overlap). The two rows of “{tokens[0]}” differ only "
+               f"in {apart}. b flags the first token and punctuation; previous stays empty until a layer writes it.")
     return Figure("From a sentence to the matrix X: token embeddings plus positions", desc, caption, height,
                   "\n".join(body))
 
