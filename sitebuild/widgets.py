@@ -1,8 +1,9 @@
-"""Widget markers: a line `<!-- widget: NAME key=value ... -->` of a page becomes widget NAME's HTML, rendered
-from widgets/NAME/NAME.html.j2 with the state widgets/NAME/widget.py computes (by mha_core, in CPython).
+"""Widget and figure markers: a line `<!-- widget: NAME key=value ... -->` of a page becomes widget NAME's
+HTML, rendered from widgets/NAME/NAME.html.j2 with the state widgets/NAME/widget.py computes (by mha_core, in CPython).
 
 widgets/NAME/widget.py defines OPTIONS {option: type}, context(**options) -> the template's variables, and
-optionally assets() -> {file name: bytes}, files the build writes to assets/widgets/NAME/."""
+optionally assets() -> {file name: bytes}, files the build writes to assets/widgets/NAME/.
+A line `<!-- figure: NAME -->` becomes figure NAME, an inline SVG drawn by sitebuild/figures.py."""
 from __future__ import annotations
 
 import functools
@@ -12,10 +13,11 @@ import sys
 
 import jinja2
 
-from sitebuild import ROOT, BuildError
+from sitebuild import ROOT, BuildError, figures
 
 WIDGETS = ROOT / "widgets"
 MARKER = re.compile(r"<!--\s*widget:(.*?)-->")
+FIGURE = re.compile(r"<!--\s*figure:\s*(\S*)\s*-->")
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"`[^`]*`")  # a marker shown as code is text, not a widget
 
@@ -83,19 +85,25 @@ def render_widget(env: jinja2.Environment, name: str, values: dict, index: int) 
 
 
 def expand_markers(markdown: str, env: jinja2.Environment, page: str) -> str:
-    """Replace each marker line outside code fences by its widget; errors name page and line."""
+    """Replace each marker line outside code fences by its widget or figure; errors name page and line."""
     lines, used, fenced = markdown.split("\n"), [], False
     for i, line in enumerate(lines):
         if FENCE.match(line):
             fenced = not fenced
         m = None if fenced else MARKER.fullmatch(line.strip())
-        if m:
+        figure = None if fenced else FIGURE.fullmatch(line.strip())
+        if figure:
+            try:
+                lines[i] = figures.render(figure.group(1))
+            except (BuildError, ValueError) as e:
+                raise BuildError(f"{page}:{i + 1}: {e}") from None
+        elif m:
             try:
                 name, values = parse_marker(m.group(1))
                 used.append(name)
                 lines[i] = render_widget(env, name, values, used.count(name))
             except (BuildError, ValueError) as e:
                 raise BuildError(f"{page}:{i + 1}: {e}") from None
-        elif not fenced and "<!-- widget" in INLINE_CODE.sub("", line):
+        elif not fenced and re.search(r"<!--\s*(widget|figure)", INLINE_CODE.sub("", line)):
             raise BuildError(f"{page}:{i + 1}: a widget marker must stand alone on its line: {line.strip()!r}")
     return "\n".join(lines)

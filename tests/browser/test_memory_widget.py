@@ -82,3 +82,75 @@ def test_python_in_the_browser_redraws_every_layout(live_widget):
         assert_shows(widget, n, h, wrong)
         merge_is_view = widget.locator("[data-output='steps'] > li").last.get_attribute("data-view") == "true"
         assert merge_is_view == (wrong or h == 1 or n == 1)
+
+
+# Every buffer row's cells inside the row's box, breaking lines only between units (a cell that starts a line
+# is the first of its unit), on one line if oneLine; the page and the widget free of sideways scroll.
+OVERFLOW = """(root, oneLine) => {
+  const out = [];
+  for (const row of root.querySelectorAll(".mha-memory__row")) {
+    const box = row.getBoundingClientRect();
+    const cells = [...row.querySelectorAll(".mha-memory__cell")].map(c => c.getBoundingClientRect());
+    if (!cells.length) out.push(`${row.getAttribute("aria-label")}: no cells`);
+    const outside = cells.filter(c => c.left < box.left - 0.5 || c.right > box.right + 0.5);
+    if (outside.length) out.push(`${row.closest("li").dataset.step} ${row.getAttribute("aria-label")}: `
+      + `${outside.length} of ${cells.length} cells outside [${box.left}, ${box.right}], the last at ${cells.at(-1).right}`);
+    if (row.scrollWidth > row.clientWidth) out.push(`${row.getAttribute("aria-label")} scrolls sideways`);
+    const cut = [...row.querySelectorAll(".mha-memory__cell")].filter((c, i, all) =>
+      i && c.getBoundingClientRect().top !== all[i - 1].getBoundingClientRect().top && c.previousElementSibling);
+    if (cut.length) out.push(`${row.closest("li").dataset.step} ${row.getAttribute("aria-label")}: wraps inside a unit`);
+    if (oneLine && cells.some(c => c.top !== cells[0].top)) out.push(`${row.closest("li").dataset.step} `
+      + `${row.getAttribute("aria-label")}: on more than one line`);
+  }
+  const page = document.scrollingElement;
+  if (page.scrollWidth > page.clientWidth) out.push(`the page scrolls sideways (${page.scrollWidth} > ${page.clientWidth})`);
+  if (root.scrollWidth > root.clientWidth) out.push(`the widget scrolls sideways (${root.scrollWidth} > ${root.clientWidth})`);
+  return out;
+}"""
+
+
+def test_every_buffer_fits_its_box_at_every_width(page, site_url, widget_path):
+    """From a phone to a wide screen the whole buffer shows, wrapped unit by unit where it must (on one line from
+    1280 px), with no sideways scroll, for the first paint's 3 tokens (24 numbers a row)."""
+    widget = conftest.open_widget(page, site_url + widget_path("memory"), "memory")
+    for width in (390, 768, 1280, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        assert widget.evaluate(OVERFLOW, width >= 1280) == [], f"at {width} px"
+        assert widget.locator('[data-step="merge"] [data-row="memory"] .mha-memory__cell').count() == 24
+
+
+def test_the_whole_buffer_fits_for_the_longest_choice(live_widget):
+    """4 tokens of 4 heads (32 numbers a row), narrow and wide."""
+    widget = live_widget("memory")
+    choose(widget, n=4, h=4, wrong=False)
+    expect(widget).to_have_attribute("data-n", "4")
+    expect(widget).to_have_attribute("data-h", "4")
+    expect(widget).to_have_attribute("data-state", "live")
+    for width in (390, 1280):
+        widget.page.set_viewport_size({"width": width, "height": 900})
+        widget.page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        assert widget.evaluate(OVERFLOW, False) == [], f"at {width} px"
+    widget.page.set_viewport_size({"width": 1200, "height": 900})  # as the module's other tests have it
+    choose(widget, n=3, h=2, wrong=False)
+    expect(widget).to_have_attribute("data-state", "live")
+
+
+# Each moved cell's slide (--dx, --dy, set by Play) and where its source cell is laid out (offsets ignore transforms).
+SLIDES = """li => [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')].map((cell, i, row) => {
+  const source = row[i + Number(cell.style.getPropertyValue("--from") || 0)];
+  return [parseFloat(cell.style.getPropertyValue("--dx")), parseFloat(cell.style.getPropertyValue("--dy")),
+          source.offsetLeft - cell.offsetLeft, source.offsetTop - cell.offsetTop];
+})"""
+
+
+def test_the_copy_slides_from_where_each_number_was_when_the_row_wraps(page, site_url, widget_path):
+    """On a phone the merge's buffer wraps; Play slides each moved number from its place in z's buffer."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    widget = conftest.open_widget(page, site_url + widget_path("memory"), "memory")
+    merge = widget.locator('[data-step="merge"]')
+    merge.locator('button[data-action="play"]').click()
+    expect(merge).to_have_class("mha-memory--play")
+    slides = merge.evaluate(SLIDES)
+    assert all(abs(dx - x) <= 1 and abs(dy - y) <= 1 for dx, dy, x, y in slides), slides
+    assert any(abs(y) > 5 for *_, y in slides), "no number moves between lines: the row did not wrap"

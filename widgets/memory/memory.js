@@ -13,37 +13,64 @@ function el(tag, className, text) {
   return node;
 }
 
-/** The cells of one row; with a shape, gaps between its rows (and wider ones between 3-D blocks); with
- * from (a copy's sources), each moved cell knows how far it moved (--from, in cells). */
-function cells(list, shape, from) {
-  return list.map((c, i) => {
-    let cls = `mha-memory__cell mha-h${c.head}`;
-    if (shape && i && i % shape.at(-1) === 0) cls += " mha-memory__gap";
-    if (shape?.length === 3 && i && i % (shape.at(-1) * shape.at(-2)) === 0) cls += " mha-memory__gap2";
-    if (from && from[i] !== i) cls += " mha-memory__moved";
-    const cell = el("span", cls, String(c.token + 1));
-    if (from && from[i] !== i) cell.style.setProperty("--from", String(from[i] - i));
-    cell.title = `token ${c.token + 1}, head ${c.head + 1}, feature ${c.feature + 1}`;
-    return cell;
-  });
+/** How many cells of a row wrap as one unit: a memory row's d_model (a token of q's buffer); a read row's
+ * 3-D block when it holds at most d_model numbers (a token of [n, h, d_k]), else a row of its last axis. */
+function wrapUnit(shape, dModel) {
+  if (!shape) return dModel;
+  const block = shape.length === 3 ? shape.at(-1) * shape.at(-2) : shape.at(-1);
+  return block <= dModel ? block : shape.at(-1);
 }
 
-function row(name, label, list, shape, from) {
+/** A row's cells in units that wrap whole, as memory.html.j2's cells macro draws them: with a shape, a gap
+ * between the array's rows and a wider one between its 3-D blocks; with from (a copy's sources), each moved
+ * cell knows how far it moved (--from, in cells). */
+function cells(list, unit, shape, from) {
+  const units = [];
+  list.forEach((c, i) => {
+    if (i % unit === 0) {
+      let cls = "mha-memory__unit";
+      if (shape && i) cls += " mha-memory__gap";
+      if (shape?.length === 3 && i && i % (shape.at(-1) * shape.at(-2)) === 0) cls += " mha-memory__gap2";
+      units.push(el("span", cls));
+    }
+    const moved = from && from[i] !== i;
+    let cls = `mha-memory__cell mha-h${c.head}`;
+    if (shape && i % unit && i % shape.at(-1) === 0) cls += " mha-memory__gap";
+    if (moved) cls += " mha-memory__moved";
+    const cell = el("span", cls, String(c.token + 1));
+    if (moved) cell.style.setProperty("--from", String(from[i] - i));
+    cell.title = `token ${c.token + 1}, head ${c.head + 1}, feature ${c.feature + 1}`;
+    units.at(-1).append(cell);
+  });
+  return units;
+}
+
+function row(name, label, list, unit, shape, from) {
   const div = el("div", "mha-memory__row");
   div.dataset.row = name;
-  Object.assign(div, { tabIndex: 0, role: "group", ariaLabel: label }); // it may scroll sideways: reachable by keyboard
-  div.append(el("span", "mha-memory__label", label), ...cells(list, shape, from));
+  Object.assign(div, { role: "group", ariaLabel: label });
+  const wrap = el("span", "mha-memory__cells");
+  wrap.append(...cells(list, unit, shape, from));
+  div.append(el("span", "mha-memory__label", label), wrap);
   return div;
 }
 
-/** Slide the copied numbers from where they were in z to where the merge puts them. */
+/** Slide the copied numbers from where they were in z's buffer to where the merge puts them: each moved
+ * cell starts at the place of the cell --from cells away, measured, since the row may wrap. */
 function play(li) {
   li.classList.remove("mha-memory--play");
+  const row = [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')];
+  const at = row.map((cell) => cell.getBoundingClientRect());
+  row.forEach((cell, i) => {
+    const source = at[i + Number(cell.style.getPropertyValue("--from") || 0)];
+    cell.style.setProperty("--dx", `${source.left - at[i].left}px`);
+    cell.style.setProperty("--dy", `${source.top - at[i].top}px`);
+  });
   void li.offsetWidth; // restart the animation
   li.classList.add("mha-memory--play");
 }
 
-function step(s) {
+function step(s, r) {
   const li = el("li");
   Object.assign(li.dataset, { step: s.name, shape: s.shape.join(","), strides: s.strides_bytes.join(","),
     stridesElements: s.strides_elements.join(","), buffer: s.buffer, view: String(s.view), moved: String(s.moved) });
@@ -56,7 +83,8 @@ function step(s) {
     button.dataset.action = "play";
     what.append(" ", button);
   }
-  li.append(what, row("memory", `memory (${s.buffer})`, s.memory, null, s.from), row("read", "read", s.read, s.shape));
+  li.append(what, row("memory", `memory (${s.buffer})`, s.memory, r.d_model, null, s.from),
+    row("read", "read", s.read, wrapUnit(s.shape, r.d_model), s.shape));
   return li;
 }
 
@@ -79,7 +107,7 @@ function pattern(split, head, h, r) {
 }
 
 function render(root, r) {
-  output(root, "steps").replaceChildren(...r.steps.map(step));
+  output(root, "steps").replaceChildren(...r.steps.map((s) => step(s, r)));
   output(root, "patterns").replaceChildren(...["right", "wrong"].map((split) => {
     const figure = el("figure");
     figure.dataset.split = split;

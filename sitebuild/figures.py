@@ -1,0 +1,327 @@
+"""Figures: a line `<!-- figure: NAME -->` of a page becomes figure NAME, an inline SVG with its title,
+description and caption, drawn at build time (from mha_core's numbers where it shows any).
+
+Inline, not an <img>, so that it follows the reader's scheme toggle: every colour is a class that
+docs/stylesheets/figures.css styles from Material's --md-* variables. Each drawn number carries a data-*
+attribute naming what it is, so tests can compare it with what mha_core computes. Layouts are about 420
+units wide and scale with their viewBox: text of 14 units or more stays 11 px or more on a 390 px phone.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from sitebuild import BuildError
+
+WIDTH = 420  # viewBox width of every figure
+
+
+@dataclass(frozen=True)
+class Figure:
+    title: str  # the SVG's accessible name
+    desc: str  # its long description: everything the picture shows, numbers included
+    caption: str
+    height: int
+    body: str  # SVG elements
+
+
+def attrs(**kw) -> str:
+    """class_="a" data_cell="X 1 2" x=70.333 -> ' class="a" data-cell="X 1 2" x="70.33"' (None values left out)."""
+    return "".join(f' {k.rstrip("_").replace("_", "-")}="{html.escape(str(round(v, 2) if isinstance(v, float) else v))}"'
+                   for k, v in kw.items() if v is not None)
+
+
+def text(x, y, s, cls="", anchor="start", **kw) -> str:
+    return f'<text{attrs(x=x, y=y, class_=cls or None, text_anchor=anchor if anchor != "start" else None, **kw)}>{html.escape(s)}</text>'
+
+
+def rect(x, y, w, h, cls, rx=3, **kw) -> str:
+    return f'<rect{attrs(x=x, y=y, width=w, height=h, rx=rx, class_=cls, **kw)}/>'
+
+
+def line(x1, y1, x2, y2, cls, **kw) -> str:
+    return f'<line{attrs(x1=x1, y1=y1, x2=x2, y2=y2, class_=cls, **kw)}/>'
+
+
+def path(d, cls, **kw) -> str:
+    return f'<path{attrs(d=d, class_=cls, **kw)}/>'
+
+
+def arrowheads(name: str, *tones: str) -> str:
+    """One arrowhead marker per tone, #mha-fig-NAME-arrow-TONE (a marker takes no colour from its line)."""
+    return "<defs>" + "".join(
+        f'<marker id="mha-fig-{name}-arrow-{tone}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" '
+        f'markerHeight="6" orient="auto-start-reverse"><path class="head {tone}" d="M0 0 L10 5 L0 10 z"/></marker>'
+        for tone in tones) + "</defs>"
+
+
+def arrow(name: str, tone: str) -> str:
+    return f"url(#mha-fig-{name}-arrow-{tone})"
+
+
+# ---------------------------------------------------------------- (a) the sentence to X
+
+SENTENCE = "the cat sat on the mat"
+EXAMPLE = 1  # the token whose lookup is drawn step by step: "cat", position 1
+BLOCKS = (("token", "token", "tok"), ("position", "position", "pos"), ("boundary", "b", "flag"),
+          ("previous", "previous", "prev"))  # (feature prefix, header, class), in mha_core's order
+
+
+def sentence_to_x() -> Figure:
+    from mha_core.heads import head_weights
+
+    w = head_weights(SENTENCE)
+    tokens, x, features = w["tokens"], w["x"], w["features"]  # x: [n, d_model]
+    n, d_model = x.shape
+    kinds = [f.split(":")[0] for f in features]
+    cls = {prefix: c for prefix, _, c in BLOCKS}
+    left, cell = 70, 20  # row labels, then one cell a feature
+    body = []
+
+    # the sentence, one chip a token, its position under it
+    chip = (WIDTH - 16 - 5 * (n - 1)) / n
+    for i, t in enumerate(tokens):
+        cx = 8 + i * (chip + 5)
+        body.append(rect(cx, 6, chip, 26, "chip" + (" focus" if i == EXAMPLE else "")))
+        body.append(text(cx + chip / 2, 24, t, "word", "middle"))
+        body.append(text(cx + chip / 2, 50, f"position {i}" if i == 0 else str(i), "muted small", "middle"))
+
+    def headers(y):
+        out = []
+        for prefix, header, c in BLOCKS:
+            cols = [j for j, k in enumerate(kinds) if k == prefix]
+            x0, x1 = left + cols[0] * cell, left + (cols[-1] + 1) * cell
+            out.append(line(x0 + 1, y + 4, x1 - 1, y + 4, "bracket " + c))
+            out.append(text((x0 + x1) / 2, y, header, "small " + c + "-text", "middle"))
+        return out
+
+    def row(y, label, values, matrix, r, emphasis=""):
+        out = [text(left - 5, y + 14, label, emphasis.strip(), "end")]
+        for j, v in enumerate(values):
+            lit = cls[kinds[j]] if v else "zero"
+            out.append(rect(left + j * cell, y, cell - 2, cell - 2, "cell " + lit, rx=2))
+            out.append(text(left + j * cell + (cell - 2) / 2, y + 14, f"{v:g}", "num" + (" on" if v else " muted"),
+                            "middle", data_cell=f"{matrix} {r} {j}"))
+        return out
+
+    # one token's lookup: its word's row of E plus its position's row of P gives its row of X
+    t = tokens[EXAMPLE]
+    e_row = [1.0 if f == f"token:{t}" else 0.0 for f in features]
+    p_row = [1.0 if f == f"position:{EXAMPLE}" else 0.0 for f in features]
+    y = 72
+    body += headers(y)
+    body += row(y + 12, f"E[{t}]", e_row, "E", EXAMPLE)
+    body += row(y + 34, f"+ P[{EXAMPLE}]", p_row, "P", EXAMPLE)
+    body += row(y + 58, f"= X[{EXAMPLE}]", list(x[EXAMPLE]), "X", EXAMPLE, " strong")
+    body.append(line(left, y + 55, left + d_model * cell - 2, y + 55, "rule"))
+
+    # all of X
+    y = 196
+    body.append(text(8, y, f"X, n × d_model = {n} × {d_model}: a row a token", "strong"))
+    body += headers(y + 22)
+    for i, t in enumerate(tokens):
+        body += row(y + 32 + i * 22, f"{t} {i}", list(x[i]), "X", i, " strong" if i == EXAMPLE else "")
+    body.append(rect(left - 3, y + 32 + EXAMPLE * 22 - 3, d_model * cell + 4, cell + 4, "outline", rx=3))
+    height = y + 32 + n * 22 + 4
+
+    first, again = [i for i, tok in enumerate(tokens) if tok == tokens[0]][:2]
+    apart = " and ".join({"position": "position", "boundary": "the boundary flag"}[k] for k in dict.fromkeys(
+        kinds[j] for j in range(d_model) if x[first, j] != x[again, j]))  # what tells the two rows apart
+    desc = (f"The sentence '{SENTENCE}' is split into {n} tokens at positions 0 to {n - 1}. Each token's row of X "
+            f"is its word's row of the embedding table E plus its position's row of the table P. For '{tokens[EXAMPLE]}' "
+            f"at position {EXAMPLE}: E[{tokens[EXAMPLE]}] has a 1 in the feature token:{tokens[EXAMPLE]}, P[{EXAMPLE}] a 1 "
+            f"in position:{EXAMPLE}, and their sum is row {EXAMPLE} of X. Below, all of X, {n} rows of {d_model} numbers: "
+            f"{sum(k == 'token' for k in kinds)} token features, {sum(k == 'position' for k in kinds)} position "
+            "features, a boundary flag (1 on the first token and on punctuation), and "
+            f"{sum(k == 'previous' for k in kinds)} previous-token features, all 0, which layer 0 of the heads "
+            f"explorer writes later. The two rows of '{tokens[0]}', {first} and {again}, have the same token features "
+            f"and differ in {apart} only.")
+    caption = ("From a sentence to X, as the site's hand-built model (behind the heads explorer) makes it. Each "
+               "row of X is a word's embedding plus its position's; here each feature means one thing, so the sum "
+               "keeps them apart (a "
+               f"trained model learns dense rows in which they overlap). The two rows of “{tokens[0]}” differ only "
+               f"in {apart}. b flags the first token and punctuation; previous stays empty until a layer writes it.")
+    return Figure("From a sentence to the matrix X: token embeddings plus positions", desc, caption, height,
+                  "\n".join(body))
+
+
+# ---------------------------------------------------------------- (b) the agreement example
+
+AGREEMENT = "The report that the committee members wrote about the rules was".split()
+SUBJECT, CLAUSE, VERB = 1, (2, 9), 10  # report; that … rules; was
+
+
+def agreement() -> Figure:
+    step, top = 25, 24
+    y = [top + i * step for i in range(len(AGREEMENT))]  # baseline of each token
+    mid = [v - 5 for v in y]  # the middle of a token's letters
+    end = 112  # where the words end
+    lanes = {"previous": 146, "clause": 172, "subject": 198}
+    notes = 212
+    body = [arrowheads("agreement", "a", "b", "c")]
+    tone = {SUBJECT: "a", VERB - 1: "c"}
+    for i, word in enumerate(AGREEMENT):
+        c = "strong" if i == VERB else (tone[i] + "-text strong" if i in tone else "")
+        body.append(text(14, y[i], word, c or None))
+        if CLAUSE[0] <= i <= CLAUSE[1]:
+            body.append(line(8, mid[i] - 9, 8, mid[i] + 9, "bar b"))
+    body.append(rect(8, y[VERB] - 18, 44, 26, "outline", rx=4))
+    leave = {"previous": mid[VERB] - 6, "clause": mid[VERB], "subject": mid[VERB] + 6}  # one stem each
+    # the subject: far back, across the clause
+    body.append(path(f"M52 {leave['subject']} H{lanes['subject']} V{mid[SUBJECT]} H{end}", "link a",
+                     marker_end=arrow("agreement", "a")))
+    # the clause: a bracket over its tokens
+    c0, c1 = mid[CLAUSE[0]] - 8, mid[CLAUSE[1]] + 8
+    body.append(path(f"M{lanes['clause'] - 8} {c0} H{lanes['clause']} V{c1} H{lanes['clause'] - 8}", "link b bracket-b"))
+    body.append(path(f"M52 {leave['clause']} H{lanes['clause']} V{c1 + 1}", "link b"))
+    # the previous token
+    body.append(path(f"M52 {leave['previous']} H{lanes['previous']} V{mid[VERB - 1]} H{end}", "link c",
+                     marker_end=arrow("agreement", "c")))
+    subject, verb, previous = AGREEMENT[SUBJECT], AGREEMENT[VERB], AGREEMENT[VERB - 1]
+    labels = [
+        (mid[SUBJECT] - 8, "a", f"subject: {subject}", f"agreement: {verb}, not were"),
+        ((c0 + c1) / 2 - 8, "b", "the clause", f"which {subject} it is"),
+        (mid[VERB - 1] - 8, "c", f"previous token: {previous}", "its neighbour (plural)"),
+    ]
+    for ly, c, head, sub in labels:
+        body.append(text(notes, ly, head, f"{c}-text strong"))
+        body.append(text(notes, ly + 17, sub, "muted"))
+    clause = " ".join(AGREEMENT[CLAUSE[0]:CLAUSE[1] + 1])
+    desc = (f"The sentence '{' '.join(AGREEMENT)}', one token a line. From the verb '{verb}', at the bottom, three "
+            f"arrows: a solid one to its subject '{subject}', {VERB - SUBJECT} tokens back, which decides the "
+            f"agreement ({verb}, not were); a dashed one to the relative clause '{clause}', which says which "
+            f"{subject}; a dotted one to the previous token, '{previous}', its plural neighbour.")
+    caption = ("Three relationships the verb needs at once: its subject (nine tokens back), the clause between "
+               "them, and the previous token. One head's softmax spreads one budget of weight over all three.")
+    return Figure("The relationships of the agreement example", desc, caption, y[VERB] + 14, "\n".join(body))
+
+
+# ---------------------------------------------------------------- (c) the induction circuit
+
+REPEAT = "the cat sat on the"  # … A B … A → B, with A = the, B = cat
+A_AGAIN, B = 4, 1  # the second "the" (the induction head's query); "cat" (the key it finds)
+
+
+def induction() -> Figure:
+    from mha_core.heads import head_patterns, head_weights
+
+    p = head_patterns(REPEAT)
+    tokens, prev, ind = p["tokens"], p["heads"]["previous_token"], p["heads"]["induction"]  # [n, n] each
+    w = head_weights(REPEAT)
+    residual, features = w["residual"], w["features"]  # [n, d_model]
+    previous = [j for j, f in enumerate(features) if f.startswith("previous:")]
+    n = len(tokens)
+    col = [44 + i * (WIDTH - 88) / (n - 1) for i in range(n)]
+    out, layer1, written, layer0, base = 74, 196, 262, 356, 400  # heights, top to bottom
+    body = [arrowheads("induction", "a", "c", "muted")]
+    for i, t in enumerate(tokens):  # each position's residual stream, from its embedding upwards
+        body.append(line(col[i], base - 24, col[i], out + 18, "stream"))
+        body.append(rect(col[i] - 30, base - 24, 60, 26, "chip" + (" focus" if i in (B, A_AGAIN) else "")))
+        body.append(text(col[i], base - 6, t, "word", "middle"))
+        body.append(text(col[i], base + 18, str(i), "muted small", "middle"))
+    # layer 0: each token attends to the one before it and writes that token into its own stream
+    body.append(text(8, layer0 - 62, "layer 0: previous-token head", "c-text strong halo"))
+    body.append(text(8, layer0 - 45, "writes the token before into each stream", "muted small halo"))
+    for i in range(1, n):
+        c = "c" if i == B else "muted"
+        body.append(path(f"M{col[i] - 3} {layer0} Q{(col[i] + col[i - 1]) / 2} {layer0 - 30} {col[i - 1] + 5} {layer0}",
+                         f"link solid {c}" + (" thick" if i == B else ""), marker_end=arrow("induction", c)))
+        body.append(text((col[i] + col[i - 1]) / 2, layer0 - 18, f"{prev[i, i - 1]:.2f}",
+                         "small halo " + ("c-text" if i == B else "muted"), "middle",
+                         data_weight=f"previous_token {i} {i - 1}"))
+        j = max(previous, key=lambda f: residual[i, f])  # the previous-token feature layer 0 wrote here
+        body.append(rect(col[i] - 39, written - 16, 78, 24, "tag" + (" c" if i == B else ""), rx=4))
+        body.append(text(col[i], written + 1, "prev: " + features[j].split(":", 1)[1], "small" + (" strong" if i == B else ""),
+                         "middle", data_written=f"{i} {features[j]}"))
+    # layer 1: the second "the" looks for a key whose written previous token is "the"
+    body.append(text(8, layer1 - 76, "layer 1: induction head", "a-text strong halo"))
+    body.append(text(8, layer1 - 59, "its keys read what layer 0 wrote", "muted small halo"))
+    body.append(path(f"M{col[A_AGAIN] - 3} {layer1} C{col[A_AGAIN] - 20} {layer1 - 52} {col[B] + 20} {layer1 - 52} "
+                     f"{col[B] + 5} {layer1}", "link a thick", marker_end=arrow("induction", "a")))
+    body.append(text((col[A_AGAIN] + col[B]) / 2, layer1 - 44, f"{ind[A_AGAIN, B]:.2f}", "a-text strong halo", "middle",
+                     data_weight=f"induction {A_AGAIN} {B}"))
+    body.append(text(col[B] - 4, layer1 + 22, f"key: prev “{tokens[A_AGAIN]}”", "small a-text halo"))
+    body.append(text(col[A_AGAIN] + 4, layer1 + 22, f"query: “{tokens[A_AGAIN]}”", "small a-text halo", "end"))
+    body.append(rect(col[A_AGAIN] - 96, out - 30, 128, 42, "tag a", rx=4))
+    body.append(text(col[A_AGAIN] - 32, out - 13, f"reads “{tokens[B]}”:", "small", "middle"))
+    body.append(text(col[A_AGAIN] - 32, out + 4, f"next is likely {tokens[B]}", "small strong", "middle"))
+    body.append(text(8, 20, "… A B … A → B", "strong"))
+    body.append(text(8, 38, f"A = “{tokens[0]}”, B = “{tokens[B]}”", "muted small"))
+    body.append(text(8, out + 6, "one residual stream a position", "muted small"))
+    a, b = tokens[A_AGAIN], tokens[B]
+    desc = (f"The tokens '{REPEAT}' at positions 0 to {n - 1}, each with its residual stream drawn upwards. In layer 0, "
+            "the previous-token head makes each token attend to the one before it (weight "
+            f"{prev[B, B - 1]:.2f} from '{b}' to '{tokens[B - 1]}') and writes that token into its stream: the stream at "
+            f"'{b}' now carries 'previous token: {tokens[B - 1]}'. In layer 1, the induction head's query at the second "
+            f"'{a}' matches keys computed from what layer 0 wrote (K-composition): the key at '{b}' says its previous "
+            f"token was '{tokens[B - 1]}', so the head puts weight {ind[A_AGAIN, B]:.2f} on '{b}' and reads '{b}', the "
+            f"token that followed '{a}' before.")
+    caption = ("The induction circuit on a repeat, with the constructed heads of the explorer (mha_core's weights and "
+               "attention): the previous-token head writes “the token before me” into each position's residual "
+               "stream, and the induction head's keys read it (K-composition).")
+    return Figure("The induction circuit: a previous-token head feeds an induction head's keys", desc, caption,
+                  base + 24, "\n".join(body))
+
+
+# ---------------------------------------------------------------- (d) the block around the layer
+
+def block() -> Figure:
+    stream, box_x, box_w = 78, 146, 266
+    body = [arrowheads("block", "fg", "muted")]
+
+    def box(y, h, title, sub, cls):
+        return [rect(box_x, y, box_w, h, "box " + cls, rx=5), text(box_x + box_w / 2, y + 19, title, "strong", "middle"),
+                text(box_x + box_w / 2, y + 36, sub, "small", "middle")]
+
+    def sublayer(top, norm, layer, layer_sub, cls, result, formula):
+        out = [path(f"M{stream} {top} H{box_x + box_w / 2} V{top + 14}", "link fg", marker_end=arrow("block", "fg"))]
+        out += box(top + 16, 44, norm, "LayerNorm or RMSNorm, each row", "norm")
+        out.append(line(box_x + box_w / 2, top + 60, box_x + box_w / 2, top + 74, "link fg", marker_end=arrow("block", "fg")))
+        out += box(top + 76, 44, layer, layer_sub, cls)
+        plus = top + 146
+        out.append(path(f"M{box_x + box_w / 2} {top + 120} V{plus} H{stream + 12}", "link fg", marker_end=arrow("block", "fg")))
+        out.append(f'<circle{attrs(cx=stream, cy=plus, r=11, class_="plus")}/>')
+        out.append(text(stream, plus + 5, "+", "strong", "middle"))
+        out.append(text(stream - 18, plus + 5, result, "strong", "end"))
+        out.append(text(stream + 18, plus + 26, formula, "small muted"))
+        return out
+
+    body.append(text(stream - 12, 18, "x from the block before, n × d_model", "strong"))
+    body.append(line(stream, 28, stream, 411, "residual"))  # to the last ⊕
+    body.append(text(8, 236, "residual", "small muted"))
+    body.append(text(8, 252, "stream", "small muted"))
+    body += sublayer(60, "Norm", "Multi-head attention", "this site's layer: across positions", "layer",
+                     "x′", "x′ = x + MultiHead(Norm(x))")
+    body += sublayer(254, "Norm", "Feed-forward, each position", "d_model → d_ff → d_model", "ffn",
+                     "x″", "x″ = x′ + FFN(Norm(x′))")
+    body.append(line(stream, 411, stream, 446, "link fg", marker_end=arrow("block", "fg")))
+    body.append(text(stream - 12, 466, "x″ to the next block, n × d_model", "strong"))
+    desc = ("A pre-norm transformer block, top to bottom. The residual stream x, n by d_model, runs down the left. "
+            "It branches into a normalisation and the multi-head attention layer, whose output is added back to "
+            "it: x prime equals x plus MultiHead of Norm of x. It branches again into a normalisation and the "
+            "feed-forward network, which widens each position to d_ff and back, and that output is added too: "
+            "x double prime equals x prime plus FFN of Norm of x prime, which goes on to the next block with the "
+            "same shape.")
+    caption = ("The pre-norm block around the layer (GPT-2 and later): each sub-layer reads a normalised copy of the "
+               "residual stream and adds its output back, so the stream keeps its shape, n × d_model, and is only "
+               "ever added to.")
+    return Figure("A pre-norm transformer block: residual connections, normalisation, attention, feed-forward",
+                  desc, caption, 476, "\n".join(body))
+
+
+FIGURES = {"sentence-to-x": sentence_to_x, "agreement": agreement, "induction-circuit": induction, "block": block}
+
+
+def render(name: str) -> str:
+    """Figure NAME as one block of HTML with no blank line, so that Markdown keeps it as it is. Search indexes
+    its caption, not the labels and digits of its drawing."""
+    if name not in FIGURES:
+        raise BuildError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
+    f = FIGURES[name]()
+    ids = f"mha-fig-{name}-title mha-fig-{name}-desc"
+    return (f'<figure class="mha-figure mha-fig" data-mha-figure="{name}">\n'
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="mha-fig__svg" viewBox="0 0 {WIDTH} {f.height}" '
+            f'role="img" aria-labelledby="{ids}" data-search-exclude="">\n'
+            f'<title id="mha-fig-{name}-title">{html.escape(f.title)}</title>\n'
+            f'<desc id="mha-fig-{name}-desc">{html.escape(f.desc)}</desc>\n'
+            f'{f.body}\n</svg>\n<figcaption>{html.escape(f.caption)}</figcaption>\n</figure>')
