@@ -33,7 +33,7 @@ function draw(svg, steps, chart, step) {
   el(svg, "text", { x: 10, y: middle, "text-anchor": "middle", transform: `rotate(-90 10 ${middle})`, "data-axis": "y" }, unit);
   if (level) {
     el(svg, "line", { x1: BOX.left, y1: y(level.value, top), x2: BOX.right, y2: y(level.value, top), class: "level", "stroke-dasharray": "3 2", "data-level": level.value.toFixed(4) });
-    el(svg, "text", { x: BOX.right, y: y(level.value, top) - 3, "text-anchor": "end", "data-level-label": "" }, level.label);
+    el(svg, "text", { x: BOX.right, y: y(level.value, top) + 10, "text-anchor": "end", "data-level-label": "" }, level.label); // below: the loss on first occurrences runs above it
   }
   for (const line of lines) {
     const points = line.history.map((h, i) => `${x(h.step, steps).toFixed(1)},${y(line.values[i], top).toFixed(1)}`);
