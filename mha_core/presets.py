@@ -10,6 +10,13 @@ n_layers counts the attention layers of the model (the encoder's for BERT; the T
 in its encoder and 6 self-attention layers in its decoder). context is the longest sequence one layer
 attends over: the model's context window (Mistral 7B: its sliding window, which bounds its KV cache),
 None where the model has no fixed one.
+
+The whole model's KV cache (what a model keeps while it generates, one token at a time) is not always
+n_layers layers' worth: cached_layers counts the attention layers that cache keys and values, and
+cache_note says which they are where that is not simply every layer. The Transformer base's decoder caches
+the keys and values of its 6 self-attention layers and of its 6 cross-attention layers (those of the encoded
+source sentence, computed once); its encoder caches nothing. BERT is an encoder: it reads its whole input at
+once and generates nothing, so it keeps no KV cache at inference (cached_layers 0).
 """
 
 from __future__ import annotations
@@ -31,6 +38,13 @@ class Preset:
     n_layers: int
     context: int | None
     source: str  # where the numbers are published
+    cached_layers: int | None = None  # attention layers that keep a KV cache; None: all n_layers
+    cache_note: str = ""
+
+    @property
+    def kv_layers(self) -> int:
+        """How many attention layers keep keys and values while the model generates (0: no KV cache)."""
+        return self.n_layers if self.cached_layers is None else self.cached_layers
 
     @property
     def config(self) -> AttentionConfig:
@@ -40,11 +54,16 @@ class Preset:
 
 _PRESETS = (
     Preset("transformer-base", "Transformer base (2017)", 512, 8, 8, 64, False, 6, None,
-           "https://arxiv.org/abs/1706.03762"),
+           "https://arxiv.org/abs/1706.03762", cached_layers=12,
+           cache_note="The decoder's 6 self-attention layers and its 6 cross-attention layers each keep keys and "
+                      "values (cross-attention's are the source sentence's, here n tokens long too): L = 12. "
+                      "The encoder keeps none."),
     Preset("gpt2-small", "GPT-2 small (124M)", 768, 12, 12, 64, True, 12, 1024,
            "https://huggingface.co/openai-community/gpt2/blob/main/config.json"),
     Preset("bert-base", "BERT-base", 768, 12, 12, 64, True, 12, 512,
-           "https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json"),
+           "https://huggingface.co/google-bert/bert-base-uncased/blob/main/config.json", cached_layers=0,
+           cache_note="BERT is an encoder: it reads its whole input at once and generates nothing, so it keeps "
+                      "no KV cache at inference."),
     Preset("gpt3-175b", "GPT-3 175B", 12288, 96, 96, 128, True, 96, 2048,
            "https://arxiv.org/abs/2005.14165"),
     Preset("llama2-7b", "Llama 2 7B", 4096, 32, 32, 128, False, 32, 4096,
@@ -64,4 +83,4 @@ PRESETS: dict[str, Preset] = {p.key: p for p in _PRESETS}
 
 def presets() -> list[dict]:
     """Every preset as a plain dict, in display order, with its layer's param_count."""
-    return [{**asdict(p), "param_count": p.config.param_count} for p in _PRESETS]
+    return [{**asdict(p), "param_count": p.config.param_count, "kv_layers": p.kv_layers} for p in _PRESETS]

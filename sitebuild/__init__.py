@@ -7,6 +7,7 @@ site from the files that build.py fetched into .cache/:
     wheel.py    the mha_core wheel, built by pyproject.toml's build backend, byte-identical between builds
     widgets.py  each `<!-- widget: NAME key=value -->` line rendered from widgets/NAME/ (widget.py, template)
     figures.py  each `<!-- figure: NAME -->` line drawn as an inline SVG (with mha_core's numbers)
+    facts.py    each `<!-- fact: NAME -->` replaced by the number widgets/*/facts.py computes from its model
     typeset.py  the formulas typeset into MathML by Temml at build time (typeset.mjs, in Node)
     csp.py      the Content-Security-Policy of each page, with the hashes of its inline scripts
     hooks.py    the MkDocs hooks that put these into the build

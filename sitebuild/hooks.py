@@ -1,7 +1,8 @@
 """The MkDocs hooks that make the site (declared in mkdocs.yml, so `mkdocs build` and `mkdocs serve` run them):
 
     on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
-    on_page_markdown   each widget marker rendered (widgets.py)
+    on_page_markdown   each fact marker replaced by the number it names (facts.py), each widget marker rendered
+                       (widgets.py)
     on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel
                        (compiled to bytecode when the site hosts Python),
                        Temml's css and font and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
@@ -22,7 +23,7 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import CACHE, BuildError, assets, csp, python_bundle, typeset, widgets  # noqa: E402
+from sitebuild import CACHE, BuildError, assets, csp, facts, python_bundle, typeset, widgets  # noqa: E402
 from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
@@ -44,12 +45,14 @@ def on_config(config):
     set_source_date_epoch()
     if live_reload:
         widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
+        facts.forget()
     config.extra["mha"] = {"widgets": widgets.names(), "csp": csp.policy(pyodide_cdn(config))}
     return config
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     try:
+        markdown = facts.expand(markdown, page.file.src_uri)
         return widgets.expand_markers(markdown, widgets.template_env(), page.file.src_uri)
     except BuildError as e:
         raise PluginError(str(e)) from None

@@ -423,3 +423,31 @@ CONTRAST = """(root, selector) => {
   const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(rgb(getComputedStyle(bg || document.body).backgroundColor))];
   return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
 }"""
+
+
+def test_the_kv_cache_of_an_encoder_decoder_and_of_an_encoder(page, site_url, shapes_path):
+    """Transformer base: L counts the decoder's self-attention and cross-attention layers, and a note says so;
+    BERT, an encoder, keeps no KV cache: the widget says "none", not a size."""
+    widget = open_widget(page, site_url, shapes_path)
+    wait_ready(page)
+    widget.locator("details summary").click()
+    note = widget.locator('[data-output="cache_note"]')
+    expect(note).to_be_hidden()
+    base = PRESETS["transformer-base"]
+    widget.locator('select[name="preset"]').select_option(base.key)
+    expect(number(widget, "n_layers")).to_have_value(str(base.kv_layers))
+    config = form_config(widget)
+    report = mha_core.shape_report(**config)
+    assert config["n_layers"] == 12 and report["kv_cache_model_bytes"] == 12 * report["kv_cache_bytes"]
+    expect(widget.locator('[data-output="kv_cache_model"]')).to_have_attribute("data-value", str(report["kv_cache_model_bytes"]))
+    expect(note).to_have_text(base.cache_note)
+    expect(note).to_be_visible()
+    bert = PRESETS["bert-base"]
+    widget.locator('select[name="preset"]').select_option(bert.key)
+    expect(note).to_have_text(bert.cache_note)
+    for name in ("kv_cache", "kv_cache_model"):
+        expect(widget.locator(f'[data-output="{name}"]')).to_have_text("none")
+        expect(widget.locator(f'[data-output="{name}"]')).to_have_attribute("data-value", "0")
+    set_number(widget, "n_heads", 8)  # no longer BERT: sizes again, and no note
+    expect(note).to_be_hidden()
+    assert_shows(widget, **form_config(widget))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 
 import numpy as np
@@ -344,3 +345,132 @@ def test_two_tabs_train_at_once_each_with_its_own_python(page, page_log, trainin
     other.locator('button[name="stop"]').click()
     expect_settled(other, "reader")
     expect(other.locator('[data-output="run"]')).to_contain_text("stopped at step")
+
+
+# ---------------------------------------------------------------- the lesson's controls: charts, layers, experiments
+
+CHARTS = """root => Object.fromEntries([...root.querySelectorAll("svg[data-chart]")].map(svg => [svg.dataset.chart, {
+  x: svg.querySelector('[data-axis="x"]')?.textContent, y: svg.querySelector('[data-axis="y"]')?.textContent,
+  level: svg.querySelector("[data-level]")?.dataset.level, label: svg.querySelector("[data-level-label]")?.textContent,
+  levelY: +svg.querySelector("[data-level]")?.getAttribute("y1"), top: svg.querySelector("text").textContent,
+  classes: [...svg.querySelectorAll("polyline")].map(p => p.getAttribute("class")),
+}]))"""
+
+
+def test_the_charts_label_their_axes_and_draw_a_uniform_guess(page, training_url, run):
+    widget = conftest.open_widget(page, training_url, "training")
+    charts = widget.evaluate(CHARTS)
+    uniform = math.log(run["config"]["vocab"])
+    loss, scores = charts["loss"], charts["scores"]
+    assert (loss["x"], loss["y"], scores["x"], scores["y"]) == ("training step", "loss (nats)", "training step", "score (0 to 1)")
+    assert loss["level"] == f"{uniform:.4f}" and loss["label"] == "uniform guess: ln 32 = 3.47"
+    top = int(loss["top"])  # the loss axis runs from 0 (y 140) to top (y 10)
+    assert loss["levelY"] == pytest.approx(140 - uniform / top * 130, abs=0.01)
+    assert scores["level"] is None and scores["top"] == "1.0"
+    expect(widget.locator('[data-legend="loss"]')).to_contain_text("uniform guess (3.47 nats)")
+
+
+def test_the_sentence_under_the_slider_is_true_at_the_drop(page, training_url, run):
+    """During the drop both layer-1 heads are named induction heads while the layer-0 head's previous-token
+    score, still below the threshold, is named as the best of the rest."""
+    widget = conftest.open_widget(page, training_url, "training")
+    wait_loaded(widget, run)
+    index = next(i for i, c in enumerate(run["checkpoints"]) if c["roles"][1] == ["induction", "induction"])
+    checkpoint = run["checkpoints"][index]
+    widget.locator('input[name="step"]').fill(str(index))
+    scores = next(h for h in run["history"] if h["step"] == checkpoint["step"])["scores"]
+    assert checkpoint["roles"][0] == [None, None] and scores["previous_token"][0][0] < training.ROLE_MIN
+    ind = scores["induction"][1]
+    expect(widget.locator('[data-output="summary"]')).to_have_text(
+        f"At step {checkpoint['step']}, L1 H0 is an induction head (score {ind[0]:.3f}); L1 H1 is an induction head "
+        f"(score {ind[1]:.3f}). The highest score of the other heads: L0 H0's previous-token score, "
+        f"{scores['previous_token'][0][0]:.3f}.")
+
+
+def wait_done(widget, timeout=600_000) -> None:
+    expect(widget.locator("progress")).to_have_js_property("value", 600, timeout=timeout)
+    expect(widget).to_have_attribute("data-state", "live", timeout=60_000)
+
+
+def test_one_layer_against_two(live_widget, run):
+    """The experiment sets Layers to 1 and trains: no induction head forms, and the loss on the repeats stays
+    high, against the recorded two-layer run drawn beside it."""
+    widget = live_widget("training")
+    widget.locator('button[name="experiment"][value="one-layer"]').click()
+    expect(widget.locator('select[name="n_layers"]')).to_have_value("1")
+    expect(widget.locator('select[name="lr"]')).to_have_value(str(run["config"]["lr"]))
+    expect(widget.locator("button[data-layer]")).to_have_count(run["config"]["n_heads"])  # one layer's heads
+    expect(widget.locator('button[name="experiment"]').first).to_be_disabled()
+    wait_done(widget)
+    for cell in widget.locator("button[data-layer]").all():
+        assert cell.get_attribute("data-layer") == "0"
+        assert float(cell.get_attribute("data-score-induction")) <= 0.2
+        assert cell.get_attribute("data-role") != "induction"
+    assert float(widget.locator('[data-output="loss"]').get_attribute("data-value")) > 2
+    classes = widget.evaluate(CHARTS)["loss"]["classes"]
+    assert classes == ["first", "repeat", "reference"]  # the reader's two losses and the recorded run's repeats
+    expect(widget.locator('[data-legend="loss"]')).to_contain_text("recorded run (2 layers), loss on repeats")
+    expect(widget.locator('[data-legend="scores"]')).to_contain_text("L0 H0 induction")
+    widget.locator('select[name="n_layers"]').select_option("2")
+
+
+def test_the_layers_control_trains_a_one_layer_model(live_widget):
+    widget = live_widget("training")
+    widget.locator('select[name="n_layers"]').select_option("1")
+    widget.locator('button[name="train"]').click()
+    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
+    widget.locator('button[name="stop"]').click()
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(widget.locator("button[data-layer]")).to_have_count(2)
+    expect(widget.locator('[data-output="error"]')).to_be_hidden()
+    widget.locator('select[name="n_layers"]').select_option("2")
+
+
+def test_blocks_of_fixed_length(live_widget):
+    widget = live_widget("training")
+    widget.locator('button[name="experiment"][value="fixed-block"]').click()
+    expect(widget.locator('input[name="min_period"]')).to_have_value("8")
+    expect(widget.locator('input[name="max_period"]')).to_have_value("8")
+    expect(widget.locator('select[name="n_layers"]')).to_have_value("2")
+    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget.locator('[data-output="caption"]')).to_contain_text("repeats a block of 8 tokens")
+    widget.locator('button[name="stop"]').click()
+    expect(widget).to_have_attribute("data-state", "live")
+
+
+def test_knock_out_an_induction_head(live_widget, run):
+    """From a reader's run, the experiment goes back to the built run's last step and knocks out its best
+    induction head; the other keeps most of the loss on the repeats away."""
+    widget = live_widget("training")
+    widget.locator('button[name="experiment"][value="knockout"]').click()
+    expect(widget).to_have_attribute("data-run", "built")
+    induction = run["history"][-1]["scores"]["induction"][1]
+    best = max(range(len(induction)), key=lambda h: induction[h])
+    cell = widget.locator(f'button[data-layer="1"][data-head="{best}"]')
+    expect(cell).to_have_attribute("data-ablated", "")
+    expect(cell).to_have_attribute("aria-pressed", "true")
+    expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", str(run["steps"]))
+    answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, best]])
+    intact, ablated = answer["intact"], answer["ablated"]
+    expect(widget.locator('[data-output="knockout"]')).to_contain_text(
+        f"Loss on the repeats {intact['loss_repeat']:.3f} → {ablated['loss_repeat']:.3f}")
+    expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{ablated['loss_repeat']:.3f}")
+    both = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, 0], [1, 1]])
+    assert intact["loss_repeat"] < ablated["loss_repeat"] < both["ablated"]["loss_repeat"] / 2
+    cell.click()  # restore
+    widget.locator('button[name="knockout"]').click()
+    expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{intact['loss_repeat']:.3f}")
+
+
+def test_a_learning_rate_that_diverges(live_widget):
+    widget = live_widget("training")
+    widget.locator('button[name="experiment"][value="diverge"]').click()
+    expect(widget.locator('select[name="lr"]')).to_have_value("1.0")
+    expect(widget.locator('[data-output="error"]')).to_have_text(re.compile(
+        r"training diverged at step \d+: the loss reached .+ \(a uniform guess scores 3\.47\); "
+        r"try a smaller learning rate than lr=1\."), timeout=120_000)
+    expect(widget).to_have_attribute("data-state", "error")
+    expect(widget.locator('[data-output="run"]')).to_have_text("Shown: your run, up to its last good checkpoint.")
+    expect(widget.locator('button[name="experiment"]').first).to_be_enabled()
+    widget.locator('select[name="lr"]').select_option("0.01")

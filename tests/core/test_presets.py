@@ -98,3 +98,16 @@ def test_llama2_whole_model_kv_cache():
     assert report["kv_cache_model_bytes"] == 32 * 64 * 2**20 == 2 * 2**30
     assert (report["display"]["totals"]["kv_cache"]["text"], report["display"]["totals"]["kv_cache_model"]["text"]) == (
         "64.0 MiB", "2.00 GiB")
+
+
+def test_the_whole_model_kv_cache_counts_the_layers_that_keep_one():
+    """Decoder-only models cache keys and values in every layer; the Transformer base's decoder in its 6
+    self-attention and its 6 cross-attention layers (the encoder in none); BERT, an encoder, in none."""
+    base, bert = PRESETS["transformer-base"], PRESETS["bert-base"]
+    assert base.kv_layers == 2 * base.n_layers == 12 and "cross-attention" in base.cache_note
+    assert bert.kv_layers == 0 and "encoder" in bert.cache_note and "no KV cache" in bert.cache_note
+    for key, p in PRESETS.items():
+        if key not in ("transformer-base", "bert-base"):
+            assert p.kv_layers == p.n_layers and p.cache_note == ""
+    shown = {p["key"]: p["kv_layers"] for p in presets()}
+    assert shown["transformer-base"] == 12 and shown["bert-base"] == 0

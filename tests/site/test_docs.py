@@ -559,6 +559,7 @@ def paragraphs(page: str) -> list[str]:
 
 
 def words(paragraph: str) -> int:
+    paragraph = re.sub(r"<!--\s*fact:\s*\S+?\s*-->", "N", paragraph)  # a fact marker is one number on the page
     return len(re.sub(r"\$[^$]*\$", "M", re.sub(r"\]\([^)]*\)", "]", paragraph)).split())
 
 
@@ -573,6 +574,7 @@ def test_no_paragraph_is_too_long(page):
 def test_paragraph_counting_can_fail():
     assert words(" ".join(["word"] * (MAX_WORDS + 1))) > MAX_WORDS
     assert words("a $x + y = z$ b [link](page.md#anchor)") == 4
+    assert words("the loss is <!-- fact: first_loss_peak --> nats") == 5
 
 
 # symbol -> (how the text writes it, where it is defined): the definition must come before every use,

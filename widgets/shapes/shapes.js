@@ -5,7 +5,7 @@
 // (or, if Python cannot answer, why).
 import { call } from "../runtime/bridge.js";
 import { mountEach } from "../runtime/page.js";
-import { keepInURL, output, showMessage } from "../runtime/dom.js";
+import { keepInURL, output, setData, setText, showMessage } from "../runtime/dom.js";
 import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
 import { markStale, render } from "./render.js";
 import { syncSliders, sliderValue } from "./sliders.js";
@@ -23,6 +23,20 @@ function changes(config, shown) {
     .map((k) => `${SYMBOLS[k]} = ${config[k] ?? "derived"}`).join(", ");
 }
 
+/** What the chosen preset's whole-model KV cache covers, under the figure; for a model that keeps no KV
+ * cache (an encoder), the KV cache figures say so instead of a size. */
+function showCache(w) {
+  const option = w.form.querySelector('select[name="preset"]').selectedOptions[0];
+  const note = output(w.root, "cache_note");
+  setText(note, option?.dataset.cacheNote || "");
+  note.hidden = !option?.dataset.cacheNote;
+  if (!option?.hasAttribute("data-no-cache")) return;
+  for (const name of ["kv_cache", "kv_cache_model"]) {
+    setData(output(w.root, name), "value", "0");
+    setText(output(w.root, name), "none");
+  }
+}
+
 /** Ask Python for w.next; changes made meanwhile coalesce into one more request (latest wins). */
 async function compute(w) {
   if (w.busy) return;
@@ -34,6 +48,7 @@ async function compute(w) {
     try {
       const report = await call("shape_report", config);
       render(w.root, report.display);
+      showCache(w);
       w.shown = config;
       if (w.next) markStale(w.root, true, true);
       else showMessage(w.root, "pending", "");

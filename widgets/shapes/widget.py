@@ -52,7 +52,8 @@ def nearest_index(values: list[int], value: int) -> int:
 
 def preset_options() -> list[dict]:
     """Each preset's label, source and the form values it sets (n_kv_heads and d_head empty where they
-    are the derived defaults; seq_len its context, where it has one)."""
+    are the derived defaults; seq_len its context, where it has one; n_layers the layers that keep a KV
+    cache), and what its whole-model KV cache covers (cache_note; no_cache for a model that keeps none)."""
     options = []
     for p in presets():
         values = {k: p[k] for k in PRESET_KEYS}
@@ -60,7 +61,10 @@ def preset_options() -> list[dict]:
         values["d_head"] = None if p["d_head"] * p["n_heads"] == p["d_model"] else p["d_head"]
         if p["context"]:
             values["seq_len"] = p["context"]
-        options.append({"key": p["key"], "label": p["label"], "source": p["source"], "settings": json.dumps(values)})
+        if p["kv_layers"]:  # L counts the layers that cache keys and values (the field is for the KV cache)
+            values["n_layers"] = p["kv_layers"]
+        options.append({"key": p["key"], "label": p["label"], "source": p["source"], "settings": json.dumps(values),
+                        "cache_note": p["cache_note"], "no_cache": not p["kv_layers"]})
     return options
 
 

@@ -36,6 +36,7 @@ async function loadAsset(root) {
     first needed. */
 function loadRun(w) {
   w.asset ??= loadAsset(w.root).then((full) => {
+    w.built = full;
     if (w.runId !== "built") return;
     w.run = full;
     show(w, w.index);
@@ -83,7 +84,14 @@ function show(w, index) {
   const period = run.tokens.indexOf(run.tokens[0], 1);
   const sequence = view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`;
   drawHead(w, patterns, labels, checkpoint.step, sequence);
-  drawCharts(w.root, run, checkpoint.step);
+  drawCharts(w.root, run, checkpoint.step, reference(w));
+}
+
+/** The built run's loss on repeats, drawn beside the reader's run for comparison (none for the built run). */
+function reference(w) {
+  if (w.runId === "built") return null;
+  const layers = w.data.config.n_layers;
+  return { history: w.data.history, label: `recorded run (${layers} layer${layers === 1 ? "" : "s"}), loss on repeats` };
 }
 
 /** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text. */
@@ -142,14 +150,14 @@ function fail(w, message) {
 /** The reader's settings as TrainConfig fields; the numbers are checked by Python. */
 function settings(form) {
   const number = (name) => (form.elements[name].value.trim() === "" ? null : Number(form.elements[name].value));
-  return { n_heads: number("n_heads"), lr: number("lr"), min_period: number("min_period"), max_period: number("max_period") };
+  return { n_layers: number("n_layers"), n_heads: number("n_heads"), lr: number("lr"), min_period: number("min_period"), max_period: number("max_period") };
 }
 
 function setRunning(w, running) {
   w.form.elements.train.disabled = running;
   w.form.elements.stop.disabled = !running;
-  for (const name of ["knockout", "show", "reset"]) { // these measure a finished run
-    w.root.querySelector(`button[name="${name}"]`).disabled = running;
+  for (const button of w.root.querySelectorAll('button:is([name="knockout"], [name="show"], [name="reset"], [name="experiment"])')) {
+    button.disabled = running; // these measure a finished run or start a new one
   }
 }
 
@@ -190,7 +198,7 @@ async function train(w) {
       setText(progress, `${step} of ${run.steps} steps`);
       setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
-      else drawCharts(w.root, run, run.checkpoints[w.index].step);
+      else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
     }
     if (!done) await call("training_stop", { run: run.run });
     if (!w.root.isConnected && !done) leftRun = { seed, step };
@@ -264,6 +272,10 @@ function mount(root) {
     sequence.elements.text.value = "";
     measure(w);
   });
+  w.root.querySelector(".mha-training__experiments").addEventListener("click", (event) => {
+    const button = event.target.closest('button[name="experiment"]');
+    if (button) experiment(w, button);
+  });
   w.form.elements.stop.addEventListener("click", () => { if (w.training) w.training.stop = true; });
   const table = root.querySelector("table");
   table.addEventListener("focusin", (event) => {
@@ -276,6 +288,37 @@ function mount(root) {
     const to = td && moveFrom(w.grid, Number(td.dataset.q), Number(td.dataset.k), event);
     if (to) { event.preventDefault(); cellAt(w.grid, ...to).focus(); }
   });
+}
+
+/** One of the suggested experiments: the form set to the built run's settings changed by the button's
+    data-set, then a fresh run; or, for "knockout", the built run's last step without one induction head. */
+async function experiment(w, button) {
+  if (w.training) return;
+  if (button.value === "knockout") return knockOutInduction(w);
+  const values = { ...w.data.config, ...JSON.parse(button.dataset.set) };
+  for (const name of ["n_layers", "n_heads", "lr", "min_period", "max_period"]) {
+    const field = w.form.elements[name]; // a select's option "1.0" is the number 1
+    field.value = field.tagName === "SELECT" ? [...field.options].find((o) => Number(o.value) === values[name]).value :
+      String(values[name]);
+  }
+  return train(w);
+}
+
+/** Show the built run at its last checkpoint with its best layer-1 induction head knocked out, and select that head. */
+async function knockOutInduction(w) {
+  await loadRun(w);
+  if (!w.built) return; // the asset failed: its message is shown
+  if (w.runId !== "built") {
+    Object.assign(w, { run: w.built, runId: "built", view: null });
+    w.root.dataset.run = "built";
+    layoutGrid(w.root.querySelector(".mha-training__grid"), w.run.config);
+    setText(output(w.root, "run"), `Shown: the run trained when this page was built (seed ${w.run.seed}).`);
+  }
+  const last = w.run.checkpoints.length - 1;
+  const [layer, head] = bestInduction(entryAt(w.run, w.run.checkpoints[last].step).scores);
+  Object.assign(w, { ablate: new Set([`${layer},${head}`]), text: null, selected: [layer, head] });
+  show(w, last);
+  measure(w);
 }
 
 function readCell(w, td) {

@@ -52,14 +52,19 @@ export function drawGrid(w, patterns, scores, roles) {
   }
 }
 
-/** One sentence naming the heads that have a role at this step, with the score that names them. */
+/** The heads that have a role at this step, with the score that names them, and the best score of the
+    others: during the drop a head can do its part before its score reaches roleMin. */
 export function summarize(roles, scores, names, step, roleMin) {
   const named = roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).filter(([role]) => role);
-  if (!named.length) return `At step ${step} no head has a clear role yet: every detector score is below ${roleMin}.`;
   const article = (word) => (/^[aeiou]/.test(word) ? "an" : "a");
   const parts = named.map(([role, l, h]) =>
     `L${l} H${h} is ${article(names[role])} ${names[role]} head (score ${scores[role][l][h].toFixed(3)})`);
-  return `At step ${step}, ${parts.join("; ")}.`;
+  const best = Object.keys(scores).flatMap((kind) => roles.flatMap((row, l) => row.map((role, h) =>
+    [role ? -1 : scores[kind][l][h], kind, l, h]))).reduce((a, b) => (b[0] > a[0] ? b : a));
+  const rest = best[0] < 0 ? "" :
+    ` The highest score of ${named.length ? "the other heads" : "any head"}: L${best[2]} H${best[3]}'s ${names[best[1]]} score, ${best[0].toFixed(3)}.`;
+  if (!named.length) return `At step ${step} no head has a clear role yet: every detector score is below ${roleMin}.${rest}`;
+  return `At step ${step}, ${parts.join("; ")}.${rest}`;
 }
 
 /** The selected head's heatmap on the shown sequence (labels: one per token), with its caption. */
