@@ -28,9 +28,9 @@ fetch: $(VENV)/.site
 # The browser tests drive Playwright's own Chromium if installed, else the system's; when there is neither,
 # root installs Debian's with apt-get, anyone else is told both ways.
 chromium: $(VENV)/.test
-	@$(PY) -m tests.helpers >/dev/null 2>&1 || \
+	@$(PY) -m sitevisit.chromium >/dev/null 2>&1 || \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq chromium; } || \
-		$(PY) -m tests.helpers >/dev/null
+		$(PY) -m sitevisit.chromium >/dev/null
 
 test: $(VENV)/.test chromium
 	$(PY) -m pytest

@@ -26,7 +26,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 import browser_heads  # noqa: E402
 import browser_shapes  # noqa: E402
 from browser_shapes import percentile  # noqa: E402
-from tests.helpers import chromium, pages_with, served_site  # noqa: E402
+from sitevisit.chromium import chromium  # noqa: E402
+from sitevisit.site import pages_with, served_site  # noqa: E402
 
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 LOADED = "() => document.readyState === 'complete'"

@@ -1,5 +1,5 @@
 """The first visit over a real network, in headless Chromium: the built site served without compression through
-a throttled server of our own (tests/network.py: one bandwidth limit shared by the page and the Python worker,
+a throttled server of our own (sitevisit/network.py: one bandwidth limit shared by the page and the Python worker,
 a latency per request), each run in a fresh context (a private window: no cache), the widget page opened at
 its widget's anchor so that the widget is in view at once, in a window opened beforehand (browser_window.py).
 
@@ -37,8 +37,10 @@ from browser_budget import by_source  # noqa: E402
 from browser_shapes import OBSERVE  # noqa: E402
 from browser_window import open_window  # noqa: E402
 from sitebuild.serving import GITHUB_PAGES_CACHING  # noqa: E402
-from tests.helpers import build_into, chromium, kept_memory, pages_with, serve  # noqa: E402
-from tests.network import throttled_site  # noqa: E402
+from sitevisit.chromium import chromium  # noqa: E402
+from sitevisit.network import throttled_site  # noqa: E402
+from sitevisit.page import kept_memory  # noqa: E402
+from sitevisit.site import build_into, pages_with, serve  # noqa: E402
 
 PROFILES = {"localhost": (None, 0), "40 ms, 10 Mbit/s": (10, 40), "150 ms, 1.6 Mbit/s": (1.6, 150)}
 TARGET_S = {"localhost": 2.5, "40 ms, 10 Mbit/s": 9, "150 ms, 1.6 Mbit/s": 45}

@@ -169,7 +169,9 @@ def browser(site: Path | None) -> bool:
     from playwright.sync_api import expect
 
     from browser_window import open_window
-    from tests.helpers import chromium, pages_with, served_site, show_sentence
+    from sitevisit.chromium import chromium
+    from sitevisit.page import show_sentence
+    from sitevisit.site import pages_with, served_site
 
     with served_site(site) as (built, base), chromium() as b:
         page = open_window(b, viewport={"width": 1200, "height": 900})

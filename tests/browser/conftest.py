@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Error as PlaywrightError, expect, sync_playwright
 
-from tests.helpers import build_into, launch_chromium, pages_with, serve
+from sitevisit.chromium import launch_chromium
+from sitevisit.site import build_into, pages_with, serve
 
 READY_TIMEOUT_MS = 30_000
 expect.set_options(timeout=READY_TIMEOUT_MS)  # a page reload restarts Python: slow on a loaded 2-core machine

@@ -12,7 +12,8 @@ from playwright.sync_api import expect
 import conftest
 from conftest import hold_python, wait_ready
 from sitebuild import assets, serving, widgets
-from tests.helpers import FORM, assert_shows, build_into, expected, form_config, pages_with, serve, shown
+from sitevisit.site import build_into, pages_with, serve
+from tests.helpers import FORM, assert_shows, expected, form_config, shown
 import mha_core.shapes
 
 

@@ -15,7 +15,7 @@ import mha_core
 import pytest
 
 from sitebuild import assets, csp
-from tests.helpers import build_into
+from sitevisit.site import build_into
 
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
 EXTERNAL_OK = re.compile(r'<a [^>]*href="https?://')  # links a reader may follow; nothing loads them
