@@ -16,14 +16,29 @@ ROOT = Path(__file__).resolve().parents[1]
 MOUNT = "/mha/"  # a sub-path, as https://USER.github.io/REPO/
 
 
+class Build:
+    """`python build.py --out out [options]` run as a reader of the README would, in the background;
+    site() waits for it and returns out, or raises if it failed or warned."""
+
+    def __init__(self, out: Path, *options: str):
+        self.out = out
+        self.said = tempfile.TemporaryFile("w+")  # its output, which no pipe could hold unread
+        self.process = subprocess.Popen([sys.executable, str(ROOT / "build.py"), "--out", str(out), *options],
+                                        stdout=self.said, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                                        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+
+    def site(self) -> Path:
+        failed = self.process.wait()
+        self.said.seek(0)
+        said = self.said.read()
+        if failed or "WARNING" in said:
+            raise RuntimeError(f"build.py failed or warned:\n{said}")
+        return self.out
+
+
 def build_into(out: Path, *options: str) -> Path:
-    """Run `python build.py --out out [options]` as a reader of the README would; it must not warn."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out", str(out), *options],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
-    if done.returncode or "WARNING" in done.stderr:
-        raise RuntimeError(f"build.py failed or warned:\n{done.stdout}\n{done.stderr}")
-    return out
+    """Build the site into out as a reader of the README would (Build), and wait for it."""
+    return Build(out, *options).site()
 
 
 def serve(root: Path, mount: str = MOUNT, caching: str | None = None):
