@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test build fetch bench chromium
+.PHONY: serve test build fetch bench chromium engines
 
 $(VENV)/.site: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,7 +32,19 @@ chromium: $(VENV)/.test
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq chromium; } || \
 		$(PY) -m sitevisit.chromium >/dev/null
 
-test: $(VENV)/.test chromium
+# Firefox (driven by puppeteer-core, from npm) and WebKitGTK (by Selenium, under Xvfb) for tests/engines/:
+# root installs Debian's with apt-get, anyone else is told what to install.
+ENGINES_JS := sitevisit/engines
+$(ENGINES_JS)/node_modules/.package-lock.json: $(ENGINES_JS)/package-lock.json
+	npm ci --prefix $(ENGINES_JS) --no-audit --no-fund --loglevel=error
+
+engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
+	@$(PY) -m sitevisit.engines >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+		  apt-get install -y -qq firefox-esr webkit2gtk-driver xvfb; } || \
+		$(PY) -m sitevisit.engines >/dev/null
+
+test: $(VENV)/.test chromium engines
 	$(PY) -m pytest
 
 bench: $(VENV)/.test chromium
