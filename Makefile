@@ -47,8 +47,10 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 test: $(VENV)/.test chromium engines
 	$(PY) -m pytest
 
+# Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
+# them; fails if any target was missed.
+BENCHES := core_speed browser_budget network training_speed
 bench: $(VENV)/.test chromium
-	$(PY) bench/core_speed.py
-	$(PY) bench/browser_budget.py
-	$(PY) bench/network.py
-	$(PY) bench/training_speed.py
+	@missed=; for b in $(BENCHES); do $(PY) bench/$$b.py || missed="$$missed $$b"; done; \
+	$(PY) bench/figures.py $(BENCHES); \
+	if [ -n "$$missed" ]; then echo "targets missed by:$$missed"; exit 1; fi

@@ -1,7 +1,8 @@
 """Every command README.md shows, run as written in a copy of the repository (its .venv and .cache those of
 this checkout; /tmp/ stands for a fresh temporary folder, and servers get a free port): the two set-up
 commands, building and serving by hand, mha_core installed into a clean venv and its example run there.
-`make test` is what .ci/run runs; `make bench` and Playwright's browser download are not run here."""
+`make test` is what .ci/run runs; `make bench` and Playwright's browser download are not run here, but the
+table of figures must be the one bench/figures.py makes from what the benchmarks measured."""
 from __future__ import annotations
 
 import filecmp
@@ -16,6 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from bench import figures
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -38,6 +41,21 @@ def test_the_readme_shows_two_set_up_commands_and_ci_runs_its_test_command():
     assert blocks[1:] == [BY_HAND, [INSTALL]], "a command the README shows needs its test here"
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == SET_UP[1]
+
+
+def test_the_readme_is_short_enough_to_read_in_five_minutes():
+    assert len(README.splitlines()) <= 150
+
+
+def test_the_readme_table_shows_the_figures_every_benchmark_of_make_bench_kept():
+    make = (ROOT / "Makefile").read_text()
+    benches = re.search(r"^BENCHES := (.*)$", make, re.M).group(1).split()
+    kept = figures.load()
+    assert set(kept) == set(benches), "run `make bench`: each benchmark keeps its figures in bench/figures.json"
+    for bench, entry in kept.items():
+        assert entry["figures"] and (ROOT / "bench" / f"{bench}.py").is_file(), bench
+        assert all(row["what"] and row["measured"] and row["target"] for row in entry["figures"]), bench
+    assert README == figures.readme_with_table(README, kept, benches), "run `make bench`, or bench/figures.py"
 
 
 @pytest.fixture(scope="module")
