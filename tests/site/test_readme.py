@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import urllib.request
 from pathlib import Path
@@ -73,14 +74,39 @@ def repo(tmp_path_factory) -> Path:
     return copy
 
 
-def run(command: str, cwd: Path, tmp: Path | None = None) -> subprocess.CompletedProcess:
-    """command in bash, which must succeed; given tmp, a README command, its /tmp/ standing for tmp."""
+def start(command: str, cwd: Path, tmp: Path | None = None) -> subprocess.Popen:
+    """command in bash, started; given tmp, a README command, its /tmp/ standing for tmp."""
     if tmp:
         command = command.replace("/tmp/", f"{tmp}/")
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
-    return done
+    said = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")  # no pipe to fill while nobody reads
+    process = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=said[0], stderr=said[1], text=True,
+                               env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    process.said = said
+    return process
+
+
+def finished(process: subprocess.Popen) -> subprocess.CompletedProcess:
+    """What a started command said, once it has succeeded."""
+    process.wait(timeout=600)
+    stdout, stderr = (f.seek(0) or f.read() for f in process.said)
+    assert process.returncode == 0, f"{process.args[-1]}:\n{stdout}\n{stderr}"
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def run(command: str, cwd: Path, tmp: Path | None = None) -> subprocess.CompletedProcess:
+    """command in bash, which must succeed (as start)."""
+    return finished(start(command, cwd, tmp))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installing(repo, tmp_path_factory):
+    """(its /tmp/, the process): README's install command, started with the module's first test so that it
+    runs beside the others, which share none of its files."""
+    tmp = tmp_path_factory.mktemp("install")
+    process = start(INSTALL, repo, tmp)
+    yield tmp, process
+    process.kill()
+    process.wait()
 
 
 def differing(a: Path, b: Path) -> list[str]:
@@ -174,14 +200,15 @@ def test_make_fetch_checks_what_is_fetched(repo):
     run("make fetch", repo)
 
 
-def test_mha_core_installs_into_a_clean_venv_with_numpy_only_and_the_example_holds(repo, tmp_path):
-    run(INSTALL, repo, tmp_path)
-    python = tmp_path / "mha-env" / "bin" / "python"
-    elsewhere = tmp_path / "elsewhere"  # not the repository: the installed package is imported
+def test_mha_core_installs_into_a_clean_venv_with_numpy_only_and_the_example_holds(installing):
+    tmp, process = installing
+    finished(process)
+    python = tmp / "mha-env" / "bin" / "python"
+    elsewhere = tmp / "elsewhere"  # not the repository: the installed package is imported
     elsewhere.mkdir()
     out = run(f'{python} -c "import mha_core; print(mha_core.param_count(512, 8), mha_core.__file__)"', elsewhere)
     count, path = out.stdout.split()
-    assert count == "1050624" and path.startswith(str(tmp_path / "mha-env"))
+    assert count == "1050624" and path.startswith(str(tmp / "mha-env"))
     installed = run(f"{python} -m pip list --format=freeze", elsewhere).stdout.lower()
     assert {line.split("==")[0] for line in installed.split()} - {"pip", "setuptools"} == {"mha-core", "numpy"}
     (block,) = re.findall(r"^```pycon\n(.*?)^```", README, re.S | re.M)
