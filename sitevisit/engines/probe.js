@@ -35,6 +35,7 @@
     widgets[0]?.scrollIntoView({ block: "center" });
     await poll(() => ["ready", "error"].includes(html.dataset.mhaRuntime), timeoutMs);
     report.runtime = html.dataset.mhaRuntime ?? "absent";
+    report.status = document.querySelector("[data-mha-status]")?.textContent ?? "";  // what the reader is told
     // Scripts and sub- and superscripts with the wrong number of parts, once the page is whole
     report.mathml = [...document.querySelectorAll("msub, msup, mfrac, munder, mover, msubsup, munderover")]
       .filter((e) => e.children.length !== (/^m(subsup|underover)$/.test(e.localName) ? 3 : 2))
