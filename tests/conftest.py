@@ -4,7 +4,7 @@ engine tests), plain_site and plain_site_again (no options: two, to compare) and
 without Pyodide's files).
 
 The sites the collected tests need are built one after another from the moment the tests are collected,
-beside the tests that need none (testpaths puts tests/core first), and each test waits only for its own."""
+beside mha_core's tests, which run first, and each test waits only for its own."""
 from __future__ import annotations
 
 import shutil
@@ -62,11 +62,17 @@ class Builds(threading.Thread):
 builds: Builds | None = None
 
 
+def pytest_collection_modifyitems(items):
+    """mha_core's tests first (the order otherwise kept): they need no site, so the sites build meanwhile. The
+    README's commands, which build in the same .cache/, come last (tests/site), once the sites are built."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/core/"))
+
+
 def pytest_collection_finish(session):
     global builds
     if session.config.option.collectonly:
         return
-    needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}  # and their own
     if wanted := [name for name in OPTIONS if name in needed]:
         builds = Builds(wanted)
         builds.start()
