@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test build fetch bench chromium
+.PHONY: serve test build fetch bench chromium engines
 
 $(VENV)/.site: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,15 +28,29 @@ fetch: $(VENV)/.site
 # The browser tests drive Playwright's own Chromium if installed, else the system's; when there is neither,
 # root installs Debian's with apt-get, anyone else is told both ways.
 chromium: $(VENV)/.test
-	@$(PY) -m tests.helpers >/dev/null 2>&1 || \
+	@$(PY) -m sitevisit.chromium >/dev/null 2>&1 || \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq chromium; } || \
-		$(PY) -m tests.helpers >/dev/null
+		$(PY) -m sitevisit.chromium >/dev/null
 
-test: $(VENV)/.test chromium
+# Firefox (driven by puppeteer-core, from npm) and WebKitGTK (by Selenium, under Xvfb) for tests/engines/:
+# root installs Debian's with apt-get, anyone else is told what to install.
+ENGINES_JS := sitevisit/engines
+$(ENGINES_JS)/node_modules/.package-lock.json: $(ENGINES_JS)/package-lock.json
+	npm ci --prefix $(ENGINES_JS) --no-audit --no-fund --loglevel=error
+
+engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
+	@$(PY) -m sitevisit.engines >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+		  apt-get install -y -qq firefox-esr webkit2gtk-driver xvfb; } || \
+		$(PY) -m sitevisit.engines >/dev/null
+
+test: $(VENV)/.test chromium engines
 	$(PY) -m pytest
 
+# Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
+# them; fails if any target was missed.
+BENCHES := core_speed browser_budget network training_speed
 bench: $(VENV)/.test chromium
-	$(PY) bench/core_speed.py
-	$(PY) bench/browser_budget.py
-	$(PY) bench/network.py
-	$(PY) bench/training_speed.py
+	@missed=; for b in $(BENCHES); do $(PY) bench/$$b.py || missed="$$missed $$b"; done; \
+	$(PY) bench/figures.py $(BENCHES); \
+	if [ -n "$$missed" ]; then echo "targets missed by:$$missed"; exit 1; fi

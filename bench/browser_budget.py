@@ -26,19 +26,15 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 import browser_heads  # noqa: E402
 import browser_shapes  # noqa: E402
 from browser_shapes import percentile  # noqa: E402
-from tests.helpers import chromium, pages_with, served_site  # noqa: E402
+from bench.figures import Figures  # noqa: E402
+from sitevisit.chromium import chromium  # noqa: E402
+from sitevisit.site import pages_with, served_site  # noqa: E402
 
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 LOADED = "() => document.readyState === 'complete'"
 
 
-MISSED = []  # the targets missed, for the exit status
-
-
-def verdict(ok: bool) -> str:
-    if not ok:
-        MISSED.append(ok)
-    return "within" if ok else "OVER"
+FIGURES = Figures("browser_budget")
 
 
 def source(url: str, invoker: str) -> str:
@@ -105,9 +101,9 @@ def print_long_tasks(m: dict) -> None:
     shapes = m["shapes"]
     loads = shapes["loads"] + [shapes["start"]]
     runtime_ms = max(ms for x in loads for ms in by_source(x["frames"]).get("runtime", [0]))
-    ran = f"{runtime_ms:.0f} ms" if runtime_ms else "none of 5 ms or more (the frames list no shorter ones)"
-    print(f"- no main-thread task over 50 ms caused by the runtime: the runtime's longest script run in a long "
-          f"frame, over {len(loads)} loads: {ran} -> {verdict(runtime_ms <= 50)}")
+    ran = f"{runtime_ms:.0f} ms" if runtime_ms else "none of 5 ms or more"  # the frames list no shorter ones
+    FIGURES.check(f"the runtime's longest script run in a long frame, {len(loads)} loads of the shapes page",
+                  ran, "≤ 50 ms", runtime_ms <= 50)
     print(f"    long tasks, widget page with the runtime: {listed(shapes['start']['longtasks'])}")
     print(f"    long tasks, same page with the Python worker blocked: {listed(shapes['baseline'])}")
     print(f"    long tasks, a page without widgets ({m['plain'][0] or 'home'}, Material only): "
@@ -118,21 +114,22 @@ def print_long_tasks(m: dict) -> None:
 
 def print_responses(m: dict) -> None:
     times, heads = m["shapes"]["times"], m["heads"]
-    print(f"- slider -> DOM p95 <= 16 ms: p95 {percentile(times, 95):.1f} ms, median {statistics.median(times):.1f} ms "
-          f"({len(times)} moves) -> {verdict(percentile(times, 95) <= 16)}")
-    for key, what in (("switchDom", "click -> heatmap in the DOM"), ("switchPainted", "click -> heatmap painted")):
+    FIGURES.check(f"shapes widget: slider move → updated DOM ({len(times)} moves)",
+                  f"p95 {percentile(times, 95):.1f} ms, median {statistics.median(times):.1f} ms", "p95 ≤ 16 ms",
+                  percentile(times, 95) <= 16)
+    for key, what in (("switchDom", "heatmap in the DOM"), ("switchPainted", "heatmap painted")):
         p95 = percentile(heads[key], 95)
-        print(f"- head switch p95 <= 50 ms ({what}): p95 {p95:.1f} ms, median {statistics.median(heads[key]):.1f} ms "
-              f"({len(heads[key])} switches) -> {verdict(p95 <= 50)}")
+        FIGURES.check(f"heads widget: head switch → {what} ({len(heads[key])} switches)",
+                      f"p95 {p95:.1f} ms, median {statistics.median(heads[key]):.1f} ms", "p95 ≤ 50 ms", p95 <= 50)
     p95 = percentile(heads["sentence"], 95)
-    print(f"- sentence change p95 <= 50 ms (change -> heatmap painted, Python included): p95 {p95:.1f} ms, "
-          f"median {statistics.median(heads['sentence']):.1f} ms ({len(heads['sentence'])} changes) -> {verdict(p95 <= 50)}")
+    FIGURES.check(f"heads widget: sentence change → heatmap painted, Python included ({len(heads['sentence'])} changes)",
+                  f"p95 {p95:.1f} ms, median {statistics.median(heads['sentence']):.1f} ms", "p95 ≤ 50 ms", p95 <= 50)
 
 
 def print_loading(m: dict) -> None:
     requests, workers = m["without"]
-    print(f"- pages without widgets load no Python: {len(m['plain'])} pages, {requests} requests for Pyodide "
-          f"or the wheel, {workers} Python workers -> {verdict(requests == workers == 0)}")
+    FIGURES.check(f"pages without widgets: requests for Python's files and Python workers ({len(m['plain'])} pages)",
+                  f"{requests} requests, {workers} workers", "none", requests == workers == 0)
 
 
 def main() -> int:
@@ -146,8 +143,8 @@ def main() -> int:
         m = measure(site, base, args.runs, args.changes, args.rounds)
     for part in (print_start, print_long_tasks, print_responses, print_loading):
         part(m)
-    return 1 if MISSED else 0
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(FIGURES.run(main))

@@ -17,7 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from browser_window import open_window  # noqa: E402
 from mha_core import tokenize  # noqa: E402
-from tests.helpers import chromium, pages_with, served_site  # noqa: E402
+from sitevisit.chromium import chromium  # noqa: E402
+from sitevisit.site import pages_with, served_site  # noqa: E402
 
 PHRASE = "the old keeper of the light waved at the ships , and"
 N_TOKENS = 40

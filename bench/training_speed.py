@@ -24,12 +24,14 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.figures import Figures  # noqa: E402
 from mha_core.training import TrainConfig, Trainer, init_params, loss_and_grads, sample_batch  # noqa: E402
 
 STEP_RATIO_TARGET = 1.0
 MS_PER_STEP_TARGET = 20
 INDUCTION_TARGET_S = 15
 ANSWER_TARGET_MS = 150
+FIGURES = Figures("training_speed")
 
 
 # ---------------------------------------------------------------- a straightforward implementation
@@ -134,11 +136,12 @@ def cpython(rounds: int) -> bool:
                 times.append((time.perf_counter() - t0) * 1e3)
     ratio = statistics.median(ours) / statistics.median(theirs)
     print(f"CPython training step, default config (B={config.batch}, n={config.seq_len}, d_model={config.d_model}, "
-          f"{config.n_layers}×{config.n_heads} heads), one BLAS thread, {rounds} steps each, alternately:")
-    print(f"  mha_core {statistics.median(ours):.2f} ms (best {min(ours):.2f}), straightforward NumPy "
-          f"{statistics.median(theirs):.2f} ms (best {min(theirs):.2f}): ratio of medians {ratio:.2f} "
-          f"(target ≤ {STEP_RATIO_TARGET})")
-    return ratio <= STEP_RATIO_TARGET
+          f"{config.n_layers}×{config.n_heads} heads), one BLAS thread, {rounds} steps each, alternately "
+          f"(best times: mha_core {min(ours):.2f} ms, straightforward NumPy {min(theirs):.2f} ms):")
+    return FIGURES.check("training step, mha_core / a straightforward NumPy implementation (default model, float64, "
+                         "one BLAS thread, alternately)",
+                         f"ratio of medians {ratio:.2f} ({statistics.median(ours):.2f} / {statistics.median(theirs):.2f} ms)",
+                         f"≤ {STEP_RATIO_TARGET}", ratio <= STEP_RATIO_TARGET)
 
 
 # ---------------------------------------------------------------- in the browser
@@ -169,7 +172,9 @@ def browser(site: Path | None) -> bool:
     from playwright.sync_api import expect
 
     from browser_window import open_window
-    from tests.helpers import chromium, pages_with, served_site, show_sentence
+    from sitevisit.chromium import chromium
+    from sitevisit.page import show_sentence
+    from sitevisit.site import pages_with, served_site
 
     with served_site(site) as (built, base), chromium() as b:
         page = open_window(b, viewport={"width": 1200, "height": 900})
@@ -192,13 +197,18 @@ def browser(site: Path | None) -> bool:
     long_tasks = bench["longTasks"]
     answer = max(a for a in answers if a is not None)
     print("Headless Chromium, Pyodide, the training widget's own run (600 steps, slices of 80 ms):")
-    print(f"  {ms_per_step:.1f} ms per step (whole run {elapsed:.1f} s; target ≤ {MS_PER_STEP_TARGET})")
-    print(f"  induction score > 0.4 after {induction_s:.1f} s from the click (target ≤ {INDUCTION_TARGET_S})")
-    print(f"  main-thread tasks over 50 ms while training: {len(long_tasks)} {[round(t) for t in long_tasks]}")
-    print(f"  heads widget answers while training: {[round(a) for a in answers if a is not None]} ms "
-          f"(target ≤ {ANSWER_TARGET_MS})")
-    return (ms_per_step <= MS_PER_STEP_TARGET and induction_s <= INDUCTION_TARGET_S and not long_tasks
-            and answer <= ANSWER_TARGET_MS)
+    checks = [FIGURES.check("training widget in Pyodide: ms per step (the whole 600-step run / 600)",
+                            f"{ms_per_step:.1f} ms (a run of {elapsed:.1f} s)", f"≤ {MS_PER_STEP_TARGET} ms",
+                            ms_per_step <= MS_PER_STEP_TARGET),
+              FIGURES.check("training widget: induction score > 0.4 after pressing Train", f"{induction_s:.1f} s",
+                            f"≤ {INDUCTION_TARGET_S} s", induction_s <= INDUCTION_TARGET_S),
+              FIGURES.check("training widget: main-thread tasks over 50 ms while training",
+                            f"{len(long_tasks)}" + (f", longest {max(long_tasks):.0f} ms" if long_tasks else ""),
+                            "none", not long_tasks),
+              FIGURES.check("heads widget answers a sentence while training",
+                            " ".join(f"{round(a)}" for a in answers if a is not None) + " ms", f"≤ {ANSWER_TARGET_MS} ms",
+                            answer <= ANSWER_TARGET_MS)]
+    return all(checks)
 
 
 def main() -> int:
@@ -207,6 +217,7 @@ def main() -> int:
     parser.add_argument("--site", type=Path, help="a built site (default: build one now)")
     parser.add_argument("--no-browser", action="store_true", help="only the CPython comparison")
     args = parser.parse_args()
+    FIGURES.whole = not args.no_browser  # bench/figures.json holds whole runs only
     ok = cpython(args.rounds)
     if not args.no_browser:
         ok = browser(args.site) and ok
@@ -215,4 +226,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(FIGURES.run(main))

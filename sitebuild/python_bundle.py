@@ -12,7 +12,8 @@ sha256 before use).
     mha_core wheel                     stored, like NumPy's (wheel_for_the_wire)
 
 The standard library and NumPy go as bytecode compiled by Pyodide's own Python (bytecode.mjs, in Node): a
-start that compiles no source is several times quicker (measured in README).
+start that compiles no source is several times quicker (loadPyodide about 1.5 s instead of 4 on a 2-core
+machine, importing NumPy 0.4 s instead of 1).
 
 Each goes out as NAME.gz, made once per set of inputs and kept under .cache/. The manifest says, for each file
 Pyodide asks for, where its .gz is, the sha256 of the bytes after decompression and the size on the wire.

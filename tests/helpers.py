@@ -1,90 +1,12 @@
-"""What the site tests, the browser tests and the browser benchmarks share: building the site as a reader
-does, serving it under a sub-path, launching Chromium, and reading and driving the two widgets."""
+"""What the browser tests share: reading and driving the widgets in the page and checking them against
+mha_core. Building, serving and opening the site, shared with the benchmarks, are sitevisit's."""
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
-import threading
-from pathlib import Path
 
 import mha_core
 import pytest
-from playwright.sync_api import expect, sync_playwright
-
-from sitebuild.serving import make_server
-
-ROOT = Path(__file__).resolve().parents[1]
-MOUNT = "/mha/"  # a sub-path, as https://USER.github.io/REPO/
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def build_into(out: Path, *options: str) -> Path:
-    """Run `python build.py --out out [options]` as a reader of the README would; it must not warn."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out", str(out), *options],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
-    if done.returncode or "WARNING" in done.stderr:
-        raise RuntimeError(f"build.py failed or warned:\n{done.stdout}\n{done.stderr}")
-    return out
-
-
-def serve(root: Path, mount: str = MOUNT, caching: str | None = None):
-    """(server, base URL) for root on 127.0.0.1 (caching: the Cache-Control sent); the caller shuts it down."""
-    server = make_server(root, 0, mount, caching)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_port}{mount}"
-
-
-@contextlib.contextmanager
-def served_site(site: Path | None = None):
-    """(site, base URL): site, or one built now into a temporary folder (removed on exit), served."""
-    with tempfile.TemporaryDirectory(prefix="mha-site-") as tmp:
-        site = site or build_into(Path(tmp) / "site")
-        server, base = serve(site)
-        try:
-            yield site, base
-        finally:
-            server.shutdown()
-
-
-def pages_with(site: Path, marker: str) -> list[str]:
-    """URL paths (relative to the site) of the pages whose HTML holds marker."""
-    return sorted(p.parent.relative_to(site).as_posix() + "/" for p in site.rglob("index.html")
-                  if marker in p.read_text(encoding="utf-8"))
-
-
-def find_chromium(playwright) -> str:
-    """The Chromium the browser tests drive: $CHROMIUM if set, else Playwright's own if installed
-    (`python -m playwright install chromium`), else the system's."""
-    for path in (os.environ.get("CHROMIUM"), playwright.chromium.executable_path,
-                 shutil.which("chromium"), shutil.which("chromium-browser")):
-        if path and Path(path).is_file():
-            return path
-    raise RuntimeError("No Chromium for the browser tests: install Playwright's "
-                       "(`.venv/bin/python -m playwright install chromium`) or the system's "
-                       "(as root: `apt-get install chromium`), or set CHROMIUM to one")
-
-
-def launch_chromium(playwright):
-    return playwright.chromium.launch(executable_path=find_chromium(playwright), args=CHROMIUM_ARGS)
-
-
-@contextlib.contextmanager
-def chromium():
-    """A headless Chromium (find_chromium's), closed on exit."""
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
+from playwright.sync_api import expect
 
 # ---------------------------------------------------------------- the shapes widget, read in the page
 
@@ -140,20 +62,6 @@ READ = """root => ({
   masked: [...root.querySelectorAll("td[data-masked]")].length,
   labels: [...root.querySelectorAll("[data-token-index]")].map(el => [el.dataset.axis, +el.dataset.tokenIndex, el.textContent]),
 })"""
-# Times the next change of the sentence: from the change event (seen first, on the way down to the field)
-# to data-state="live", into window.__answeredMs.
-TIME_ANSWER = """root => {
-  window.__answer?.disconnect();
-  window.__answeredMs = null;
-  let t0 = null;
-  root.addEventListener("change", () => { t0 = performance.now(); }, { capture: true, once: true });
-  window.__answer = new MutationObserver(() => {
-    if (t0 === null || root.dataset.state !== "live") return;
-    window.__answeredMs = performance.now() - t0;
-    window.__answer.disconnect();
-  });
-  window.__answer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
-}"""
 
 
 def tokens_of(text: str) -> list[str]:
@@ -183,15 +91,6 @@ def check_layout(read: dict, tokens: list[str]) -> list[list[float | None]]:
     return W
 
 
-def show_sentence(widget, text: str) -> float | None:
-    """Type a sentence and leave the field, as a reader does (applied on change); wait for its patterns.
-    Returns the milliseconds from the change to data-state="live" (None if the text was already there)."""
-    widget.evaluate(TIME_ANSWER)
-    field = widget.locator('textarea[name="sentence"]')
-    field.fill(text)
-    field.press("Tab")
-    expect(widget).to_have_attribute("data-state", "live")
-    return widget.evaluate("() => window.__answeredMs")
 
 
 
@@ -243,36 +142,3 @@ def check_answered(name, widget, value) -> None:
     else:
         expect(widget).to_have_attribute("data-state", "live")
         check_layout(widget.evaluate(READ), tokens_of(value))
-
-
-# The memory Python's first start keeps in Cache Storage (widgets/runtime/memory.js), for a revisit.
-HEX = """const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)),
-                                        (x) => x.toString(16).padStart(2, "0")).join("");"""
-# The key of the memory kept in Cache Storage once it is whole (readable, and its bytes those of its sha256).
-KEPT_MEMORY = """async () => {
-  %s
-  const store = await caches.open("mha-python");
-  const key = (await store.keys()).map((r) => r.url).find((url) => url.includes("/python-memory?"));
-  const kept = key && await store.match(key);
-  if (!kept) return null;
-  return (await hex(await kept.arrayBuffer())) === kept.headers.get("X-Content-SHA256") ? key : null;
-}""" % HEX
-
-
-def kept_memory(page) -> str:
-    """The Cache Storage key of the memory Python's start kept (waited for: it is kept after ready)."""
-    for _ in range(120):
-        key = page.evaluate(KEPT_MEMORY)
-        if key:
-            return key
-        page.wait_for_timeout(250)
-    raise AssertionError("no memory was kept within 30 s of ready")
-
-
-if __name__ == "__main__":  # `python -m tests.helpers`: the Chromium the browser tests would drive (make chromium)
-    with sync_playwright() as p:
-        try:
-            print(find_chromium(p))
-        except RuntimeError as e:
-            sys.exit(str(e))
-

@@ -1,7 +1,8 @@
-"""Browser tests: the real site, built once per session, served on 127.0.0.1 under a sub-path (as GitHub
-Pages serves a project), driven in the system's Chromium by Playwright.
+"""Browser tests: the real site, built once per session (tests/conftest.py), served on 127.0.0.1 under a
+sub-path (as GitHub Pages serves a project), driven in the system's Chromium by Playwright.
 
-Fixtures: built_site (the output folder), site_url (its base URL), browser (one per session), widget_path
+Fixtures: built_site (the output folder) and site_url (its base URL), from tests/conftest.py; browser (one
+per session), widget_path
 (widget_path(name): the first page holding that widget), page (a fresh context per test that fails the test
 on any page error, console error, Content-Security-Policy violation or request that leaves 127.0.0.1;
 `page_log.allow(pattern)` accepts the console errors a test provokes) and live_widget (live_widget(name):
@@ -13,36 +14,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError, expect, sync_playwright
 
-from tests.helpers import build_into, launch_chromium, pages_with, serve
+from sitevisit.chromium import launch_chromium
+from sitevisit.site import pages_with
 
 READY_TIMEOUT_MS = 30_000
 expect.set_options(timeout=READY_TIMEOUT_MS)  # a page reload restarts Python: slow on a loaded 2-core machine
 LOCAL_HOSTS = {"127.0.0.1"}
-
-
-@pytest.fixture(scope="session")
-def site_server(tmp_path_factory):
-    """(the built site, its base URL): built for the address it is served at, as instant navigation needs."""
-    server, url = serve(None)
-    server.root = build_into(tmp_path_factory.mktemp("built") / "site", "--site-url", url)
-    yield server.root, url
-    server.shutdown()
-
-
-@pytest.fixture(scope="session")
-def built_site(site_server) -> Path:
-    return site_server[0]
-
-
-@pytest.fixture(scope="session")
-def site_url(site_server) -> str:
-    return site_server[1]
 
 
 @pytest.fixture(scope="session")

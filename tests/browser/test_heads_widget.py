@@ -14,7 +14,8 @@ from playwright.sync_api import expect
 
 import conftest
 from conftest import on_widget_page, wait_ready
-from tests.helpers import READ, SENTENCE, check_layout, heatmap, show_sentence, tokens_of
+from sitevisit.page import show_sentence
+from tests.helpers import READ, SENTENCE, check_layout, heatmap, tokens_of
 from tests.oracles import rule_rows
 
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")

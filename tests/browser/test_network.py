@@ -1,5 +1,5 @@
 """The first visit over a slow link, on the real built site served through a throttled server of our own
-(tests/network.py: one bandwidth limit for the page and the worker alike, a latency per request): a start
+(sitevisit/network.py: one bandwidth limit for the page and the worker alike, a latency per request): a start
 slower than the watchdog period reaches ready while bytes keep arriving; a link that stops delivering ends in
 `error` with the reason, and Retry fetches only what is missing; each file is downloaded once in a fresh
 (private-window-like) context and refused by hash when the server's copy is not the one built; a connection
@@ -16,9 +16,10 @@ import pytest
 from conftest import READY_TIMEOUT_MS, open_widget, wait_ready, watched_page
 from playwright.sync_api import expect
 
-from tests.helpers import (HEX, MOUNT, READ, SENTENCE, assert_shows, check_layout, form_config, kept_memory,
-                           show_sentence, tokens_of)
-from tests.network import throttled_site
+from sitevisit.network import throttled_site
+from sitevisit.page import HEX, kept_memory, show_sentence
+from sitevisit.site import MOUNT
+from tests.helpers import READ, SENTENCE, assert_shows, check_layout, form_config, tokens_of
 
 PYTHON_FILES = ("pyodide.mjs", "pyodide.asm.wasm.gz", "pyodide.asm.js.gz", "python_stdlib.zip.gz",
                 "pyodide-lock.json.gz", "wasm32.whl.gz", "/wheels/mha_core-")

@@ -18,7 +18,9 @@ from playwright.sync_api import expect
 
 from conftest import READY_TIMEOUT_MS, show_widget, wait_ready
 from sitebuild.serving import MIME_TYPES
-from tests.helpers import MOUNT, READ, SENTENCE, ask, check_answered, check_layout, expected, form_config, show_sentence, shown, tokens_of
+from sitevisit.page import show_sentence
+from sitevisit.site import MOUNT
+from tests.helpers import READ, SENTENCE, ask, check_answered, check_layout, expected, form_config, shown, tokens_of
 
 NESTED = 10_000  # JSON arrays nested this deep overflow the wasm stack in Python's json parser
 

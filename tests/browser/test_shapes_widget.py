@@ -12,7 +12,8 @@ from playwright.sync_api import expect
 import conftest
 from conftest import hold_python, wait_ready
 from sitebuild import assets, serving, widgets
-from tests.helpers import FORM, assert_shows, build_into, expected, form_config, pages_with, serve, shown
+from sitevisit.site import pages_with, serve
+from tests.helpers import FORM, assert_shows, expected, form_config, shown
 import mha_core.shapes
 
 
@@ -391,9 +392,9 @@ def test_counts_are_exact_at_the_limits(page, site_url, shapes_path):
     expect(scores).to_have_text(f"{2**16 * 2**16 * 2**24 * 2**24:,}")  # 2**80, every digit
 
 
-def test_pyodide_from_the_cdn_option(browser, tmp_path_factory):
+def test_pyodide_from_the_cdn_option(browser, cdn_site):
     """--pyodide-cdn: the same files from jsDelivr (answered here from the local cache, never fetched)."""
-    site = build_into(tmp_path_factory.mktemp("cdn") / "site", "--pyodide-cdn")
+    site = cdn_site
     assert not (site / "assets" / "pyodide").exists()
     server, url = serve(site)
     files = assets.fetch_pyodide()

@@ -20,7 +20,7 @@ import pytest
 from sitebuild import BuildError, assets, csp, typeset, widgets
 from sitebuild.serving import GITHUB_PAGES_CACHING, make_server
 from sitebuild.wheel import build_wheel
-from tests.helpers import serve
+from sitevisit.site import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,6 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 import pytest
 
-import build
 import mha_core
 from mha_core import param_count, shape_report
 
@@ -30,14 +29,9 @@ MiB, GiB = 2**20, 2**30
 
 
 @pytest.fixture(scope="module")
-def build_module():
-    return build
-
-
-@pytest.fixture(scope="module")
-def site(build_module, tmp_path_factory) -> Path:
+def site(cdn_site) -> Path:
     """The site as build.py builds it (widgets rendered, mkdocs --strict), without Pyodide's files."""
-    return build_module.build_site(tmp_path_factory.mktemp("site"), pyodide_cdn=True)
+    return cdn_site
 
 
 def page_url(page: str) -> str:

@@ -1,7 +1,8 @@
 """Every command README.md shows, run as written in a copy of the repository (its .venv and .cache those of
 this checkout; /tmp/ stands for a fresh temporary folder, and servers get a free port): the two set-up
 commands, building and serving by hand, mha_core installed into a clean venv and its example run there.
-`make test` is what .ci/run runs; `make bench` and Playwright's browser download are not run here."""
+`make test` is what .ci/run runs; `make bench` and Playwright's browser download are not run here, but the
+table of figures must be the one bench/figures.py makes from what the benchmarks measured."""
 from __future__ import annotations
 
 import filecmp
@@ -11,11 +12,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from bench import figures
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -40,6 +44,21 @@ def test_the_readme_shows_two_set_up_commands_and_ci_runs_its_test_command():
     assert ci[-1] == SET_UP[1]
 
 
+def test_the_readme_is_short_enough_to_read_in_five_minutes():
+    assert len(README.splitlines()) <= 150
+
+
+def test_the_readme_table_shows_the_figures_every_benchmark_of_make_bench_kept():
+    make = (ROOT / "Makefile").read_text()
+    benches = re.search(r"^BENCHES := (.*)$", make, re.M).group(1).split()
+    kept = figures.load()
+    assert set(kept) == set(benches), "run `make bench`: each benchmark keeps its figures in bench/figures.json"
+    for bench, entry in kept.items():
+        assert entry["figures"] and (ROOT / "bench" / f"{bench}.py").is_file(), bench
+        assert all(row["what"] and row["measured"] and row["target"] for row in entry["figures"]), bench
+    assert README == figures.readme_with_table(README, kept, benches), "run `make bench`, or bench/figures.py"
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     """A copy of the checkout's files (tracked or not ignored), with its .venv and .cache."""
@@ -55,14 +74,39 @@ def repo(tmp_path_factory) -> Path:
     return copy
 
 
-def run(command: str, cwd: Path, tmp: Path | None = None) -> subprocess.CompletedProcess:
-    """command in bash, which must succeed; given tmp, a README command, its /tmp/ standing for tmp."""
+def start(command: str, cwd: Path, tmp: Path | None = None) -> subprocess.Popen:
+    """command in bash, started; given tmp, a README command, its /tmp/ standing for tmp."""
     if tmp:
         command = command.replace("/tmp/", f"{tmp}/")
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
-    return done
+    said = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")  # no pipe to fill while nobody reads
+    process = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=said[0], stderr=said[1], text=True,
+                               env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    process.said = said
+    return process
+
+
+def finished(process: subprocess.Popen) -> subprocess.CompletedProcess:
+    """What a started command said, once it has succeeded."""
+    process.wait(timeout=600)
+    stdout, stderr = (f.seek(0) or f.read() for f in process.said)
+    assert process.returncode == 0, f"{process.args[-1]}:\n{stdout}\n{stderr}"
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def run(command: str, cwd: Path, tmp: Path | None = None) -> subprocess.CompletedProcess:
+    """command in bash, which must succeed (as start)."""
+    return finished(start(command, cwd, tmp))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installing(repo, tmp_path_factory):
+    """(its /tmp/, the process): README's install command, started with the module's first test so that it
+    runs beside the others, which share none of its files."""
+    tmp = tmp_path_factory.mktemp("install")
+    process = start(INSTALL, repo, tmp)
+    yield tmp, process
+    process.kill()
+    process.wait()
 
 
 def differing(a: Path, b: Path) -> list[str]:
@@ -156,14 +200,15 @@ def test_make_fetch_checks_what_is_fetched(repo):
     run("make fetch", repo)
 
 
-def test_mha_core_installs_into_a_clean_venv_with_numpy_only_and_the_example_holds(repo, tmp_path):
-    run(INSTALL, repo, tmp_path)
-    python = tmp_path / "mha-env" / "bin" / "python"
-    elsewhere = tmp_path / "elsewhere"  # not the repository: the installed package is imported
+def test_mha_core_installs_into_a_clean_venv_with_numpy_only_and_the_example_holds(installing):
+    tmp, process = installing
+    finished(process)
+    python = tmp / "mha-env" / "bin" / "python"
+    elsewhere = tmp / "elsewhere"  # not the repository: the installed package is imported
     elsewhere.mkdir()
     out = run(f'{python} -c "import mha_core; print(mha_core.param_count(512, 8), mha_core.__file__)"', elsewhere)
     count, path = out.stdout.split()
-    assert count == "1050624" and path.startswith(str(tmp_path / "mha-env"))
+    assert count == "1050624" and path.startswith(str(tmp / "mha-env"))
     installed = run(f"{python} -m pip list --format=freeze", elsewhere).stdout.lower()
     assert {line.split("==")[0] for line in installed.split()} - {"pip", "setuptools"} == {"mha-core", "numpy"}
     (block,) = re.findall(r"^```pycon\n(.*?)^```", README, re.S | re.M)

@@ -9,22 +9,20 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
-import build
 import mha_core
 import pytest
 
 from sitebuild import assets, csp
-from tests.helpers import build_into
 
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
 EXTERNAL_OK = re.compile(r'<a [^>]*href="https?://')  # links a reader may follow; nothing loads them
 
 
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory):
-    base = tmp_path_factory.mktemp("builds")
-    return build_into(base / "one"), build_into(base / "two")
+def sites(plain_site, plain_site_again):
+    return plain_site, plain_site_again
 
 
 def pages(site: Path) -> list[Path]:
@@ -126,12 +124,12 @@ def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
     assert found, "no page holds a shapes widget"
 
 
-def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(tmp_path):
-    site = build.build_site(tmp_path / "site", site_url="https://example.org/mha/")
-    html = (site / "404.html").read_text(encoding="utf-8")
+def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(built_site, site_url):
+    mount = urlsplit(site_url).path  # the sub-path the site was built for
+    html = (built_site / "404.html").read_text(encoding="utf-8")
     local = [u for u in URL_ATTR.findall(EXTERNAL_OK.sub("<a ", html)) if not u.startswith(("#", "data:"))]
-    assert local and all(u.startswith("/mha/") for u in local), local
-    assert all((site / u.removeprefix("/mha/").split("#")[0].split("?")[0]).exists() for u in local)
+    assert mount != "/" and local and all(u.startswith(mount) for u in local), local
+    assert all((built_site / u.removeprefix(mount).split("#")[0].split("?")[0]).exists() for u in local)
 
 
 def test_search_indexes_each_formula_once_as_tex(sites):

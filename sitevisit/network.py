@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.helpers import MOUNT, serve
+from sitevisit.site import MOUNT, serve
 
 CHUNK = 16 * 1024
 

@@ -1,0 +1,89 @@
+"""The benchmarks' figures against their targets, kept in bench/figures.json and shown in README's table.
+
+Each benchmark checks its figures through a Figures of its own, which prints each one as measured and, at
+the end, replaces that benchmark's entry in bench/figures.json. `python bench/figures.py BENCH...` (the last
+step of `make bench`, with its benchmarks in their order) writes README's table from the file; a test checks
+that the two agree.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "bench" / "figures.json"
+README = ROOT / "README.md"
+TABLE = re.compile(r"(<!-- figures: .*? -->\n).*?(<!-- /figures -->)", re.S)
+
+
+class Figures:
+    """One benchmark's checked figures: check() prints one; run(main) runs the benchmark and keeps them all in
+    bench/figures.json, with its failure, if it stopped, as one more figure missed."""
+
+    def __init__(self, bench: str):
+        self.bench = bench  # the script's name, as bench/<bench>.py
+        self.rows: list[dict] = []
+        self.whole = True  # False: a partial run (an option left part out), not kept
+
+    def run(self, main) -> int:
+        """main()'s exit status, 1 if a figure was missed (an interruption or --help keeps nothing)."""
+        try:
+            status = main()
+        except Exception as e:
+            self.check("the benchmark ran to its end", f"stopped: {type(e).__name__}: {str(e).splitlines()[0]}",
+                       "no error", False)
+            self.save()
+            raise
+        self.save()
+        return max(status, 0 if self.met else 1)
+
+    def check(self, what: str, measured: str, target: str, ok: bool) -> bool:
+        self.rows.append({"what": what, "measured": measured, "target": target, "ok": ok})
+        print(f"- {what}: {measured} (target {target}) -> {'within' if ok else 'MISSED'}")
+        return ok
+
+    @property
+    def met(self) -> bool:
+        return all(row["ok"] for row in self.rows)
+
+    def save(self) -> None:
+        if not self.whole:
+            return
+        kept = load()
+        kept[self.bench] = {"measured": time.strftime("%Y-%m-%d", time.gmtime()), "figures": self.rows}
+        FIGURES.write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def load() -> dict:
+    """{bench: {"measured": date, "figures": [{what, measured, target, ok}]}}"""
+    return json.loads(FIGURES.read_text(encoding="utf-8")) if FIGURES.exists() else {}
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def table(kept: dict, benches: list[str]) -> str:
+    """README's table of the figures of benches (names as bench/<name>.py), in that order."""
+    lines = ["| figure | measured | target | printed by |", "|---|---|---|---|"]
+    for bench in benches:
+        entry = kept[bench]
+        link = f"[{bench}.py](bench/{bench}.py), {entry['measured']}"
+        lines += [f"| {cell(row['what'])} | {cell(row['measured'])}{'' if row['ok'] else ' (**missed**)'} | "
+                  f"{cell(row['target'])} | {link} |" for row in entry["figures"]]
+    return "\n".join(lines) + "\n"
+
+
+def readme_with_table(readme: str, kept: dict, benches: list[str]) -> str:
+    if not TABLE.search(readme):
+        raise SystemExit("README.md has no <!-- figures: ... --> ... <!-- /figures --> block for the table")
+    if missing := [bench for bench in benches if bench not in kept]:
+        raise SystemExit(f"bench/figures.json has no figures of {', '.join(missing)}: run them")
+    return TABLE.sub(lambda m: m.group(1) + table(kept, benches) + m.group(2), readme)
+
+
+if __name__ == "__main__":
+    README.write_text(readme_with_table(README.read_text(encoding="utf-8"), load(), sys.argv[1:]), encoding="utf-8")

@@ -1,0 +1,33 @@
+// Visits pages in one headless Firefox, driven by puppeteer-core over WebDriver BiDi, and runs probe.js on each.
+// stdin: {"executable", "base", "paths", "timeoutMs"}; stdout: one JSON report per page, a line each
+// ({path, runtime, widgets, problems}), or {"failed": reason} if Firefox cannot be driven.
+import { readFileSync } from "node:fs";
+import puppeteer from "puppeteer-core";
+
+const probe = readFileSync(new URL("./probe.js", import.meta.url), "utf8");
+const { executable, base, paths, timeoutMs } = JSON.parse(readFileSync(0, "utf8"));
+
+let browser;
+try {
+  browser = await puppeteer.launch({ browser: "firefox", executablePath: executable, headless: true,
+    protocol: "webDriverBiDi", defaultViewport: { width: 1200, height: 900 } });
+} catch (err) {
+  console.log(JSON.stringify({ failed: `Firefox (${executable}) did not start: ${err.message}` }));
+  process.exit(0);
+}
+try {
+  const page = await browser.newPage();
+  let problems = [];
+  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  page.on("console", (message) => message.type() === "error" && problems.push(`console error: ${message.text()}`));
+  await page.evaluateOnNewDocument(`(${probe}).watch()`);
+  for (const path of paths) {
+    problems = [];
+    await page.goto(base + path, { waitUntil: "load", timeout: timeoutMs });
+    const report = await page.evaluate(`(${probe}).visit(${timeoutMs})`);
+    report.problems.push(...problems);
+    console.log(JSON.stringify({ path, ...report }));
+  }
+} finally {
+  await browser.close();
+}

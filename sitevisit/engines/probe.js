@@ -1,0 +1,82 @@
+// What every engine checks on a page with widgets, run in the page itself so that any driver can run it
+// (its source is evaluated as this one expression). watch() records the page's errors and policy
+// violations; visit(timeoutMs) brings Python up as a reader does (a widget near the screen) and makes each
+// widget compute once, then reports.
+//
+// It relies on the widgets' contract only: a widget is an element [data-mha-widget] whose data-state goes
+// "busy" when it asks Python and "live" (or "error") when the answer is shown. Each widget's form controls
+// are changed one at a time, the kinds most likely to ask Python first, until one makes it busy: no
+// widget is named here, so widgets added later are covered as they come.
+({
+  watch() {
+    if (window.__mhaProblems) return;
+    window.__mhaProblems = [];
+    const note = (text) => window.__mhaProblems.push(text);
+    // Not the notice that resize observations were put off to the next frame, which the HTML standard reports
+    // as an error event though nothing threw (in Firefox, puppeteer's page errors leave it out too).
+    window.addEventListener("error", (e) => e.message.startsWith("ResizeObserver loop") ||
+      note(`page error: ${e.message} (${e.filename}:${e.lineno})`));
+    window.addEventListener("unhandledrejection", (e) => note(`unhandled rejection: ${e.reason}`));
+    document.addEventListener("securitypolicyviolation", (e) =>
+      note(`Content-Security-Policy violation: ${e.effectiveDirective} blocked ${e.blockedURI || "inline code"}`));
+  },
+
+  async visit(timeoutMs) {
+    this.watch();
+    const until = Date.now() + timeoutMs;
+    const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    const poll = async (ok, ms) => {
+      for (const end = Math.min(until, Date.now() + ms); Date.now() < end; await wait(50)) if (ok()) return true;
+      return ok();
+    };
+    const html = document.documentElement;
+    const widgets = [...document.querySelectorAll("[data-mha-widget]")];
+    const report = { runtime: null, widgets: [], problems: window.__mhaProblems };
+    widgets[0]?.scrollIntoView({ block: "center" });
+    await poll(() => ["ready", "error"].includes(html.dataset.mhaRuntime), timeoutMs);
+    report.runtime = html.dataset.mhaRuntime ?? "absent";
+    report.status = document.querySelector("[data-mha-status]")?.textContent ?? "";  // what the reader is told
+    // Scripts and sub- and superscripts with the wrong number of parts, once the page is whole
+    report.mathml = [...document.querySelectorAll("msub, msup, mfrac, munder, mover, msubsup, munderover")]
+      .filter((e) => e.children.length !== (/^m(subsup|underover)$/.test(e.localName) ? 3 : 2))
+      .map((e) => e.outerHTML.slice(0, 200));
+    if (report.runtime !== "ready") return report;
+
+    // [kind selector, change]: the change gives the control another valid value, or returns false.
+    const TEXT = "the cat sat on the mat and the cat sat on the mat";
+    const step = (c) => {
+      const value = Number(c.value || c.min || 1), by = Number(c.step) || 1;
+      const next = c.max !== "" && value + by > Number(c.max) ? value - by : value + by;
+      if (c.min !== "" && next < Number(c.min)) return false;
+      c.value = String(next);
+      return true;
+    };
+    const KINDS = [
+      ['textarea, input[type="text"], input:not([type])', (c) => { c.value = TEXT; return true; }],
+      ["select", (c) => c.options.length > 1 && ((c.selectedIndex = (c.selectedIndex + 1) % c.options.length), true)],
+      ['input[type="checkbox"]', (c) => ((c.checked = !c.checked), true)],
+      ['input[type="number"], input[type="range"]', step],
+    ];
+    for (const root of widgets) {
+      const seen = { name: root.dataset.mhaWidget, id: root.id, states: [], control: null, message: "" };
+      report.widgets.push(seen);
+      root.scrollIntoView({ block: "center" });
+      const observer = new MutationObserver(() => seen.states.push(root.dataset.state));
+      observer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
+      const controls = KINDS.flatMap(([selector, change]) =>
+        [...root.querySelectorAll(selector)].filter((c) => !c.disabled && c.form).map((c) => [c, change]));
+      for (const [control, change] of controls) {
+        if (!change(control)) continue;
+        seen.control = `${control.tagName.toLowerCase()}[name="${control.name}"]`;
+        for (const type of ["input", "change"]) control.dispatchEvent(new Event(type, { bubbles: true }));
+        if (control.matches(KINDS[0][0])) control.form.requestSubmit();  // a text is applied on Enter too
+        if (await poll(() => seen.states.includes("busy"), 3000)) break;
+      }
+      await poll(() => seen.states.includes("busy") && ["live", "error"].includes(root.dataset.state), timeoutMs);
+      observer.disconnect();
+      seen.state = root.dataset.state;
+      seen.message = root.querySelector('[data-output="error"]:not([hidden])')?.textContent ?? "";
+    }
+    return report;
+  },
+})
