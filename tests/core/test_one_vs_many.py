@@ -122,7 +122,8 @@ def test_the_layers_equal_torch(shares_by_head, d_k):
 def test_what_the_widget_shows_is_formatted_once():
     r = one_vs_many(1, 1, 1)
     assert r["shown_shares"][0] == {"value": "0.3333", "text": "0.33"}
-    assert r["one"]["shown"]["number"] == {"value": "-0.0417", "text": "-0.04"}
+    assert r["one"]["shown"]["number"] == {"value": "-0.0417", "text": "−0.04"}  # a minus sign, not a hyphen
+    assert r["many"]["shown"]["number"] == {"value": "1.0000", "text": "+1.00"}
     assert r["many"]["shown"]["arrives"] == [{"value": "1.0000", "text": "1.00"}] * 3
     assert one_vs_many(1, 0, 0)["one"]["shown"]["arrives"][1] == {"value": "0.0000", "text": "0.00"}  # never -0.00
 
