@@ -23,7 +23,7 @@ W_Q and W_K read only the flags and positions, W_V only the content.
 What arrives: each block of the verb's output is decomposed (least squares) on the three relationships'
 content vectors t_r (the mean content of each relationship's keys). A coefficient of 1 is the relationship's
 whole vector; one head's block holds the three together, each at its share, summed in the same
-coordinates, so the subject's +1 and the neighbour's -1 cancel in "number".
+coordinates: "number" holds only the weighted sum of the subject's +1, the neighbour's -1 and the clause's.
 """
 
 from __future__ import annotations
