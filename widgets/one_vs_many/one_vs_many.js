@@ -66,20 +66,29 @@ function args(form) {
   return out;
 }
 
+/** Ask Python for the form's values and draw each answer. One call at a time: a move while an answer is on
+ * its way marks it out of date, and the latest values are asked for as soon as it arrives, so a dragged
+ * slider never queues calls. The widget is live once the answer matches the form. */
 async function update(root, form) {
   root.dataset.state = "busy";
-  const asked = (root.asked = (root.asked || 0) + 1);
-  try {
-    const r = await call("one_vs_many", args(form));
-    if (asked !== root.asked) return; // a later move is on its way
-    render(root, r);
-    showError(root, "");
-    root.dataset.state = "live";
-  } catch (err) {
-    if (asked !== root.asked) return;
-    root.dataset.state = "error";
-    showError(root, `Could not compute this: ${err.message}`);
+  if (root.asking) {
+    root.outdated = true;
+    return;
   }
+  root.asking = true;
+  let error = null;
+  do {
+    root.outdated = false;
+    try {
+      render(root, await call("one_vs_many", args(form)));
+      error = null;
+    } catch (err) {
+      error = err;
+    }
+  } while (root.outdated);
+  root.asking = false;
+  showError(root, error ? `Could not compute this: ${error.message}` : "");
+  root.dataset.state = error ? "error" : "live";
 }
 
 function mount(root) {
