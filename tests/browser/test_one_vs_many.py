@@ -6,7 +6,6 @@ request off 127.0.0.1."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from playwright.sync_api import expect
 
 import conftest
@@ -112,11 +111,12 @@ def test_a_keyboard_user_sees_where_the_focus_is(live_widget):
     answered(widget)
 
 
-def test_at_390_px_everything_fits_and_works(browser, site_url, widget_path):
-    log = PageLog()
-    with watched_page(browser, log) as page:
-        page.set_viewport_size(VIEWPORTS["phone"])
-        widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+def test_at_390_px_everything_fits_and_works(live_widget):
+    widget = live_widget(NAME)
+    page = widget.page
+    page.set_viewport_size(VIEWPORTS["phone"])
+    try:
+        widget.scroll_into_view_if_needed()
         assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
         for control in widget.locator("form input").all():
             box = control.bounding_box()
@@ -125,11 +125,11 @@ def test_at_390_px_everything_fits_and_works(browser, site_url, widget_path):
             assert slider.bounding_box()["width"] >= 200  # room to move it with a thumb
         panels = [p.bounding_box() for p in widget.locator(".mha-ovm__panel").all()]
         assert panels[0]["y"] + panels[0]["height"] <= panels[1]["y"]  # one above the other
-        conftest.wait_ready(page)
         widget.locator('input[name="subject"]').press("PageUp")
         answered(widget)
         assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
-    log.check()
+    finally:
+        page.set_viewport_size({"width": 1200, "height": 900})
 
 
 def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(browser, site_url, widget_path,
