@@ -43,6 +43,7 @@ KEYS = {"subject": (1,), "clause": tuple(range(2, VERB)), "previous": (VERB - 1,
 NUMBER = {"report": 1.0, "committee": 1.0, "members": -1.0, "rules": -1.0}
 MAX_WEIGHT = 100  # the reader's weights are relative, 0..MAX_WEIGHT each, normalised by their sum
 MARGIN = 30.0  # logit of a key with a share of 1 over a key with none: e^-30 ≈ 1e-13 leaks
+UNDECIDED = 1e-9  # a number this close to 0 says neither singular nor plural (leaks and rounding are smaller)
 
 N = len(TOKENS)
 VOCAB = tuple(dict.fromkeys(t.casefold() for t in TOKENS))
@@ -150,7 +151,12 @@ def _one_layer(x: np.ndarray, T: np.ndarray, shares_by_head, d_k: int) -> dict:
     number = float(blocks[0, NUMBER_FEATURE])  # block 0: where one head, or the subject's head, writes
     return {"n_heads": W["n_heads"], "d_k": d_k, "weights": weights, "blocks": coefficients,
             "arrives": coefficients.max(axis=0), "residual": residual, "number": number,
-            "verb_form": "was" if number > 0 else "were"}
+            "verb_form": verb_form(number)}
+
+
+def verb_form(number: float) -> str:
+    """The verb a number reads as: "was" (singular, > 0), "were" (plural, < 0), or "was or were?"."""
+    return "was or were?" if abs(number) < UNDECIDED else "was" if number > 0 else "were"
 
 
 def _fraction(value: float, signed: bool = False) -> dict:

@@ -80,6 +80,8 @@ def test_equal_weights_lose_the_agreement():
     assert one["number"] == pytest.approx((1 - 1 / 8 - 1) / 3)
     assert one["verb_form"] == "were"
     assert one_vs_many(1, 0, 0)["one"]["verb_form"] == "was"
+    tie = one_vs_many(1, 0, 1)["one"]  # the subject's +1 and the neighbour's -1, half each: nothing left
+    assert tie["number"] == pytest.approx(0, abs=1e-12) and tie["verb_form"] == "was or were?"
 
 
 # ---------------------------------------------------------------- several heads: each relationship whole
