@@ -14,6 +14,7 @@ import numpy as np
 from .config import check_config
 from .heads import head_patterns, head_weights
 from .memory import memory_steps
+from .one_vs_many import one_vs_many
 from .presets import presets
 from .shapes import param_count, shape_report
 from .worked import worked_example
@@ -28,6 +29,7 @@ FUNCTIONS = {
     "head_weights": head_weights,
     "worked_example": worked_example,
     "memory_steps": memory_steps,
+    "one_vs_many": one_vs_many,
     "training_start": training_start,
     "training_advance": training_advance,
     "training_stop": training_stop,

@@ -115,13 +115,44 @@ FIELDS = {"shapes": ('input[type="number"][name="batch"]', "Enter"), "heads": ('
           "training": ('input[name="text"]', "Enter")}
 
 
+# ---------------------------------------------------------------- the one-vs-many widget, read in the page
+
+def one_vs_many_form(widget) -> dict:
+    """The widget's controls as one_vs_many's arguments."""
+    return widget.evaluate("""root => ({subject: root.querySelector('input[name="subject"]').valueAsNumber,
+      clause: root.querySelector('input[name="clause"]').valueAsNumber,
+      previous: root.querySelector('input[name="previous"]').valueAsNumber,
+      wide: root.querySelector('input[name="wide"]').checked})""")
+
+
+def one_vs_many_outputs(widget) -> dict:
+    """{data-output: data-value} of every output the widget shows."""
+    return widget.evaluate("root => Object.fromEntries([...root.querySelectorAll('[data-output]')].map(e => [e.dataset.output, e.dataset.value]))")
+
+
+def one_vs_many_expected(**args) -> dict:
+    """{data-output: data-value} as mha_core computes them for the controls' values."""
+    from mha_core.one_vs_many import RELATIONSHIPS, one_vs_many
+    r = one_vs_many(**args)
+    out = {f"share-{rel}": r["shown_shares"][i]["value"] for i, rel in enumerate(RELATIONSHIPS)}
+    for name in ("one", "many"):
+        layer = r[name]
+        out |= {f"{name}-label": str(layer["n_heads"]), f"{name}-number": layer["shown"]["number"]["value"],
+                f"{name}-verb": layer["verb_form"]}
+        out |= {f"{name}-{rel}": layer["shown"]["arrives"][i]["value"] for i, rel in enumerate(RELATIONSHIPS)}
+    return out
+
+
 def ask(name, widget, value) -> None:
     """Change the widget's input (batch, a sentence, the training widget's text, the heads drawn in memory,
-    or the worked example's numbers, drawn anew up to seed value) without waiting for an answer."""
+    the worked example's numbers, drawn anew up to seed value, or a key pressed on the one-vs-many widget's
+    subject slider) without waiting for an answer."""
     if name == "memory":
         return widget.locator('select[name="n_heads"]').select_option(str(value))
     if name == "worked":
         return widget.locator('[data-action="redraw"]').click()
+    if name == "one-vs-many":  # value: a key pressed on the subject's slider
+        return widget.locator('input[name="subject"]').press(value)
     selector, key = FIELDS[name]
     field = widget.locator(selector)
     field.fill(str(value))
@@ -136,6 +167,9 @@ def check_answered(name, widget, value) -> None:
         expect(widget).to_have_attribute("data-state", "live")
         expect(widget).to_have_attribute("data-h" if name == "memory" else "data-seed", str(value))
         check_small_widget(name, widget, value)
+    elif name == "one-vs-many":
+        expect(widget).to_have_attribute("data-state", "live")
+        assert one_vs_many_outputs(widget) == one_vs_many_expected(**one_vs_many_form(widget))
     elif name == "training":  # the heatmap shows the text's tokens
         expect(widget).to_have_attribute("data-state", "live")
         expect(widget.locator("thead [data-token-index]")).to_have_text(tokens_of(value))

@@ -17,7 +17,7 @@ from tests.helpers import ask, check_answered
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
 CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2,
-           "training": "Mary gave John a book; Mary gave"}
+           "training": "Mary gave John a book; Mary gave", "one-vs-many": "Home"}
 
 
 def site_pages(site) -> list[str]:
@@ -64,7 +64,7 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
             live += use_widgets(page)
         else:
             assert_no_python(page, page_log.requests[before:])
-    assert sorted(live) == ["heads", "memory", "shapes", "training", "worked"]
+    assert sorted(live) == ["heads", "memory", "one-vs-many", "shapes", "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 

@@ -140,6 +140,7 @@ def test_widgets_are_placed_where_the_text_expects_them(pages):
         ("what-heads-learn.md", "<!-- widget: heads -->", "heads"),
         ("mechanism.md", "<!-- widget: worked -->", "worked"),
         ("mechanism.md", "<!-- widget: memory -->", "memory"),
+        ("why-heads.md", "<!-- widget: one_vs_many -->", "one-vs-many"),
     ]
     for page in PAGES:
         lines = [line.strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()]

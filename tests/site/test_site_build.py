@@ -15,6 +15,7 @@ import mha_core
 import pytest
 
 from sitebuild import assets, csp
+from tests.helpers import one_vs_many_expected
 
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
 EXTERNAL_OK = re.compile(r'<a [^>]*href="https?://')  # links a reader may follow; nothing loads them
@@ -122,6 +123,22 @@ def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
             for t in report["tensors"]:
                 assert f'data-tensor="{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
     assert found, "no page holds a shapes widget"
+
+
+def test_the_one_vs_many_widget_is_prerendered_with_mha_core_numbers(sites):
+    """Every output at first paint is mha_core's value for the sliders' and the checkbox's values as built."""
+    found = 0
+    for page in pages(sites[0]):
+        html = page.read_text(encoding="utf-8")
+        for widget in re.findall(r'<div class="mha-ovm".*?data-summary', html, re.S):
+            found += 1
+            form = {name: float(value) for name, value in
+                    re.findall(r'<input type="range" id="[^"]+" name="(\w+)" min="0" max="100" step="1" value="(\d+)"', widget)}
+            form["wide"] = bool(re.search(r'<input type="checkbox" name="wide"[^>]* checked', widget))
+            assert sorted(form) == ["clause", "previous", "subject", "wide"]
+            assert 'data-mha-widget="one-vs-many" data-state="initial"' in widget
+            assert dict(re.findall(r'data-output="([\w-]+)" data-value="([^"]*)"', widget)) == one_vs_many_expected(**form)
+    assert found, "no page holds a one-vs-many widget"
 
 
 def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(built_site, site_url):

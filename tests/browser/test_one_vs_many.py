@@ -1,0 +1,164 @@
+"""One head against several, in Chromium: the page shows mha_core's numbers before Python starts; each control,
+moved with the keyboard, brings Python's answer, every data-value equal to what mha_core computes here in
+CPython; the controls are native, labelled inputs; it works at a phone's 390 px; axe finds no serious
+violation in light and dark. conftest fails a test on any page error, console error, CSP violation or
+request off 127.0.0.1."""
+from __future__ import annotations
+
+import numpy as np
+from playwright.sync_api import expect
+
+import conftest
+from conftest import PageLog, hold_python, watched_page
+from test_accessibility import SCHEMES, VIEWPORTS, axe_source, blocking, settle  # noqa: F401 (axe_source: a fixture)
+from tests.helpers import one_vs_many_expected, one_vs_many_form, one_vs_many_outputs
+
+NAME = "one-vs-many"
+CONTROLS = """root => [...root.querySelectorAll("form input, form select, form textarea, form button")].map(c => ({
+  tag: c.tagName.toLowerCase(), type: c.type, name: c.name,
+  label: c.labels.length ? c.labels[0].textContent.trim() : "",
+}))"""
+SEGMENTS = """root => [0, 1, 2].map(b => ["subject", "clause", "previous"].map(r =>
+  Number(root.querySelector(`[data-segment="one-${b}-${r}"]`).style.getPropertyValue("--v"))))"""
+
+
+def answered(widget) -> dict:
+    """Once the widget is live: its outputs, checked against mha_core for the controls' values."""
+    expect(widget).to_have_attribute("data-state", "live")
+    form = one_vs_many_form(widget)
+    shown = one_vs_many_outputs(widget)
+    assert shown == one_vs_many_expected(**form), form
+    return shown
+
+
+def test_first_paint_holds_mha_core_numbers_and_native_labelled_controls(page, site_url, widget_path):
+    hold_python(page)  # what a reader sees before Python has started
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    assert widget.get_attribute("data-state") == "initial"
+    assert one_vs_many_form(widget) == {"subject": 50, "clause": 50, "previous": 50, "wide": False}
+    assert one_vs_many_outputs(widget) == one_vs_many_expected(subject=50, clause=50, previous=50, wide=False)
+    controls = widget.evaluate(CONTROLS)
+    assert [(c["type"], c["name"]) for c in controls] == [("range", "subject"), ("range", "clause"),
+                                                          ("range", "previous"), ("checkbox", "wide")]
+    assert all(c["tag"] == "input" and c["label"] for c in controls)
+    assert widget.locator("[data-summary]").get_attribute("aria-live") == "polite"
+
+
+def test_each_control_moved_with_the_keyboard_gives_mha_core_s_answer(live_widget):
+    widget = live_widget(NAME)
+    summary = widget.locator("[data-summary]").text_content()
+    subject = widget.locator('input[name="subject"]')
+    subject.press("End")  # 100, 50, 50
+    shown = answered(widget)
+    assert shown["share-subject"] == "0.5000" and shown["one-subject"] == "0.5000" and shown["many-subject"] == "1.0000"
+    assert widget.locator("[data-summary]").text_content() != summary
+    widget.locator('input[name="clause"]').press("Home")  # 100, 0, 50
+    answered(widget)
+    widget.locator('input[name="previous"]').press("Home")  # 100, 0, 0: all on the subject
+    shown = answered(widget)
+    assert (shown["one-subject"], shown["one-clause"], shown["one-previous"]) == ("1.0000", "0.0000", "0.0000")
+    assert shown["one-number"] == "1.0000" and shown["one-verb"] == "was"
+    for _ in range(3):
+        widget.locator('input[name="previous"]').press("ArrowRight")  # 100, 0, 3
+    assert answered(widget)["share-previous"] == "0.0291"
+    subject.press("Home")  # 0, 0, 3: all on the neighbour, plural
+    shown = answered(widget)
+    assert shown["one-number"] == "-1.0000" and shown["one-verb"] == "were"
+    assert (shown["many-subject"], shown["many-number"], shown["many-verb"]) == ("1.0000", "1.0000", "was")
+
+
+def test_the_wide_head_is_still_one_average(live_widget):
+    widget = live_widget(NAME)
+    for name, key in (("subject", "End"), ("clause", "Home"), ("previous", "End")):
+        widget.locator(f'input[name="{name}"]').press(key)
+    answered(widget)
+    narrow = one_vs_many_outputs(widget)
+    assert np.allclose(widget.evaluate(SEGMENTS), [[0.5, 0, 0.5], [0, 0, 0], [0, 0, 0]], atol=1e-9)
+    widget.locator('input[name="wide"]').press("Space")
+    expect(widget).to_have_attribute("data-wide", "true")
+    wide = answered(widget)
+    assert widget.locator('[data-output="one-label"]').text_content() == "One wide head, d_k = 54 = d_model"
+    assert wide == narrow  # the same shares arrive, however wide
+    assert np.allclose(widget.evaluate(SEGMENTS), [[0.5, 0, 0.5]] * 3, atol=1e-9)  # three copies of one mixture
+    widget.locator('input[name="wide"]').press("Space")
+    expect(widget).to_have_attribute("data-wide", "false")
+    answered(widget)
+
+
+def test_no_weight_at_all_is_explained_and_the_numbers_stay(live_widget):
+    widget = live_widget(NAME)
+    for name in ("subject", "clause"):
+        widget.locator(f'input[name="{name}"]').press("Home")
+    widget.locator('input[name="previous"]').press("End")
+    before = answered(widget)  # 0, 0, 100
+    widget.locator('input[name="previous"]').press("Home")  # 0, 0, 0
+    expect(widget).to_have_attribute("data-state", "error")
+    error = widget.locator('[data-message="error"]')
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("give at least one relationship some weight")
+    assert one_vs_many_outputs(widget) == before
+    widget.locator('input[name="clause"]').press("ArrowRight")
+    answered(widget)
+    expect(error).to_be_hidden()
+
+
+def test_a_keyboard_user_sees_where_the_focus_is(live_widget):
+    widget = live_widget(NAME)
+    slider = widget.locator('input[name="clause"]')
+    slider.focus()
+    slider.press("ArrowRight")
+    assert slider.evaluate("el => el.matches(':focus-visible') && getComputedStyle(el).outlineStyle !== 'none'")
+    answered(widget)
+
+
+def test_at_390_px_everything_fits_and_works(live_widget):
+    widget = live_widget(NAME)
+    page = widget.page
+    page.set_viewport_size(VIEWPORTS["phone"])
+    try:
+        widget.scroll_into_view_if_needed()
+        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+        for control in widget.locator("form input").all():
+            box = control.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        for slider in widget.locator('input[type="range"]').all():
+            assert slider.bounding_box()["width"] >= 200  # room to move it with a thumb
+        panels = [p.bounding_box() for p in widget.locator(".mha-ovm__panel").all()]
+        assert panels[0]["y"] + panels[0]["height"] <= panels[1]["y"]  # one above the other
+        widget.locator('input[name="subject"]').press("PageUp")
+        answered(widget)
+        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    finally:
+        page.set_viewport_size({"width": 1200, "height": 900})
+
+
+def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(browser, site_url, widget_path,
+                                                                                  axe_source):  # noqa: F811
+    """As built (initial), live after a change, and with no weight at all (the error), each in both schemes
+    and on both screens, on one page (Python starts once): no serious violation."""
+    found, selector = [], f'[data-mha-widget="{NAME}"]'
+    log = PageLog()
+
+    def check(state):
+        for scheme, viewport in ((s, v) for s in SCHEMES for v in VIEWPORTS):
+            page.set_viewport_size(VIEWPORTS[viewport])
+            if page.locator("body").get_attribute("data-md-color-scheme") != SCHEMES[scheme]:
+                page.locator('label[for^="__palette"]:not([hidden])').click()  # the reader's toggle
+            expect(page.locator("body")).to_have_attribute("data-md-color-scheme", SCHEMES[scheme])
+            settle(page)
+            found.extend(blocking(page, axe_source, f"{state} ({scheme}, {viewport})", selector))
+
+    with watched_page(browser, log) as page:
+        widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+        check("initial")  # as built: data-state stays "initial" until a control moves
+        expect(widget).to_have_attribute("data-state", "initial")
+        conftest.wait_ready(page)
+        widget.locator('input[name="wide"]').press("Space")
+        answered(widget)
+        check("live")
+        for name in ("subject", "clause", "previous"):
+            widget.locator(f'input[name="{name}"]').press("Home")
+        expect(widget).to_have_attribute("data-state", "error")
+        check("error")
+    assert not found, "\n".join(found)
+    log.check()

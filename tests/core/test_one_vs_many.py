@@ -1,0 +1,153 @@
+"""One head against several: the verb's attention and what reaches it, against an oracle written here from
+the sentence alone (which words each relationship holds, each word's grammatical number), and the layers
+against torch's scaled_dot_product_attention."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from mha_core import bridge, multi_head_attention
+from mha_core.one_vs_many import D_HEAD, D_MODEL, embed, layer, one_vs_many
+
+# ---------------------------------------------------------------- the oracle, from the sentence alone
+
+WORDS = "The report that the committee members wrote about the rules was".split()
+SUBJECT, CLAUSE, NEIGHBOUR = [1], list(range(2, 10)), [9]  # report; that ... rules; rules
+SINGULAR, PLURAL = {"report", "committee"}, {"members", "rules"}
+
+
+def number(word: str) -> float:
+    return 1.0 if word in SINGULAR else -1.0 if word in PLURAL else 0.0
+
+
+def ideal_row(shares) -> np.ndarray:
+    """The verb's attention: the subject its share, the clause's share spread evenly, the neighbour its
+    share on top of its part of the clause, nothing elsewhere."""
+    s, c, p = shares
+    row = np.zeros(len(WORDS))
+    row[SUBJECT] += s
+    row[CLAUSE] += c / len(CLAUSE)
+    row[NEIGHBOUR] += p
+    return row
+
+
+def ideal_number(shares) -> float:
+    """The number the verb reads from one average: each relationship's mean number at its share."""
+    means = [np.mean([number(WORDS[j]) for j in keys]) for keys in (SUBJECT, CLAUSE, NEIGHBOUR)]
+    return float(np.dot(shares, means))
+
+
+def normalised(weights) -> np.ndarray:
+    return np.array(weights, float) / sum(weights)
+
+
+# ---------------------------------------------------------------- one head: one average
+
+EDGES = [(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 1), (100, 100, 100), (50, 25, 25), (0, 3, 1), (100, 0, 0.5)]
+
+
+@pytest.mark.parametrize("weights", EDGES)
+@pytest.mark.parametrize("wide", [False, True])
+def test_one_head_gives_each_relationship_its_share_and_no_more(weights, wide):
+    shares = normalised(weights)
+    r = one_vs_many(*weights, wide=wide)
+    one = r["one"]
+    assert one["n_heads"] == 1 and one["d_k"] == (D_MODEL if wide else D_HEAD)
+    assert np.allclose(r["shares"], shares)
+    assert np.allclose(one["weights"][0], ideal_row(shares), atol=1e-9)
+    assert np.allclose(one["arrives"], shares, atol=1e-9)
+    assert sum(one["arrives"]) == pytest.approx(1.0)  # one budget of weight, shared
+    assert one["number"] == pytest.approx(ideal_number(shares), abs=1e-9)
+    assert one["residual"] < 1e-9  # the block is exactly a mixture of the three relationships' vectors
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_in_one_head_the_relationships_share_one_block(wide):
+    blocks = np.array(one_vs_many(2, 1, 1, wide=wide)["one"]["blocks"])
+    mixture = normalised([2, 1, 1])
+    if wide:  # room for three blocks, but every copy is the same average
+        assert np.allclose(blocks, [mixture] * 3, atol=1e-9)
+    else:
+        assert np.allclose(blocks, [mixture, [0, 0, 0], [0, 0, 0]], atol=1e-9)
+
+
+def test_equal_weights_lose_the_agreement():
+    """Spread evenly, the subject's singular and the neighbour's plural cancel; the clause tips it to plural."""
+    one = one_vs_many(1, 1, 1)["one"]
+    assert one["number"] == pytest.approx((1 - 1 / 8 - 1) / 3)
+    assert one["verb_form"] == "were"
+    assert one_vs_many(1, 0, 0)["one"]["verb_form"] == "was"
+    tie = one_vs_many(1, 0, 1)["one"]  # the subject's +1 and the neighbour's -1, half each: nothing left
+    assert tie["number"] == pytest.approx(0, abs=1e-12) and tie["verb_form"] == "was or were?"
+
+
+# ---------------------------------------------------------------- several heads: each relationship whole
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0, 100), min_size=3, max_size=3).filter(lambda w: sum(w) > 1e-3), st.booleans())
+def test_three_heads_keep_every_relationship_whole_whatever_the_one_head_does(weights, wide):
+    r = one_vs_many(*weights, wide=wide)
+    many, shares = r["many"], normalised(weights)
+    assert many["n_heads"] == 3 and many["d_k"] == D_HEAD
+    assert np.allclose(many["arrives"], 1.0, atol=1e-9)
+    assert np.allclose(many["blocks"], np.eye(3), atol=1e-9)  # each in its own block, alone
+    for h, pure in enumerate(np.eye(3)):
+        assert np.allclose(many["weights"][h], ideal_row(pure), atol=1e-9)
+    assert many["number"] == pytest.approx(1.0) and many["verb_form"] == "was"
+    assert np.allclose(r["one"]["arrives"], shares, atol=1e-9)
+
+
+# ---------------------------------------------------------------- the layers against torch
+
+def torch_layer(x, W) -> np.ndarray:
+    """The layer's output by torch: projections, heads split, causal SDPA, merged, W_O."""
+    t = {k: torch.from_numpy(v) for k, v in W.items() if k != "n_heads"}
+    h, n = W["n_heads"], x.shape[0]
+    heads = [(torch.from_numpy(x) @ t[name]).reshape(n, h, -1).transpose(0, 1) for name in ("W_Q", "W_K", "W_V")]
+    z = torch.nn.functional.scaled_dot_product_attention(*heads, is_causal=True)  # [h, n, d_k]
+    return (z.transpose(0, 1).reshape(n, -1) @ t["W_O"]).numpy()
+
+
+@pytest.mark.parametrize("shares_by_head,d_k", [([[0.2, 0.5, 0.3]], D_HEAD), ([[0.2, 0.5, 0.3]], D_MODEL),
+                                                 (list(np.eye(3)), D_HEAD)], ids=["one", "wide", "three"])
+def test_the_layers_equal_torch(shares_by_head, d_k):
+    x, W = embed(), layer(shares_by_head, d_k)
+    out, _ = multi_head_attention(x, **W, causal=True)
+    assert np.allclose(out, torch_layer(x, W), atol=1e-12)
+
+
+# ---------------------------------------------------------------- the boundary and the bridge
+
+def test_what_the_widget_shows_is_formatted_once():
+    r = one_vs_many(1, 1, 1)
+    assert r["shown_shares"][0] == {"value": "0.3333", "text": "0.33"}
+    assert r["one"]["shown"]["number"] == {"value": "-0.0417", "text": "−0.04"}  # a minus sign, not a hyphen
+    assert r["many"]["shown"]["number"] == {"value": "1.0000", "text": "+1.00"}
+    assert r["many"]["shown"]["arrives"] == [{"value": "1.0000", "text": "1.00"}] * 3
+    assert one_vs_many(1, 0, 0)["one"]["shown"]["arrives"][1] == {"value": "0.0000", "text": "0.00"}  # never -0.00
+
+
+@pytest.mark.parametrize("args,words", [
+    ({"subject": 0, "clause": 0, "previous": 0}, "all 0"),
+    ({"subject": -1}, "subject must be a number from 0 to 100"),
+    ({"clause": 101}, "clause must be a number from 0 to 100"),
+    ({"previous": True}, "previous must be a number"),
+    ({"previous": "1"}, "previous must be a number"),
+    ({"subject": float("nan")}, "subject must be a number"),
+    ({"wide": 1}, "wide must be True or False"),
+])
+def test_bad_arguments_are_explained(args, words):
+    reply = json.loads(bridge.call("one_vs_many", json.dumps(args)))
+    assert not reply["ok"] and words in reply["error"]
+
+
+def test_through_the_bridge():
+    reply = json.loads(bridge.call("one_vs_many", json.dumps({"subject": 50, "clause": 25, "previous": 25, "wide": True})))
+    assert reply["ok"]
+    r = reply["result"]
+    assert r["tokens"] == WORDS and r["verb"] == 10 and r["wide"] is True
+    assert r["one"]["d_k"] == D_MODEL and len(r["one"]["weights"]) == 1 and len(r["many"]["weights"]) == 3
+    assert r["one"]["arrives"] == pytest.approx([0.5, 0.25, 0.25])
