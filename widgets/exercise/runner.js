@@ -3,7 +3,7 @@
 // the widgets' Python: Stop, or a run longer than TIME_LIMIT_MS, ends its workers at once (a loop in Python
 // cannot be interrupted otherwise), and the next run starts a fresh one. One serves every exercise of the page.
 //   const result = await runExercise("split_heads", code, (message) => ...);  // {status, message, output}
-import { onStatus, pythonKept, Runtime } from "../runtime/bridge.js";
+import { BUSY_TIMEOUT_MS, onStatus, pythonKept, Runtime } from "../runtime/bridge.js";
 
 const TIME_LIMIT_MS = 5000;
 
@@ -22,6 +22,7 @@ async function exercisesPython(tell) {
   runtime ||= new Runtime({
     entry: "mha_core.exercises",
     keep: false,
+    stallMs: BUSY_TIMEOUT_MS,
     report: (state, message, from) => {
       if (from === runtime && state === "loading") startStep = message;
     },

@@ -17,7 +17,7 @@ import { eachPage, whenNear } from "./page.js";
 // No byte for this long while Python waits for a download, or no word from Python for the longer period while
 // it starts or computes (a slow phone may need many seconds): the start or the call has stalled.
 const STALL_TIMEOUT_MS = 20000;
-const BUSY_TIMEOUT_MS = 60000;
+export const BUSY_TIMEOUT_MS = 60000;
 
 const listeners = new Set();
 let status = { state: "idle", message: "" };
@@ -79,9 +79,12 @@ function progressMessage({ step, waiting, arrived, total }) {
  *   entry    the Python module whose call(fn, args) answers the calls (the widgets': mha_core.bridge)
  *   keep     keep Python's memory, once started, for a later start (the widgets' Python does)
  *   report   report(state, message, runtime) on each change of state (loading, ready, error)
+ *   stallMs  how long a start may wait for a file with no byte arriving (a second Python, whose files come from
+ *            the browser's store at once, is silent while its thread compiles them: it waits longer)
  * `kept` resolves once the files (and the memory) are kept in the browser, or the runtime stopped. */
 export class Runtime {
-  constructor({ entry = "mha_core.bridge", keep = true, report = () => {} } = {}) {
+  constructor({ entry = "mha_core.bridge", keep = true, report = () => {}, stallMs = STALL_TIMEOUT_MS } = {}) {
+    this.stallMs = stallMs;
     this.report = (state, message) => report(state, message, this);
     this.kept = new Promise((resolve) => (this.settleKept = resolve));
     this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
@@ -99,7 +102,7 @@ export class Runtime {
         this.stop(`The ${name} stopped: ${event.message || "it could not be loaded"}.`);
       };
     }
-    this.watch("Starting Python stalled", STALL_TIMEOUT_MS);
+    this.watch("Starting Python stalled", stallMs);
     const { port1, port2 } = new MessageChannel();
     this.worker.postMessage({ ...this.init, entry, keep, port: port1 }, [port1]);
     this.fetcher.postMessage({ files: this.init.files, port: port2 }, [port2]);
@@ -142,7 +145,7 @@ export class Runtime {
       Object.assign(this.progress, data);
       const { waiting, step } = this.progress;
       this.watch(`${waiting ? "Downloading Python" : step.replace("…", "")} stalled`,
-                 waiting ? STALL_TIMEOUT_MS : BUSY_TIMEOUT_MS);
+                 waiting ? this.stallMs : BUSY_TIMEOUT_MS);
       this.report("loading", progressMessage(this.progress));
     } else if (data.type === "result") {
       this.pending.get(data.id)?.resolve(data.json);
