@@ -36,7 +36,9 @@ export function createEditor({ parent, doc, attributes, onChange }) {
         EditorState.tabSize.of(4),
         syntaxHighlighting(classHighlighter),
         keymap.of([indentWithTab, ...defaultKeymap, ...historyKeymap]),
-        EditorView.contentAttributes.of({ ...attributes, spellcheck: "false", autocapitalize: "off",
+        // tabindex: an editable element is focusable already; saying so lets checkers see that its scrolling
+        // box (a long line, on a phone) is reached by keyboard
+        EditorView.contentAttributes.of({ ...attributes, tabindex: "0", spellcheck: "false", autocapitalize: "off",
                                           autocorrect: "off", translate: "no" }),
         EditorView.domEventHandlers({ beforeinput: (event, v) => insertAsIs(v, event) }),
         EditorView.updateListener.of((update) => update.docChanged && onChange(update.state.doc.toString())),
