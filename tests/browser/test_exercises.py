@@ -194,3 +194,12 @@ def test_the_editor_by_keyboard_and_on_a_phone(page, exercise_url):
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     box = exercise.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+
+
+def test_the_code_editor_is_fetched_only_when_an_exercise_comes_near(page, page_log, exercise_url):
+    page.goto(exercise_url("split_heads"), wait_until="networkidle")  # the page's top: the exercises are far below
+    editor = [url for url in page_log.requests if url.endswith("/exercise/editor.bundle.js")]
+    assert not editor and page.locator('[data-editor-loaded]').count() == 0
+    assert page.locator("textarea[data-editor]").count() == 2  # the plain editor until then
+    exercise_on(page, exercise_url, "split_heads")
+    assert [url for url in page_log.requests if url.endswith("/exercise/editor.bundle.js")]
