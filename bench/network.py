@@ -15,6 +15,8 @@ Prints one line per target, as measured, and exits 1 if any is missed:
   a warm revisit (same profile, Python restored from its kept memory): ready <= 1.5 s (median of --runs), and
     its two parts: the page's DOMContentLoaded, then Python's start in its worker
   main-thread long tasks during start-up from the project's own scripts: none over 50 ms
+  a first visit to an exercise's page, opened at its top: the code editor not fetched before the exercise
+    comes near; once the reader has scrolled to it, editor and Python included                <= 8 MB
 and, with no target, the CPU every browser thread spent from navigation to ready, on a cold visit and a warm
 revisit (traced apart from the runs above): what two cores must get through at the least.
 A busy machine gives slower figures: run it alone. The machine's own speed, measured before and after, is
@@ -57,6 +59,7 @@ new MutationObserver(() => {
 }).observe(document, { subtree: true, childList: true, characterData: true });
 """
 READY = 'html[data-mha-runtime="ready"]'
+EDITOR = "/exercise/editor.bundle.js"
 SCROLL_SETTLES_MS = 300
 TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "v8.wasm", "toplevel", "loading"]
 THREADS = {"DedicatedWorker thread": "workers", "ThreadPoolForegroundWorker": "V8's compile threads",
@@ -103,6 +106,24 @@ def cold_visit(browser, site: Path, url_path: str, mbit, latency_ms) -> dict:
         figures["bytes"] = sum(n for _, n in network.sent)
         context.close()
     return figures
+
+
+def exercise_visit(browser, site: Path, url_path: str) -> tuple[bool, float, bool]:
+    """A first visit to an exercise's page opened at its top, then scrolled to the exercise: (whether the code
+    editor was fetched before, MB over the wire once Python is ready and the editor loaded, whether it came)."""
+    with throttled_site(site) as (network, base):
+        context = fresh_context(browser)
+        asked = []
+        context.on("request", lambda request: asked.append(request.url))
+        page = open_window(context)
+        page.goto(base + url_path, wait_until="networkidle")
+        early = any(EDITOR in url for url in asked)
+        page.locator('[data-mha-widget="exercise"]').first.scroll_into_view_if_needed()
+        page.wait_for_selector('[data-mha-widget="exercise"][data-editor-loaded="true"]', state="attached")
+        page.wait_for_selector(READY, state="attached", timeout=120_000)
+        mb = sum(n for _, n in network.sent) / 1e6
+        context.close()
+    return early, mb, any(EDITOR in url for url in asked)
 
 
 def dcl_without_python(browser, site: Path, url_path: str, mbit, latency_ms) -> float:
@@ -244,6 +265,10 @@ def main() -> int:
                 FIGURES.check(f"DOMContentLoaded at {name}, widget page vs the same page without Python",
                               f"{dcl:.2f} s vs {without:.2f} s", "≤ 1.1 ×", dcl <= without * 1.1)
                 FIGURES.check(f"byte progress throughout at {name}", f"longest silence {gap:.1f} s", "≤ 5 s", gap <= 5)
+        early, mb, came = exercise_visit(browser, site, pages_with(site, 'data-exercise="split_heads"')[0])
+        FIGURES.check("a first visit to an exercise's page, scrolled to the exercise",
+                      f"{mb:.2f} MB; the editor fetched before it came near: {early}, after: {came}",
+                      "≤ 8 MB, the editor fetched only when near", mb <= 8 and came and not early)
         pairs = [next_page_and_revisit(browser, base, at_widget) for _ in range(args.runs)]
         cpu = cpu_to_ready(browser, base, at_widget)
     revisits = [r for _, r in pairs]

@@ -52,16 +52,16 @@ def _error(message: str) -> str:
     return json.dumps({"ok": False, "error": message})
 
 
-def call(fn_name: str, args_json: str) -> str:
-    """Run FUNCTIONS[fn_name](**json.loads(args_json)) and answer in JSON; never raises.
+def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
+    """Run functions[fn_name](**json.loads(args_json)) and answer in JSON; never raises.
 
     args_json is a JSON object of keyword arguments ("" or "null" for none). An unknown function,
     malformed JSON, unexpected or missing arguments and any ValueError the function raises come
     back as {"ok": false, "error": ...}.
     """
-    if not isinstance(fn_name, str) or fn_name not in FUNCTIONS:
-        return _error(f"unknown function {fn_name!r:.60}; known: {', '.join(FUNCTIONS)}")
-    fn = FUNCTIONS[fn_name]
+    if not isinstance(fn_name, str) or fn_name not in functions:
+        return _error(f"unknown function {fn_name!r:.60}; known: {', '.join(functions)}")
+    fn = functions[fn_name]
     try:
         args = json.loads(args_json) if args_json not in ("", None) else None
     except (TypeError, ValueError) as error:

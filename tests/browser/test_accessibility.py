@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 from conftest import PageLog, hold_python, wait_ready, watched_page
 from sitebuild import CACHE
 from sitebuild.assets import cached, npm_pack, store
-from tests.helpers import form_config
+from tests.helpers import form_config, pages_with
 
 AXE_VERSION = "4.14.1"
 AXE_SHA256 = "e6b0ce02b84d892e2e33e403485e7f3d6c29e2be6df65daf44d89ba564139745"  # npm pack tarball
@@ -192,4 +192,31 @@ def test_the_heads_widget_in_every_state(browser, site_url, heads_path, axe_sour
         found += blocking(page, axe_source, f"live, knocked out, matrices open {where}", '[data-mha-widget="heads"]')
         break_worker_and_reload(page, "heads")
         found += blocking(page, axe_source, f"error {where}", '[data-mha-widget="heads"]')
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_exercises_in_every_state(browser, site_url, built_site, axe_source, scheme, viewport):
+    """An exercise with its code editor loaded, running while Python is held back, failed with what the code
+    printed and a solution shown, and passed: each with no serious violation."""
+    from test_exercises import RIGHT, run, write
+
+    found = []
+    where = f"({scheme}, {viewport})"
+    url = site_url + pages_with(built_site, 'data-exercise="split_heads"')[0]
+    exercise = '[data-exercise="split_heads"]'
+    with widget_page(browser, url, "exercise", scheme, viewport) as (page, widget, release):
+        expect(widget).to_have_attribute("data-editor-loaded", "true")
+        found += blocking(page, axe_source, f"editor loaded {where}", exercise)
+        widget.locator("button[name=run]").click()
+        expect(widget.locator("[data-output=result]")).to_contain_text("Waiting for Python")
+        found += blocking(page, axe_source, f"waiting for Python {where}", exercise)
+        release()
+        expect(widget.locator("[data-output=result]")).not_to_have_attribute("data-status", "running", timeout=120_000)
+        assert run(widget, "def split_heads(x, n_heads):\n    print('x is', x.shape)\n    return x\n")[0] == "fail"
+        widget.locator("button[name=solution]").click()
+        found += blocking(page, axe_source, f"failed, printed, solution shown {where}", exercise)
+        assert run(widget, RIGHT["split_heads"])[0] == "pass"
+        found += blocking(page, axe_source, f"passed {where}", exercise)
     assert not found, "\n".join(found)

@@ -17,7 +17,7 @@ import { eachPage, whenNear } from "./page.js";
 // No byte for this long while Python waits for a download, or no word from Python for the longer period while
 // it starts or computes (a slow phone may need many seconds): the start or the call has stalled.
 const STALL_TIMEOUT_MS = 20000;
-const BUSY_TIMEOUT_MS = 60000;
+export const BUSY_TIMEOUT_MS = 60000;
 
 const listeners = new Set();
 let status = { state: "idle", message: "" };
@@ -75,9 +75,18 @@ function progressMessage({ step, waiting, arrived, total }) {
 }
 
 /** Two workers running Python, one downloading its files (fetcher.js), one starting and running it
- * (worker.js): their start, calls and end (stop), after which they answer nothing. */
-class Runtime {
-  constructor() {
+ * (worker.js): their start, calls and end (stop), after which they answer nothing.
+ *   entry    the Python module whose call(fn, args) answers the calls (the widgets': mha_core.bridge)
+ *   keep     keep Python's memory, once started, for a later start (the widgets' Python does)
+ *   report   report(state, message, runtime) on each change of state (loading, ready, error)
+ *   stallMs  how long a start may wait for a file with no byte arriving (a second Python, whose files come from
+ *            the browser's store at once, is silent while its thread compiles them: it waits longer)
+ * `kept` resolves once the files (and the memory) are kept in the browser, or the runtime stopped. */
+export class Runtime {
+  constructor({ entry = "mha_core.bridge", keep = true, report = () => {}, stallMs = STALL_TIMEOUT_MS } = {}) {
+    this.stallMs = stallMs;
+    this.report = (state, message) => report(state, message, this);
+    this.kept = new Promise((resolve) => (this.settleKept = resolve));
     this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
     this.fetcher = new Worker(new URL("./fetcher.js", import.meta.url), { type: "module" });
     this.pending = new Map(); // call id -> {resolve, reject}
@@ -93,13 +102,13 @@ class Runtime {
         this.stop(`The ${name} stopped: ${event.message || "it could not be loaded"}.`);
       };
     }
-    this.watch("Starting Python stalled", STALL_TIMEOUT_MS);
+    this.watch("Starting Python stalled", stallMs);
     const { port1, port2 } = new MessageChannel();
-    this.worker.postMessage({ ...this.init, port: port1 }, [port1]);
+    this.worker.postMessage({ ...this.init, entry, keep, port: port1 }, [port1]);
     this.fetcher.postMessage({ files: this.init.files, port: port2 }, [port2]);
   }
 
-  /** End the workers and reject every waiting call; the page's status says why if this is its runtime. */
+  /** End the workers and reject every waiting call; its status says why. */
   stop(message) {
     if (this.failure) return;
     this.failure = new Error(message);
@@ -109,7 +118,8 @@ class Runtime {
     this.settle.reject(this.failure);
     for (const { reject } of this.pending.values()) reject(this.failure);
     this.pending.clear();
-    if (runtime === this) setStatus("error", message);
+    this.settleKept();
+    this.report("error", message);
   }
 
   /** Stop with "<what>: nothing arrived for N s." unless the worker has news before then. */
@@ -135,8 +145,8 @@ class Runtime {
       Object.assign(this.progress, data);
       const { waiting, step } = this.progress;
       this.watch(`${waiting ? "Downloading Python" : step.replace("…", "")} stalled`,
-                 waiting ? STALL_TIMEOUT_MS : BUSY_TIMEOUT_MS);
-      setStatus("loading", progressMessage(this.progress));
+                 waiting ? this.stallMs : BUSY_TIMEOUT_MS);
+      this.report("loading", progressMessage(this.progress));
     } else if (data.type === "result") {
       this.pending.get(data.id)?.resolve(data.json);
       this.pending.delete(data.id);
@@ -147,8 +157,10 @@ class Runtime {
       clearTimeout(this.timer);
       this.settle.resolve();
       const how = data.restored ? " (restored as your last visit left it)" : "";
-      setStatus("ready",
-                `Python ready in ${(data.ms / 1000).toFixed(1)} s${how}: the numbers are computed in your browser.`);
+      this.report("ready",
+                  `Python ready in ${(data.ms / 1000).toFixed(1)} s${how}: the numbers are computed in your browser.`);
+    } else if (data.type === "kept") { // from the downloads worker
+      this.settleKept();
     } else if (data.type === "failed") {
       this.stop(data.message);
     } else if (data.type === "held") { // the lock is granted once the worker has ended, whatever ended it
@@ -160,7 +172,7 @@ class Runtime {
 /** Start Python now, unless it has started already. */
 export function start() {
   if (runtime) return;
-  runtime = new Runtime();
+  runtime = new Runtime({ report: (state, message, from) => from === runtime && setStatus(state, message) });
   setStatus("loading", "Starting Python…");
   begin();
 }
@@ -184,6 +196,16 @@ export async function call(fn, args) {
   const reply = JSON.parse(await current.send(fn, json));
   if (!reply.ok) throw new CallError(reply.error);
   return reply.result;
+}
+
+/** Resolves once the widgets' Python has started and its files are kept in the browser (starting it if need
+ * be): another Python started then downloads nothing again. Rejects with the reason if that start fails. */
+export async function pythonKept() {
+  start();
+  await started;
+  const current = runtime;
+  await current.ready;
+  await current.kept;
 }
 
 /** The connection asks to save data, or is 2G-class: Python (several MB) loads only when the reader asks. */

@@ -56,6 +56,7 @@ export class Downloads {
     this.arrived = 0;
     this.lastReport = 0;
     this.store = openStore();
+    this.stored = []; // each file's writing into the store
     this.loads = new Map(first.map((url) => [url, this.load(url)]));
     const firstArrived = Promise.allSettled(this.loads.values());
     for (const url of Object.keys(files)) {
@@ -91,7 +92,8 @@ export class Downloads {
     }
     const bytes = await this.download(url, file);
     const response = new Response(bytes, { headers: { "Content-Type": typeOf(url) } });
-    store?.put(this.key(url), response).catch(() => {}); // not waited for; a full store only costs a later download
+    // not waited for by the start; a full store only costs a later download
+    if (store) this.stored.push(store.put(this.key(url), response).catch(() => {}));
     return bytes;
   }
 
@@ -169,10 +171,11 @@ export class FilesFrom {
     return new Response(await this.bytes(url), { headers: { "Content-Type": typeOf(url) } });
   }
 
-  /** Keep Python's memory ({memory: a Uint8Array, handed over, libraries, dlopened}, memory.js): Downloads' worker
-   *  checks and stores it, so that hashing and writing 30 MB delays no answer of Python's. */
+  /** Keep Python's memory ({memory: a Uint8Array, handed over, libraries, dlopened}, memory.js; null: nothing
+   *  to keep): Downloads' worker checks and stores it, so that hashing and writing 30 MB delays no answer of
+   *  Python's, then tells the page once every file and the memory are kept. */
   keep(key, kept) {
-    this.port.postMessage({ keep: key, kept }, [kept.memory.buffer]);
+    this.port.postMessage({ keep: key, kept }, kept ? [kept.memory.buffer] : []);
   }
 
   /** Drop kept files that are not this site's (an older build's) nor in also, once Python has started. */

@@ -1,13 +1,14 @@
 // Pyodide in a module Web Worker, shared by all the widgets of a page (and, with instant navigation, of the
 // pages after it).
-// In:  {type: "init", indexURL, files: {url: {source, gzip, sha256, bytes}}, lock, port} (port: the downloads
-//      worker's, fetcher.js; the files ending in .whl are the wheels: NumPy and mha_core), then
+// In:  {type: "init", indexURL, files: {url: {source, gzip, sha256, bytes}}, lock, port, entry, keep} (port: the
+//      downloads worker's, fetcher.js; the files ending in .whl are the wheels: NumPy and mha_core; entry: the
+//      module whose call answers the calls; keep: whether a fresh start's memory is kept for later starts), then
 //      {type: "call", id, fn, args} (args: JSON text).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
 //      it ends); {type: "progress", step, waiting}..., then {type: "ready", ms, restored} (restored: Python
 //      came from the memory an earlier start kept) or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
-// fn and args reach mha_core.bridge.call as Python strings: data, never Python source.
+// fn and args reach the entry's call (mha_core.bridge.call) as Python strings: data, never Python source.
 import { FilesFrom } from "./downloads.js";
 import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
 import { unpackWheel } from "./wheels.js";
@@ -18,7 +19,7 @@ const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 
 // watch for it while Python starts.
 const FATAL = /instantiation failed|WebAssembly|^Aborted/;
 
-let bridgeCall = null; // mha_core.bridge.call once Python is ready; null again if Python fails fatally
+let bridgeCall = null; // the entry's call once Python is ready; null again if Python fails fatally
 
 // What the reader is told: the step Python is at (the page adds the bytes that arrived), and whether Python
 // waits for a file (then the page's watchdog expects bytes) or works (then a silence is Python computing).
@@ -167,7 +168,7 @@ async function startPython(downloads, indexURL, wheels, memoryURL) {
   }
 }
 
-async function init({ indexURL, files, port }) {
+async function init({ indexURL, files, port, entry, keep }) {
   const t0 = performance.now();
   // Each file is downloaded once, in the downloads worker; Pyodide's own requests get the checked bytes.
   downloads = new FilesFrom(port, files, post);
@@ -176,7 +177,7 @@ async function init({ indexURL, files, port }) {
   const memoryURL = memoryKey(indexURL, files); // awaited only by what needs it: Pyodide's files are asked for first
   const python = (async () => {
     const [pyodide, kept] = await startPython(downloads, indexURL, wheels, memoryURL);
-    bridgeCall = pyodide.pyimport("mha_core.bridge").call;
+    bridgeCall = pyodide.pyimport(entry).call;
     return kept;
   })();
   // A file that did not arrive intact is the reason for a failure, whatever else fails because of it.
@@ -186,7 +187,7 @@ async function init({ indexURL, files, port }) {
   }), downloads.all]);
   const ms = performance.now() - t0;
   const key = await memoryURL;
-  if (kept) downloads.keep(key, kept); // hashed and stored on the downloads worker's thread
+  downloads.keep(key, keep ? kept : null); // hashed and stored on the downloads worker's thread
   downloads.forgetOthers([key]);
   return { ms, restored: !kept };
 }

@@ -1,0 +1,54 @@
+// The exercises' code editor: CodeMirror 6 with Python's highlighting and indentation, bundled at build time
+// (sitebuild/editor.py) and imported by exercise.js when an exercise comes near the screen.
+// Tab indents (Shift+Tab dedents); Escape, then Tab, moves on (CodeMirror's way out for keyboard users).
+// Text inserted at once (a paste, a dictation, a text insertion) goes in exactly as it is: no auto-indentation,
+// no closing brackets (neither extension is loaded; Enter alone indents the new line).
+import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import { python } from "@codemirror/lang-python";
+import { indentUnit, syntaxHighlighting } from "@codemirror/language";
+import { EditorState } from "@codemirror/state";
+import { EditorView, keymap, lineNumbers } from "@codemirror/view";
+import { classHighlighter } from "@lezer/highlight";
+
+/** Replace the selection by text, as it is (CodeMirror reads a multi-line insertion back from the DOM). */
+function insertAsIs(view, event) {
+  const text = event.data ?? event.dataTransfer?.getData("text/plain");
+  if (typeof text !== "string" || !/^insert(Text|ReplacementText|FromPaste|FromDrop)$/.test(event.inputType)) {
+    return false;
+  }
+  event.preventDefault();
+  view.dispatch(view.state.replaceSelection(text), { userEvent: "input.paste", scrollIntoView: true });
+  return true;
+}
+
+/** An editor in parent holding doc. attributes go on the editable element (its label, data-editor);
+ * onChange(code) follows every change. Returns {view, code(), setCode(text), focus()}. */
+export function createEditor({ parent, doc, attributes, onChange }) {
+  const view = new EditorView({
+    parent,
+    state: EditorState.create({
+      doc,
+      extensions: [
+        lineNumbers(),
+        history(),
+        python(),
+        indentUnit.of("    "),
+        EditorState.tabSize.of(4),
+        syntaxHighlighting(classHighlighter),
+        keymap.of([indentWithTab, ...defaultKeymap, ...historyKeymap]),
+        // tabindex: an editable element is focusable already; saying so lets checkers see that its scrolling
+        // box (a long line, on a phone) is reached by keyboard
+        EditorView.contentAttributes.of({ ...attributes, tabindex: "0", spellcheck: "false", autocapitalize: "off",
+                                          autocorrect: "off", translate: "no" }),
+        EditorView.domEventHandlers({ beforeinput: (event, v) => insertAsIs(v, event) }),
+        EditorView.updateListener.of((update) => update.docChanged && onChange(update.state.doc.toString())),
+      ],
+    }),
+  });
+  return {
+    view,
+    code: () => view.state.doc.toString(),
+    setCode: (text) => view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } }),
+    focus: () => view.focus(),
+  };
+}

@@ -1,0 +1,120 @@
+// An exercise: the reader's code, kept per exercise in localStorage, runs in the exercises' own Python
+// (runner.js), which checks it against mha_core and answers pass, fail, error or stopped. The code editor
+// (CodeMirror, editor.bundle.js) is imported when the exercise comes near the screen; until then, and if it
+// cannot load, a plain textarea is the editor. Every message goes in as text.
+import { output, setText } from "../runtime/dom.js";
+import { mountEach, whenNear } from "../runtime/page.js";
+import { runExercise, stopPython } from "./runner.js";
+import "../runtime/status.js";
+
+const STORE = "mha-exercise:";
+
+function kept(name) {
+  try {
+    return localStorage.getItem(STORE + name);
+  } catch {
+    return null; // storage refused by the reader's settings: the code lives as long as the page
+  }
+}
+
+function keep(name, code, skeleton) {
+  try {
+    if (code === skeleton) localStorage.removeItem(STORE + name);
+    else localStorage.setItem(STORE + name, code);
+  } catch {
+    // as above
+  }
+}
+
+/** The textarea as an editor ({code(), setCode(text), focus()}), until the code editor replaces it. */
+function plainEditor(textarea, onChange) {
+  textarea.addEventListener("input", () => onChange(textarea.value));
+  return { code: () => textarea.value, setCode: (text) => (textarea.value = text), focus: () => textarea.focus() };
+}
+
+/** Swap the textarea for the code editor, carrying over its code, selection and focus. */
+async function loadEditor(widget) {
+  const { createEditor } = await import("./editor.bundle.js");
+  const textarea = widget.textarea;
+  const focused = document.activeElement === textarea;
+  const [from, to] = [textarea.selectionStart, textarea.selectionEnd];
+  const host = output(widget.root, "editor");
+  const label = widget.root.querySelector("label");
+  const editor = createEditor({
+    parent: host,
+    doc: textarea.value,
+    attributes: { "data-editor": "", "aria-labelledby": label.id,
+                  "aria-describedby": textarea.getAttribute("aria-describedby") },
+    onChange: widget.changed,
+  });
+  editor.view.dispatch({ selection: { anchor: from, head: to } });
+  textarea.remove();
+  label.removeAttribute("for"); // the editor names itself by the label (aria-labelledby)
+  widget.editor = editor;
+  widget.root.dataset.editorLoaded = "true";
+  if (focused) editor.focus();
+}
+
+class Exercise {
+  constructor(root) {
+    this.root = root;
+    this.name = root.dataset.exercise;
+    this.textarea = root.querySelector("textarea[data-editor]");
+    this.skeleton = this.textarea.defaultValue;
+    this.result = output(root, "result");
+    this.button = (name) => root.querySelector(`button[name="${name}"]`);
+    this.run = 0; // the current run's number: a stopped run's late answer is dropped
+    this.changed = (code) => keep(this.name, code, this.skeleton);
+    this.textarea.value = kept(this.name) ?? this.skeleton;
+    this.editor = plainEditor(this.textarea, this.changed);
+    this.button("run").addEventListener("click", () => this.check());
+    this.button("stop").addEventListener("click", () => this.stop());
+    this.button("reset").addEventListener("click", () => this.reset());
+    this.button("solution").addEventListener("click", () => this.showSolution());
+    whenNear(root, () => loadEditor(this).catch(() => (root.dataset.editorLoaded = "false")));
+  }
+
+  show(status, message, printed = null) {
+    this.result.dataset.status = status;
+    setText(this.result, message);
+    this.root.dataset.state = status;
+    const running = status === "running";
+    this.button("run").disabled = running;
+    this.button("stop").disabled = !running;
+    if (printed !== null) {
+      const box = output(this.root, "print");
+      box.hidden = !printed;
+      setText(box.querySelector("pre"), printed);
+    }
+  }
+
+  async check() {
+    const run = ++this.run;
+    this.show("running", "Running your code…", "");
+    const tell = (message) => run === this.run && this.show("running", message);
+    const { status, message, output: printed } = await runExercise(this.name, this.editor.code(), tell);
+    if (run !== this.run) return; // stopped meanwhile
+    this.show(status, message, printed);
+    this.button("solution").hidden = false;
+  }
+
+  stop() {
+    this.run++;
+    stopPython("stopped");
+    this.show("stopped", "Stopped. Run starts a fresh Python.");
+    this.button("solution").hidden = false;
+  }
+
+  reset() {
+    this.editor.setCode(this.skeleton);
+    keep(this.name, this.skeleton, this.skeleton);
+    this.editor.focus();
+  }
+
+  showSolution() {
+    output(this.root, "solution").hidden = false;
+    this.button("solution").hidden = true;
+  }
+}
+
+mountEach('[data-mha-widget="exercise"]', (root) => new Exercise(root));
