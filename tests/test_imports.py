@@ -47,3 +47,16 @@ def test_the_check_finds_each_way_of_taking_a_private_name():
 @pytest.mark.parametrize("path", CHECKED, ids=[str(p.relative_to(ROOT)) for p in CHECKED])
 def test_no_module_takes_a_private_name_from_another(path):
     assert private_uses(path.read_text()) == []
+
+
+def test_tests_mirror_the_package():
+    """Each module of mha_core has its test file at the same place under tests/core (a package's __init__.py
+    is tested as test_<package>.py beside the package's folder)."""
+    package = ROOT / "mha_core"
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package)
+        if rel.name == "__init__.py":
+            if rel.parent == Path("."):
+                continue  # mha_core's own: its exports, used by every test
+            rel = rel.parent.with_suffix(".py")
+        assert (ROOT / "tests" / "core" / rel.parent / f"test_{rel.name}").is_file(), f"no tests for mha_core/{rel}"
