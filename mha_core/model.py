@@ -171,17 +171,17 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     d_z = split_heads(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
     # z = pattern @ v
     d_pattern = d_z @ v.mT  # [B, h, n, d_k] @ [B, h, d_k, n] -> [B, h, n_q, n_k]
-    d_v = pattern.mT @ d_z  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
+    d_v_heads = pattern.mT @ d_z  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
     # pattern = softmax(scores): d_scores = pattern ⊙ (d_pattern − Σ_k pattern ⊙ d_pattern); masked keys get 0
     d_scores = pattern * (d_pattern - (pattern * d_pattern).sum(axis=-1, keepdims=True))  # [B, h, n_q, n_k]
     # scores = q kᵀ / √d_k
     d_scores /= math.sqrt(q.shape[-1])
-    d_q = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
-    d_k = d_scores.mT @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
-    # q = x @ W_Q, k = x @ W_K, v = x @ W_V, split into heads
-    d_q, d_k, d_v = merge_heads(d_q), merge_heads(d_k), merge_heads(d_v)  # [B, h, n, d_k] -> [B, n, h·d_k]
-    grads = {"W_Q": weight_grad(x, d_q), "W_K": weight_grad(x, d_k), "W_V": weight_grad(x, d_v), "W_O": d_W_O}
-    d_x = project(d_q, W_Q.T) + project(d_k, W_K.T) + project(d_v, W_V.T)  # [B, n, h·d_k] @ [h·d_k, d_model]
+    d_q_heads = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
+    d_k_heads = d_scores.mT @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
+    # Q = x @ W_Q, K = x @ W_K, V = x @ W_V (all heads side by side), then split into heads
+    d_Q, d_K, d_V = (merge_heads(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
+    grads = {"W_Q": weight_grad(x, d_Q), "W_K": weight_grad(x, d_K), "W_V": weight_grad(x, d_V), "W_O": d_W_O}
+    d_x = project(d_Q, W_Q.T) + project(d_K, W_K.T) + project(d_V, W_V.T)  # [B, n, h·d_k] @ [h·d_k, d_model]
     return d_x, grads
 
 
