@@ -1,6 +1,16 @@
 """mha_core: multi-head attention in pure NumPy, the numbers behind every widget of the explainer.
 
 Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the standard library only.
+
+    config, shapes, presets, display   one attention layer's sizes, what they cost, published models, their text
+    attention                          the layer itself: softmax, split and merge, multi-head attention
+    heads, tokens                      constructed heads on a sentence, and the tokenizer
+    memory, worked                     the split and merge in memory; the first page's worked example
+    model, detectors, training         a two-layer attention-only transformer, its heads' scores, its training
+    rng                                seeded random numbers without numpy.random
+    bridge/                            what the browser calls: arguments declared and checked, the widgets' views
+
+The numerical modules trust their input; the bridge checks what a browser sends.
 """
 
 from .attention import merge_heads, multi_head_attention, scaled_dot_product_attention, softmax, split_heads
@@ -10,7 +20,9 @@ from .presets import PRESETS, Preset, presets
 from .memory import memory_steps
 from .shapes import param_count, shape_report
 from .worked import worked_example
-from .training import TrainConfig, Trainer, TrainingDiverged, evaluate, forward, init_params, loss_and_grads, sample_batch, train
+from .model import TrainConfig, forward, init_params, loss_and_grads, run_with_cache
+from .detectors import detector_scores, evaluate
+from .training import Trainer, TrainingDiverged, sample_batch, train
 
 __version__ = "0.1.0"
 
@@ -20,6 +32,6 @@ __all__ = [
     "softmax", "split_heads", "merge_heads", "scaled_dot_product_attention", "multi_head_attention",
     "HEAD_INFO", "HEAD_KINDS", "MAX_TOKENS", "tokenize", "head_patterns", "head_weights",
     "memory_steps", "worked_example",
-    "TrainConfig", "Trainer", "TrainingDiverged", "sample_batch", "init_params", "forward", "loss_and_grads",
-    "evaluate", "train",
+    "TrainConfig", "init_params", "forward", "run_with_cache", "loss_and_grads", "detector_scores", "evaluate",
+    "Trainer", "TrainingDiverged", "sample_batch", "train",
 ]

@@ -7,13 +7,12 @@ Every function keeps the input's floating dtype: float32 in, float32 out.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import sys
 
 import numpy as np
-
-from .config import flag, whole_number
 
 # Pyodide's NumPy is built without BLAS: its matmul is a plain strided loop there.
 NO_BLAS = sys.platform == "emscripten"
@@ -43,14 +42,6 @@ def _array(name: str, a, ndim: tuple[int, ...] = (), values: str = "finite") -> 
 def _min_ndim(name: str, a: np.ndarray, ndim: int) -> None:
     if a.ndim < ndim:
         raise ValueError(f"{name} must have at least {ndim} dimensions, got shape {a.shape}")
-
-
-def _checked(check, name: str, value):
-    """value as check (whole_number or flag) reads it, or a ValueError naming the argument."""
-    value, error = check(name, value)
-    if error:
-        raise ValueError(error)
-    return value
 
 
 def _heads_divide(x: np.ndarray, n_heads: int, name: str = "x") -> None:
@@ -87,11 +78,11 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     The reshape relabels each token's d_model numbers as h contiguous slices of d_k; the transpose
     puts the head axis before the sequence axis. Also works unbatched: [n, d_model] -> [h, n, d_k].
     """
-    x, n_heads = _array("x", x, ndim=(2, 3), values="any"), _checked(whole_number, "n_heads", n_heads)
+    x = _array("x", x, ndim=(2, 3), values="any")
     _heads_divide(x, n_heads)
     d_k = x.shape[-1] // n_heads
     x = x.reshape(*x.shape[:-1], n_heads, d_k)  # [B, n, d_model] -> [B, n, h, d_k]
-    return np.swapaxes(x, -2, -3)  # [B, n, h, d_k] -> [B, h, n, d_k]
+    return x.swapaxes(-2, -3)  # [B, n, h, d_k] -> [B, h, n, d_k]
 # --8<-- [end:split_heads]
 
 
@@ -104,12 +95,12 @@ def merge_heads(z) -> np.ndarray:
     (unless h or n is 1). (merge_heads(split_heads(x)) is a view of x again: x was token by token.)
     """
     z = _array("z", z, ndim=(3, 4), values="any")
-    z = np.swapaxes(z, -2, -3)  # [B, h, n, d_k] -> [B, n, h, d_k]
+    z = z.swapaxes(-2, -3)  # [B, h, n, d_k] -> [B, n, h, d_k]
     return z.reshape(*z.shape[:-2], -1)  # [B, n, h, d_k] -> [B, n, h·d_k]
 # --8<-- [end:merge_heads]
 
 
-def _matmul_2d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def matmul_2d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b: [i, k] @ [k, j] -> [i, j], by BLAS where NumPy has it.
 
     Without BLAS, einsum over a's rows and bᵀ's rows: every output is then a dot product of two
@@ -122,7 +113,7 @@ def _matmul_2d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def project(x: np.ndarray, W: np.ndarray) -> np.ndarray:
     """x @ W for a weight matrix: [..., k] @ [k, j] -> [..., j], every position in one 2-D product."""
-    return _matmul_2d(x.reshape(-1, x.shape[-1]), W).reshape(*x.shape[:-1], W.shape[1])
+    return matmul_2d(x.reshape(-1, x.shape[-1]), W).reshape(*x.shape[:-1], W.shape[1])
 
 
 def _broadcasts_to(shape: tuple, target: tuple) -> bool:
@@ -133,21 +124,25 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
 
 
 # --8<-- [start:attend]
-def _causal_mask(n_q: int, n_k: int) -> np.ndarray:
-    """[n_q, n_k] bool: query i may attend to key j when j <= i."""
-    return np.tri(n_q, n_k, dtype=bool)
+@functools.lru_cache(maxsize=64)
+def _future_keys(n_q: int, n_k: int) -> np.ndarray:
+    """[n_q, n_k] bool, read-only, made once per size: key j comes after query i (j > i), the causal mask."""
+    future = ~np.tri(n_q, n_k, dtype=bool)
+    future.flags.writeable = False
+    return future
 
 
 def _attend(q, k, v, causal: bool = False, mask=None):
     """Attention without argument checks: the shared kernel of the two public functions."""
     d_k = q.shape[-1]
-    scores = np.matmul(q, np.swapaxes(k, -1, -2))  # [..., n_q, d_k] @ [..., d_k, n_k] -> [..., n_q, n_k]
+    scores = q @ k.mT  # [..., n_q, d_k] @ [..., d_k, n_k] -> [..., n_q, n_k]
     scores *= scores.dtype.type(1 / math.sqrt(d_k))  # a dtype scalar: float32 stays float32
+    blocked = None if mask is None else ~mask  # True where a query may not attend to a key
     if causal:
-        allowed = _causal_mask(*scores.shape[-2:])
-        mask = allowed if mask is None else mask & allowed
-    if mask is not None:
-        np.copyto(scores, -np.inf, where=~mask)
+        future = _future_keys(*scores.shape[-2:])
+        blocked = future if blocked is None else blocked | future
+    if blocked is not None:
+        np.copyto(scores, -np.inf, where=blocked)
     weights = _softmax_(scores)  # in place: weights reuses the scores buffer
     return np.matmul(weights, v), weights  # [..., n_q, n_k] @ [..., n_k, d_v] -> [..., n_q, d_v]
 # --8<-- [end:attend]
@@ -179,7 +174,7 @@ def scaled_dot_product_attention(q, k, v, causal: bool = False, mask=None):
             raise ValueError(f"mask must be a bool array (True = may attend), got dtype {mask.dtype}")
         if not _broadcasts_to(mask.shape, scores_shape):
             raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {scores_shape}")
-    return _attend(q, k, v, causal=_checked(flag, "causal", causal), mask=mask)
+    return _attend(q, k, v, causal=causal, mask=mask)
 # --8<-- [end:scaled_dot_product_attention]
 
 
@@ -227,7 +222,7 @@ def _grouped_attention(q_heads, k_heads, v_heads, causal: bool):
 
 
 # --8<-- [start:multi_head_attention]
-def _forward_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[str, np.ndarray]:
+def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[str, np.ndarray]:
     """Every intermediate array of one forward pass, by name (arguments already checked).
 
     x is [B, n, d_model]. The softmax runs in place, so "scores" and "weights" are one buffer
@@ -262,11 +257,10 @@ def multi_head_attention(x, W_Q, W_K, W_V, W_O, n_heads: int, b_Q=None, b_K=None
     multi-query (h_kv = 1) attention. Biases are optional. The three projections run as one matmul
     over the concatenated weights; the heads are then only a reshape of its result.
     """
-    x, n_heads = _array("x", x, ndim=(2, 3)), _checked(whole_number, "n_heads", n_heads)
+    x = _array("x", x, ndim=(2, 3))
     W_Q, W_K, W_V, W_O, b_QKV, b_O = _check_weights(x, n_heads, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O)
     batched = x.ndim == 3
-    steps = _forward_steps(x if batched else x[None], W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O,
-                           _checked(flag, "causal", causal))
+    steps = attention_steps(x if batched else x[None], W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal)
     out, weights = steps["out"], steps["weights"]  # [B, n, d_model], [B, h, n, n]
     return (out, weights) if batched else (out[0], weights[0])
 # --8<-- [end:multi_head_attention]

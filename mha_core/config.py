@@ -8,12 +8,10 @@ multi-query attention, in between for grouped-query attention) and d_head (d_k) 
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
-import numpy as np
-
-# Upper bounds: far above any published model, low enough that every count stays a readable number.
+# Upper bounds: far above any published model, low enough that every count stays a readable number. The bridge
+# holds every size a browser sends to them (mha_core.bridge.FUNCTIONS); the config checks how the sizes fit together.
 LIMITS = {
     "d_model": 1_048_576,  # 2**20
     "n_heads": 65_536,
@@ -36,40 +34,7 @@ class ConfigError(ValueError):
         self.check = check
 
 
-def _show(value) -> str:
-    """A short, readable rendering of any value for an error message."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**15:
-        return f"a {len(str(abs(int(value))))}-digit number"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def whole_number(name: str, value, limit: int | None = None) -> tuple[int | None, str | None]:
-    """(value as an int, None) if value is a whole number in 1..limit, else (None, why not)."""
-    limit = LIMITS[name] if limit is None else limit
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None, f"{name} must be a whole number, got {_show(value)}."
-    try:
-        if not isinstance(value, numbers.Integral) and not (math.isfinite(value) and value == math.floor(value)):
-            return None, f"{name} must be a whole number, got {_show(value)}."
-        number = int(value)
-    except (OverflowError, ValueError, TypeError):
-        return None, f"{name} must be a whole number, got {_show(value)}."
-    if number < 1:
-        return None, f"{name} must be at least 1, got {number}."
-    if number > limit:
-        return None, f"{name} must be at most {limit:,}, got {_show(number)}."
-    return number, None
-
-
-def flag(name: str, value) -> tuple[bool | None, str | None]:
-    """(value as a bool, None) if value is a bool or numpy bool, else (None, why not)."""
-    if not isinstance(value, (bool, np.bool_)):
-        return None, f"{name} must be True or False, got {_show(value)}."
-    return bool(value), None
-
-
-def _divisors(n: int) -> list[int]:
+def divisors(n: int) -> list[int]:
     """All divisors of n, ascending (trial division up to sqrt(n): at most 1,024 steps here)."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
@@ -89,7 +54,8 @@ def _multiples_near(target: int, step: int, limit: int) -> list[int]:
     return _nearest(target, [m for m in (low, low + step) if 1 <= m <= limit and m != target])
 
 
-def _result(ok: bool, message: str, **suggestions) -> dict:
+def check_result(ok: bool, message: str, **suggestions) -> dict:
+    """check_config's answer: {"ok", "message", "suggestions" for each field (the nearest values that work)}."""
     empty = {"n_heads": [], "d_model": [], "n_kv_heads": [], "d_head": []}
     return {"ok": ok, "message": message, "suggestions": {**empty, **suggestions}}
 
@@ -99,30 +65,26 @@ def _good_heads(values: dict) -> list[int]:
     h, step = values["n_heads"], values.get("n_kv_heads", 1)
     if "d_head" in values:  # d_model need not divide: any multiple of step works
         return _multiples_near(h, step, LIMITS["n_heads"])
-    return _nearest(h, [c for c in _divisors(values["d_model"]) if c % step == 0])  # a divisor of d_model
+    return _nearest(h, [c for c in divisors(values["d_model"]) if c % step == 0])  # a divisor of d_model
 
 
 def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict | None]:
     """(check, resolved ints {d_model, n_heads, n_kv_heads, d_head} or None)."""
-    values = {}
-    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads), ("d_head", d_head)):
-        if value is None and name in ("n_kv_heads", "d_head"):
-            continue
-        values[name], error = whole_number(name, value)
-        if error:
-            return _result(False, error), None
+    values = {name: int(value) for name, value in
+              (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", n_kv_heads), ("d_head", d_head))
+              if value is not None}
     d, h = values["d_model"], values["n_heads"]
     h_kv = values.get("n_kv_heads", h)
     if h % h_kv:
-        return _result(
+        return check_result(
             False,
             f"n_heads={h} is not divisible by n_kv_heads={h_kv}: each key/value head must serve "
             "the same number of query heads.",
-            n_kv_heads=_nearest(h_kv, _divisors(h)),
+            n_kv_heads=_nearest(h_kv, divisors(h)),
             n_heads=_good_heads(values),
         ), None
     if "d_head" not in values and d % h:
-        return _result(
+        return check_result(
             False,
             f"d_model={d} is not divisible by n_heads={h}: {d} / {h} = {d / h:.2f} is not a whole number, "
             "so the heads cannot split the width into equal slices. Change h or d_model, or give the heads "
@@ -137,30 +99,28 @@ def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict
         message += f", sharing {h_kv} key/value head{'s' if h_kv > 1 else ''}."
     else:
         message += "."
-    return _result(True, message), {"d_model": d, "n_heads": h, "n_kv_heads": h_kv, "d_head": d_k}
+    return check_result(True, message), {"d_model": d, "n_heads": h, "n_kv_heads": h_kv, "d_head": d_k}
 
 
 def check_config(d_model, n_heads, n_kv_heads=None, d_head=None) -> dict:
-    """Check an attention configuration; never raises.
+    """Check how an attention configuration's sizes fit together.
 
     Returns {"ok": bool, "message": str, "suggestions": {"n_heads": [...], "d_model": [...],
     "n_kv_heads": [...], "d_head": [...]}}: when ok is False, the message says why and the suggestions
     are the nearest values that would work, closest first (d_model=512, n_heads=6 -> n_heads [4, 8],
-    d_model [510, 516], or an explicit d_head [85, 86]). Every value must be a whole number from 1 up to LIMITS[name]. With an
-    explicit d_head (Gemma-7B: 3072 wide, 16 heads of 256) d_model need not divide by n_heads; with
+    d_model [510, 516], or an explicit d_head [85, 86]). Each value is a whole number from 1 up to LIMITS[name]
+    (the bridge checks that for the browser). With an explicit d_head (Gemma-7B: 3072 wide, 16 heads of 256) d_model need not divide by n_heads; with
     n_kv_heads, n_heads must divide by it.
     """
     return configure(d_model, n_heads, n_kv_heads, d_head)[1]
 
 
 def configure(d_model, n_heads, n_kv_heads=None, d_head=None, bias=True) -> tuple[AttentionConfig | None, dict]:
-    """(the AttentionConfig, or None when invalid; check_config's answer), never raises."""
+    """(the AttentionConfig, or None when the sizes do not fit together; check_config's answer)."""
     try:
         cfg = AttentionConfig(d_model, n_heads, n_kv_heads, d_head, bias)
     except ConfigError as error:
         return None, error.check
-    except Exception as error:  # a value whose comparisons misbehave; still an answer, not a crash
-        return None, _result(False, f"could not check this configuration: {_show(error)}.")
     return cfg, cfg.check
 
 
@@ -181,10 +141,7 @@ class AttentionConfig:
         check, resolved = _resolve(self.d_model, self.n_heads, self.n_kv_heads, self.d_head)
         if resolved is None:
             raise ConfigError(check)
-        bias, error = flag("bias", self.bias)
-        if error:
-            raise ConfigError(_result(False, error))
-        for name, value in {**resolved, "bias": bias}.items():
+        for name, value in {**resolved, "bias": bool(self.bias)}.items():
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_check", check)
 

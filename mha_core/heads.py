@@ -19,14 +19,13 @@ Residual-stream features (d_model = 2·V + n + 1 for V distinct tokens and n tok
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 import unicodedata
 
 import numpy as np
 
 from .attention import multi_head_attention
+from .tokens import first_tokens, token_key
 
 MAX_TOKENS = 64
 MAX_TEXT_CHARS = 100_000
@@ -89,116 +88,16 @@ HEAD_INFO = {
 }
 
 
-# ---------------------------------------------------------------- text into tokens
-# A token is a word (letters, digits and their marks), an abbreviation of single letters ("U.S.A."),
-# one CJK ideograph or kana (scripts written without spaces), or any other grapheme cluster alone: a
-# punctuation mark, an emoji with its modifiers and joins, a flag. One regular expression finds the
-# pieces; _joins then glues a piece to the token right before it where Unicode's grapheme-cluster rules
-# (UAX #29) keep them together. Standard library only: the code runs in Pyodide too.
-
-IDEOGRAPH_RANGES = (("\u3005", "\u3007"), ("\u3021", "\u3029"), ("\u3031", "\u3035"), ("\u3040", "\u30ff"),
-                    ("\u31f0", "\u31ff"), ("\u3400", "\u4dbf"), ("\u4e00", "\u9fff"), ("\uf900", "\ufaff"),
-                    ("\uff66", "\uff9d"), ("\U00020000", "\U000323af"))  # CJK ideographs, kana
-IDEOGRAPHS = "".join(f"{first}-{last}" for first, last in IDEOGRAPH_RANGES)  # as a character class has them
-
-
-@functools.cache
-def _pieces() -> re.Pattern:
-    """The tokens and the spaces between them. Compiled at the first use rather than at import: Python's
-    compiler walks a class that spans the CJK blocks code point by code point (about 75 ms in Pyodide)."""
-    letter = rf"[^\W\d_{IDEOGRAPHS}]"
-    return re.compile(
-        rf"(?<!\w){letter}(?:\.{letter}(?!\w))+\.?"  # an abbreviation: U.S.A. / e.g. / U.S.A
-        rf"|[{IDEOGRAPHS}]"  # one ideograph or kana
-        rf"|[^\W{IDEOGRAPHS}]+"  # a word: \w characters that are not ideographs
-        r"|[^\w\s]"  # any other character, alone (marks and joiners are glued on by _joins)
-        r"|\s+")  # the spaces between tokens
-
-
-ZWJ = "\u200d"
-
-
-def _is_regional_indicator(ch: str) -> bool:  # two of them make a flag
-    return "\U0001f1e6" <= ch <= "\U0001f1ff"
-
-
-def _extends(ch: str) -> bool:
-    """Continues the cluster before it: a combining mark, ZWJ, a variation selector, a skin-tone modifier, a tag."""
-    return (unicodedata.category(ch)[0] == "M" or ch == ZWJ or "\ufe00" <= ch <= "\ufe0f"
-            or "\U000e0100" <= ch <= "\U000e01ef" or "\U0001f3fb" <= ch <= "\U0001f3ff" or "\U000e0020" <= ch <= "\U000e007f")
-
-
-def _is_pictographic(ch: str) -> bool:
-    """Extended_Pictographic, near enough: emoji and other symbols, what a ZWJ joins."""
-    return (unicodedata.category(ch) == "So" and not _is_regional_indicator(ch)) or ch in "\u00a9\u00ae\u203c\u2049"
-
-
-def _is_ideograph(ch: str) -> bool:
-    return any(first <= ch <= last for first, last in IDEOGRAPH_RANGES)
-
-
-def _is_word(token: str) -> bool:
-    return (token[0].isalnum() or token[0] == "_") and not _is_ideograph(token[0])
-
-
-def _joins(token: str, piece: str) -> bool:
-    """Whether piece, found right after token, belongs to it. Hangul needs no rule of its own: its
-    syllables and conjoining jamo are all word characters, so a Korean word is never cut."""
-    if _extends(piece[0]):  # GB9: marks and the like stay with their base (é, 👍🏽, ❤️, 1️⃣)
-        return True
-    if token[-1] == ZWJ:  # GB11: pictograph ZWJ × pictograph (👨‍👩‍👧‍👦)
-        return _is_pictographic(piece[0]) and _is_pictographic(token[0])
-    if _is_regional_indicator(piece[0]):  # GB12/13: regional indicators pair up into a flag (🇫🇷)
-        return len(token) == 1 and _is_regional_indicator(token)
-    return _is_word(piece) and _is_word(token) and _extends(token[-1])  # a word goes on after a mark
-
-
-def _scan(text: str) -> tuple[list[str], int]:
-    """(the first MAX_TOKENS tokens, how many tokens the whole text has); linear in len(text)."""
-    if text.isascii():  # every character is a cluster of its own: nothing to glue
-        tokens = [piece for piece in _pieces().findall(text) if not piece[0].isspace()]
-        return tokens[:MAX_TOKENS], len(tokens)
-    glue = {ch for ch in set(text) if _extends(ch) or _is_regional_indicator(ch)}  # what _joins looks at
-    tokens, token = [], ""
-    for piece in _pieces().findall(text):
-        if token and (piece[0] in glue or token[-1] in glue) and _joins(token, piece):
-            token += piece
-            continue
-        if token:
-            tokens.append(token)
-        token = "" if piece[0].isspace() else piece
-    if token:
-        tokens.append(token)
-    return tokens[:MAX_TOKENS], len(tokens)
-
-
-def _check_text(text) -> str:
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a string, got {type(text).__name__}")
-    if len(text) > MAX_TEXT_CHARS:  # bounds the scan (about 5 ms per 100,000 characters)
-        raise ValueError(f"text is too long: {len(text):,} characters (at most {MAX_TEXT_CHARS:,}; "
-                         f"only the first {MAX_TOKENS} tokens are used)")
-    if not text.strip():
-        raise ValueError("text is empty")
-    return text
-
-
 def tokenize(text: str) -> list[str]:
-    """The text's first 64 tokens: words, abbreviations, CJK characters one by one, and every other
-    grapheme cluster (punctuation, an emoji with its joins, a flag) alone."""
-    return _scan(_check_text(text))[0]
+    """The text's first MAX_TOKENS tokens: words, abbreviations, CJK characters one by one, and every other
+    grapheme cluster (punctuation, an emoji with its joins, a flag) alone (mha_core.tokens)."""
+    return first_tokens(text, MAX_TOKENS)[0]
 
 
-def _tokens(text_or_tokens) -> tuple[list[str], int]:
-    """(tokens, how many were given) from a text or a list of token strings."""
+def given_tokens(text_or_tokens: str | list[str]) -> tuple[list[str], int]:
+    """(the first MAX_TOKENS tokens, how many were given) from a text or a list of token strings."""
     if isinstance(text_or_tokens, str):
-        return _scan(_check_text(text_or_tokens))
-    if not isinstance(text_or_tokens, (list, tuple)) or len(text_or_tokens) > MAX_TEXT_CHARS or not all(
-            isinstance(t, str) and t.strip() for t in text_or_tokens):
-        raise ValueError(f"text_or_tokens must be a string or a list of at most {MAX_TEXT_CHARS:,} "
-                         "non-blank token strings")
-    if not text_or_tokens:
-        raise ValueError("text is empty")
+        return first_tokens(text_or_tokens, MAX_TOKENS)
     return list(text_or_tokens[:MAX_TOKENS]), len(text_or_tokens)
 
 
@@ -211,7 +110,7 @@ class _Layout:
     """Where each feature lives in the residual stream, for one sentence."""
 
     def __init__(self, tokens: list[str]):
-        self.keys = [t.casefold() for t in tokens]
+        self.keys = [token_key(t) for t in tokens]
         self.vocab = list(dict.fromkeys(self.keys))  # distinct tokens, in order of first appearance
         self.index = {t: i for i, t in enumerate(self.vocab)}
         V, n = len(self.vocab), len(tokens)
@@ -301,16 +200,6 @@ def _construct(tokens: list[str]) -> tuple[_Layout, dict[str, dict]]:
     return L, {kind: _scaled(build(L, d), d) for kind, (build, d) in builders.items()}
 
 
-def _check_ablate(ablate) -> tuple[str, ...]:
-    if isinstance(ablate, str) or not isinstance(ablate, (list, tuple)):
-        raise ValueError(f"ablate must be a list of head kinds, got {ablate!r:.60}")
-    for kind in ablate:
-        if kind not in LAYER0 + ("induction",):
-            raise ValueError(f"unknown head kind in ablate: {kind!r:.60}; "
-                             f"known: {', '.join(LAYER0 + ('induction',))}")
-    return tuple(ablate)
-
-
 def _run(tokens: list[str], ablate: tuple[str, ...]):
     """Run both layers; returns (layout, weights by kind, x, residual, patterns by kind)."""
     L, W = _construct(tokens)
@@ -334,7 +223,7 @@ def first_query(tokens: list[str]) -> int:
     """The query a reader is shown first: the first token seen before (where the heads disagree most),
     else the last token."""
     seen = set()
-    for i, key in enumerate(t.casefold() for t in tokens):
+    for i, key in enumerate(token_key(t) for t in tokens):
         if key in seen:
             return i
         seen.add(key)
@@ -355,8 +244,8 @@ def head_patterns(text_or_tokens, ablate=()) -> dict:
     At most 64 tokens are used; longer input is cut and reported (truncated, n_tokens_given, notice).
     ablate: head kinds whose output is zeroed before layer 1; ("previous_token",) breaks induction.
     """
-    tokens, given = _tokens(text_or_tokens)
-    L, _, x, _, patterns = _run(tokens, _check_ablate(ablate))
+    tokens, given = given_tokens(text_or_tokens)
+    L, _, x, _, patterns = _run(tokens, tuple(ablate))
     return {"tokens": tokens, "heads": patterns, "boundaries": [bool(b) for b in x[:, L.boundary]],
             "truncated": given > len(tokens), "n_tokens_given": given, "info": HEAD_INFO,
             "first_query": first_query(tokens), "notice": _notice(len(tokens), given)}
@@ -371,9 +260,8 @@ def head_weights(text_or_tokens, ablate=()) -> dict:
     "residual": [n, d_model], "heads": {kind: {"layer", "input", "d_head", "W_Q", "W_K", "W_V",
     "W_O", "label", "q_reads", "k_reads", "explanation"}}}; "averaged" has no weights.
     """
-    tokens, given = _tokens(text_or_tokens)
-    ablate = _check_ablate(ablate)
-    L, W, x, residual, _ = _run(tokens, ablate)
+    tokens, given = given_tokens(text_or_tokens)
+    L, W, x, residual, _ = _run(tokens, tuple(ablate))
     heads = {}
     for kind in HEAD_KINDS:
         info = dict(HEAD_INFO[kind])

@@ -26,16 +26,6 @@ ANGLE = math.pi / 3  # positions as angles: cos(ANGLE·Δ) is largest at Δ = 0 
 MARGIN = 8.0  # scaled score of the matching key; a neighbour scores at most half of it
 
 
-def _check(n_tokens, n_heads, wrong) -> None:
-    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or not 1 <= n_tokens <= MAX_TOKENS:
-        raise ValueError(f"n_tokens must be a whole number from 1 to {MAX_TOKENS}, got {n_tokens!r:.40}")
-    if isinstance(n_heads, bool) or n_heads not in HEAD_CHOICES:
-        raise ValueError(f"n_heads must be one of {', '.join(map(str, HEAD_CHOICES))} (d_model = {D_MODEL}), "
-                         f"got {n_heads!r:.40}")
-    if not isinstance(wrong, bool):
-        raise ValueError(f"wrong must be true or false, got {wrong!r:.40}")
-
-
 def constructed_qkv(n: int, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """q, k, v [n, d_model]: in head i's columns, query t points at position t - OFFSETS[i] and key j
     at position j (the first two features, as angles); v is head i's token number, t + 1."""
@@ -151,7 +141,6 @@ def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> di
     z -> reshape [n, d_model]. Returns {n, h, d_k, d_model, itemsize, wrong, steps, merge_copies,
     patterns: {right, wrong} ([h, n, n] weights, causal), patterns_text}.
     """
-    _check(n_tokens, n_heads, wrong)
     n, h, d_k = n_tokens, n_heads, D_MODEL // n_heads
     q, k, v = constructed_qkv(n, h)  # [n, d_model] each
     labels = np.arange(n * D_MODEL, dtype=q.dtype).reshape(n, D_MODEL)  # t·d_model + column, like q

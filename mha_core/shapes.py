@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 
 import numpy as np
 
-from .attention import _forward_steps
-from .config import AttentionConfig, _result, configure, whole_number
+from .attention import attention_steps
+from .config import AttentionConfig, configure
 from .display import shapes_display
 from .rng import Random
 
@@ -89,7 +88,7 @@ def _views(B: int, n: int, h_kv: int, group: int, d_k: int) -> dict[str, bool]:
     rng = Random(0)
     x = rng.standard_normal((B, n, d_model))
     W_Q, W_K, W_V = (rng.standard_normal((d_model, width)) for width in (h * d_k, h_kv * d_k, h_kv * d_k))
-    steps = _forward_steps(x, W_Q, W_K, W_V, rng.standard_normal((h * d_k, d_model)), h, None, None, False)
+    steps = attention_steps(x, W_Q, W_K, W_V, rng.standard_normal((h * d_k, d_model)), h, None, None, False)
     return {name: source is not None and bool(np.shares_memory(steps[name], steps[source]))
             for name, (source, _) in STEPS.items()}
 
@@ -131,24 +130,11 @@ def _flops(cfg: AttentionConfig, B: int, n: int) -> dict[str, int]:
     }
 
 
-def _check_run(seq_len, batch, dtype_bytes, n_layers) -> tuple[tuple[int, int, int] | None, str | None]:
-    """((n, B, n_layers) as ints, None), or (None, why the run's own arguments are invalid)."""
-    run = []
-    for name, value in (("seq_len", seq_len), ("batch", batch), ("n_layers", n_layers)):
-        number, error = whole_number(name, value)
-        if error:
-            return None, error
-        run.append(number)
-    if not isinstance(dtype_bytes, numbers.Integral) or isinstance(dtype_bytes, bool) or dtype_bytes not in (1, 2, 4, 8):
-        return None, f"dtype_bytes must be 1, 2, 4 or 8 (int8, 16-bit, float32, float64), got {dtype_bytes!r:.40}."
-    return tuple(run), None
-
-
 def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4,
                  n_layers=1) -> dict:
     """Every tensor shape, the parameter count, KV-cache size and FLOPs of one attention layer.
 
-    Never raises: an invalid configuration gives check.ok = False, tensors [] and None elsewhere.
+    Sizes that do not fit together (check_config) give check.ok = False, tensors [] and None elsewhere.
     Plain JSON types only. Keys:
       ok, check ({ok, message, suggestions}, see check_config), config (the resolved sizes),
       tensors: one dict per step in pipeline order (TENSOR_NAMES), each {name, symbol, shape, numel,
@@ -167,14 +153,11 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
       display: what the shapes widget shows, as text (see display.shapes_display).
     """
     cfg, check = configure(d_model, n_heads, n_kv_heads, d_head, bias)
-    if cfg is not None:
-        run, error = _check_run(seq_len, batch, dtype_bytes, n_layers)
-        check = _result(False, error) if error else check
     report = {"ok": check["ok"], "check": check, "config": None, "tensors": [], "weights": [], "params": None,
               "kv_cache_bytes": None, "kv_cache_model_bytes": None, "flops": None, "flops_by_step": None}
     if not check["ok"]:
         return {**report, "display": shapes_display(report)}
-    (n, B, n_layers), dtype_bytes = run, int(dtype_bytes)
+    n, B, n_layers, dtype_bytes = int(seq_len), int(batch), int(n_layers), int(dtype_bytes)
     flops, symbols = _flops(cfg, B, n), _symbols(cfg)
     weights = [{"name": name, "symbol": symbols[name], "shape": list(shape), "numel": math.prod(shape),
                 "bytes": math.prod(shape) * dtype_bytes} for name, shape in cfg.weight_shapes.items()]

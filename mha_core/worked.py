@@ -13,7 +13,6 @@ import math
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
-from .config import whole_number
 from .rng import Random
 
 VOCAB = ("the", "cat", "sat", "on", "a", "mat")  # each word's embedding is drawn from the seed
@@ -34,20 +33,10 @@ def _drawn(rng: Random, shape: tuple[int, ...], scale: float) -> np.ndarray:
     return np.round(rng.standard_normal(shape) * scale, 1) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def _check_tokens(tokens) -> tuple[str, ...]:
-    if not isinstance(tokens, (list, tuple)) or len(tokens) != N_TOKENS or not all(t in VOCAB for t in tokens):
-        raise ValueError(f"tokens must be a list of {N_TOKENS} words from {', '.join(VOCAB)}; got {str(tokens):.60}")
-    return tuple(tokens)
-
-
 def worked_steps(seed: int = 1, tokens=TOKENS) -> dict[str, np.ndarray]:
     """Every matrix of the example by name, as arrays. Per head i (0 and 1): q_i, k_i, v_i (its column
     blocks of Q, K, V), scores_i, weights_i, z_i, W_O_i (its row block of W_O) and part_i = z_i @ W_O_i;
     out is the sum of the parts."""
-    seed, error = whole_number("seed", seed, MAX_SEED + 1)
-    if error:
-        raise ValueError(error)
-    tokens = _check_tokens(tokens)
     rng = Random(seed - 1)  # seeds count from 1 for the reader
     embeddings = _drawn(rng, (len(VOCAB), D_MODEL), 1.0)  # [V, d_model]: one row per word
     X = embeddings[[VOCAB.index(t) for t in tokens]]  # [n, d_model]: a repeated word repeats its row

@@ -15,11 +15,48 @@ site from the files that build.py fetched into .cache/:
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import subprocess
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
+_lock_depth = threading.local()  # how deep this thread is in cache_lock: the lock is taken once, at the outermost
+
+
+@contextlib.contextmanager
+def cache_lock():
+    """.cache/ to this process alone while it fills it: builds run side by side (the tests run several), and two
+    filling one entry at once would each write the other's half-made files. Re-entrant within a thread."""
+    depth = getattr(_lock_depth, "n", 0)
+    if depth:
+        _lock_depth.n = depth + 1
+        try:
+            yield
+        finally:
+            _lock_depth.n = depth
+        return
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+        _lock_depth.n = 1
+        try:
+            yield
+        finally:
+            _lock_depth.n = 0
+
+
+def kept(path: Path, make) -> bytes:
+    """The bytes of the cache file path, written whole by make() the first time, under cache_lock."""
+    with cache_lock():
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(path.name + ".part")
+            part.write_bytes(make())
+            part.replace(path)
+        return path.read_bytes()
 
 
 class BuildError(Exception):

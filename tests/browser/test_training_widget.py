@@ -14,7 +14,10 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core import training
+from mha_core.bridge.training_views import decode_params, training_evaluate
+from mha_core.detectors import evaluate
+from mha_core.model import TrainConfig
+from mha_core.training import eval_batch
 from tests.helpers import assert_shows, form_config
 
 ASSET = "assets/widgets/training/run.json"
@@ -84,10 +87,10 @@ def test_asset_is_checked_small_and_trained_here(built_site, run):
     assert f'data-sha256="{hashlib.sha256(data).hexdigest()}"' in html
     assert len(data) <= 1_000_000
     assert 20 <= len(run["checkpoints"]) <= 30 and run["checkpoints"][-1]["step"] == run["steps"]
-    config = training.TrainConfig(**run["config"])
-    weights = training.decode_params(run["checkpoints"][-1]["params"], config)
-    tokens = training.eval_batch(config, run["seed"])
-    assert training.evaluate(weights, tokens, config)["loss_repeat"] == pytest.approx(run["history"][-1]["loss_repeat"], abs=5e-3)
+    config = TrainConfig(**run["config"])
+    weights = decode_params(run["checkpoints"][-1]["params"], config)
+    tokens = eval_batch(config, run["seed"])
+    assert evaluate(weights, tokens, config)["loss_repeat"] == pytest.approx(run["history"][-1]["loss_repeat"], abs=5e-3)
 
 
 def test_first_paint_shows_the_last_checkpoint(page, training_url, run):
@@ -149,8 +152,8 @@ def test_knock_out_the_previous_token_head(live_widget, run):
     widget.locator('button[name="knockout"]').click()
     expect(widget.locator('button[name="knockout"]')).to_have_attribute("aria-pressed", "true")
     expect(widget).to_have_attribute("data-state", "live")
-    config = training.TrainConfig(**run["config"])
-    answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[0, prev]])
+    config = TrainConfig(**run["config"])
+    answer = training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[0, prev]])
     intact, ablated = answer["intact"], answer["ablated"]
     assert ablated["loss_repeat"] > intact["loss_repeat"] + 1  # the circuit is broken
     expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{ablated['loss_repeat']:.3f}")
@@ -186,7 +189,7 @@ def test_the_readers_own_text(live_widget, run):
     expect(labels).to_have_count(len(words))
     expect(widget).to_have_attribute("data-state", "live")
     assert labels.all_text_contents() == words
-    answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], text=text)
+    answer = training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], text=text)
     n = len(words)
     patterns = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, 2, n, n) / 65535
     shown = np.zeros((n, n))

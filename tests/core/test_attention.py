@@ -99,9 +99,6 @@ def test_split_and_merge_unbatched():
 
 @pytest.mark.parametrize("call, words", [
     (lambda: split_heads(np.zeros((2, 5, 10)), 3), "not divisible by n_heads=3"),
-    (lambda: split_heads(np.zeros((2, 5, 12)), 0), "n_heads must be at least 1"),
-    (lambda: split_heads(np.zeros((2, 5, 12)), True), "n_heads must be a whole number"),
-    (lambda: split_heads(np.zeros((2, 5, 12)), 3.5), "n_heads must be a whole number"),
     (lambda: split_heads(np.zeros(12), 3), "x must have 2 or 3 dimensions"),
     (lambda: split_heads(np.zeros((2, 12), dtype=int), 3), "x must hold floating-point"),
     (lambda: split_heads(np.array([[object()]]), 1), "x must hold floating-point"),
@@ -161,7 +158,6 @@ def test_sdpa_keeps_float32():
     ({"v": np.zeros((4, 5), dtype=np.int64)}, "v must hold floating-point"),
     ({"mask": np.ones((4, 4))}, "mask must be a bool array"),
     ({"mask": np.ones((2, 4, 5), dtype=bool)}, "mask of shape"),
-    ({"causal": "yes"}, "causal must be True or False"),
     ({"q": np.zeros((3, 4, 3)), "k": np.zeros((2, 4, 3))}, "do not broadcast"),
 ])
 def test_sdpa_rejects(kwargs, words):
@@ -286,21 +282,10 @@ def good():
     ({"b_Q": np.zeros(7)}, "b_Q must have shape \\(8,\\)"),
     ({"b_O": np.zeros((1, 8))}, "b_O must have shape \\(8,\\)"),
     ({"b_V": np.array([np.nan] * 8)}, "b_V contains NaN"),
-    ({"n_heads": 0}, "n_heads must be at least 1"),
-    ({"n_heads": 2.5}, "n_heads must be a whole number"),
-    ({"causal": 1}, "causal must be True or False"),
 ])
 def test_multi_head_attention_rejects(change, words):
     with pytest.raises(ValueError, match=words):
         multi_head_attention(**{**good(), **change})
-
-
-def test_sizes_and_flags_follow_the_config_policy():
-    """Whole-number floats count as sizes and numpy bools as flags, as in AttentionConfig."""
-    x = rng.standard_normal((2, 3, 12))
-    assert np.array_equal(split_heads(x, 3.0), split_heads(x, 3))
-    out, weights = multi_head_attention(**{**good(), "n_heads": 2.0, "causal": np.bool_(True)})
-    assert out.shape == (2, 3, 8) and weights[0, 0, 0, 1] == 0
 
 
 def test_only_some_biases():

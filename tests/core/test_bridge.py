@@ -1,11 +1,15 @@
-"""bridge.call: the browser's one entry point. JSON in, JSON out, a whitelist, never an exception."""
+"""bridge.call: the browser's one entry point. JSON in, JSON out, a whitelist, every argument checked against its
+declaration (the field named, the reason given), never an exception."""
 
+import inspect
 import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from mha_core import bridge, head_patterns, shape_report
+from mha_core import LIMITS, bridge, head_patterns, shape_report
+from mha_core.bridge import declare
 
 
 def call(fn, args):
@@ -70,8 +74,8 @@ def test_head_weights_serialise():
     ("shape_report", {"d_model": 512}, "missing a required argument"),
     ("shape_report", {"d_model": 512, "n_heads": 8, "seq_len": 2, "batch": 1, "evil": 1}, "unexpected keyword"),
     ("head_patterns", {"text_or_tokens": "   "}, "text is empty"),
-    ("head_patterns", {"text_or_tokens": "a b", "ablate": ["averaged"]}, "unknown head kind in ablate"),
-    ("param_count", {"d_model": True, "n_heads": 8}, "whole number"),
+    ("head_patterns", {"text_or_tokens": "a b", "ablate": ["averaged"]}, "ablate[0] must be one of previous_token"),
+    ("param_count", {"d_model": True, "n_heads": 8}, "d_model must be a whole number, got True."),
 ])
 def test_errors_come_back_as_json(fn, args, words):
     answer = bridge.call(fn, args if isinstance(args, str) else json.dumps(args))
@@ -86,13 +90,13 @@ def test_non_string_arguments_json():
 def test_a_bug_is_reported_not_raised(monkeypatch):
     def broken():
         raise RuntimeError("boom")
-    monkeypatch.setitem(bridge.FUNCTIONS, "broken", broken)
+    monkeypatch.setitem(bridge.FUNCTIONS, "broken", declare(broken))
     answer = json.loads(bridge.call("broken", "{}"))
     assert answer == {"ok": False, "error": "internal error in broken: RuntimeError: boom"}
 
 
 def test_nan_cannot_leak_into_json(monkeypatch):
-    monkeypatch.setitem(bridge.FUNCTIONS, "nan", lambda: np.array([np.nan]))
+    monkeypatch.setitem(bridge.FUNCTIONS, "nan", declare(lambda: np.array([np.nan])))
     answer = json.loads(bridge.call("nan", "{}"))
     assert answer["ok"] is False and "JSON" in answer["error"]
 
@@ -101,3 +105,122 @@ def test_unicode_text_round_trips():
     text = "שלום 😀 שלום"
     result = call("head_patterns", {"text_or_tokens": text})["result"]
     assert result["tokens"] == ["שלום", "😀", "שלום"]
+
+
+# ---------------------------------------------------------------- the declarations
+
+@pytest.mark.parametrize("fn_name", sorted(bridge.FUNCTIONS))
+def test_each_argument_is_declared_once_and_only_the_functions_own(fn_name):
+    declared = bridge.FUNCTIONS[fn_name]
+    assert sorted(declared.args) == sorted(inspect.signature(declared.fn).parameters)
+
+
+GOOD = {
+    "check_config": {"d_model": 512, "n_heads": 8},
+    "shape_report": {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2},
+    "param_count": {"d_model": 512, "n_heads": 8},
+    "head_patterns": {"text_or_tokens": "a b a b"},
+    "head_weights": {"text_or_tokens": "a b a b"},
+    "worked_example": {"seed": 1},
+    "memory_steps": {},
+    "training_start": {"config": {"batch": 2}},
+    "training_stop": {"run": 1},
+}
+
+BAD = [  # function, the argument changed, its bad value, the message
+    ("check_config", "d_model", 0, "d_model must be at least 1, got 0."),
+    ("check_config", "n_heads", 2.5, "n_heads must be a whole number, got 2.5."),
+    ("check_config", "n_kv_heads", LIMITS["n_kv_heads"] + 1, "n_kv_heads must be at most 65,536, got 65537."),
+    ("check_config", "d_head", "64", "d_head must be a whole number, got '64'."),
+    ("shape_report", "seq_len", 10**30, "seq_len must be at most 16,777,216, got a 31-digit number."),
+    ("shape_report", "batch", None, "batch must be a whole number, got None."),
+    ("shape_report", "bias", "no", "bias must be true or false, got 'no'."),
+    ("shape_report", "dtype_bytes", 3, "dtype_bytes must be one of 1, 2, 4, 8 (int8, 16-bit, float32, float64), got 3."),
+    ("shape_report", "n_layers", 0, "n_layers must be at least 1, got 0."),
+    ("param_count", "bias", 1, "bias must be true or false, got 1."),
+    ("head_patterns", "text_or_tokens", "   ", "text is empty."),
+    ("head_patterns", "text_or_tokens", "a" * 100_001, "text is too long: 100,001 characters (at most 100,000)."),
+    ("head_patterns", "text_or_tokens", ["a", 3], "text_or_tokens must be a string or a list of 1 to 100,000"),
+    ("head_patterns", "ablate", "previous_token", "ablate must be a list, got 'previous_token'."),
+    ("head_weights", "ablate", ["nope"], "ablate[0] must be one of previous_token, positional, induction, content"),
+    ("worked_example", "seed", 0, "seed must be at least 1, got 0."),
+    ("worked_example", "seed", 2**32 + 1, "seed must be at most 4,294,967,296"),
+    ("worked_example", "tokens", ["the", "dog", "sat"], "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
+    ("worked_example", "tokens", ["cat"], "tokens must hold 3 items, got 1."),
+    ("memory_steps", "n_tokens", 5, "n_tokens must be at most 4, got 5."),
+    ("memory_steps", "n_heads", 3, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
+    ("memory_steps", "wrong", "yes", "wrong must be true or false, got 'yes'."),
+    ("training_start", "config", {"n_heads": 0}, "n_heads must be at least 1, got 0."),
+    ("training_start", "config", {"n_heads": 9}, "n_heads must be at most 8, got 9."),
+    ("training_start", "config", {"min_period": 1}, "min_period must be at least 2, got 1."),
+    ("training_start", "config", {"min_period": None}, "min_period must be a whole number, got None."),
+    ("training_start", "config", {"lr": 0}, "lr must be a number above 0 and at most 10, got 0."),
+    ("training_start", "config", {"lr": True}, "lr must be a number above 0 and at most 10, got True."),
+    ("training_start", "config", {"batch": 10**9}, "batch must be at most 64, got 1000000000."),
+    ("training_start", "config", {"heads": 2}, "unknown config field 'heads'; known: vocab, d_model"),
+    ("training_start", "config", [2], "config must be an object of fields"),
+    ("training_start", "seed", -1, "seed must be at least 0, got -1."),
+    ("training_stop", "run", 0, "run must be at least 1, got 0."),
+]
+
+
+@pytest.mark.parametrize("fn_name, field, value, message", BAD, ids=[f"{f}-{a}-{v!r:.20}" for f, a, v, _ in BAD])
+def test_a_bad_argument_is_refused_with_its_name_and_why(fn_name, field, value, message):
+    answer = call(fn_name, {**GOOD[fn_name], field: value})
+    assert answer["ok"] is False and answer["error"].startswith(message), answer
+
+
+@pytest.mark.parametrize("budget_ms, ok", [(0, False), (1e-3, True), (1000, True), (1000.5, False), ("80", False)])
+def test_a_runs_budget_at_its_edges(budget_ms, ok):
+    run = call("training_start", {"config": {"batch": 1, "d_model": 4, "d_head": 2}})["result"]["run"]
+    answer = call("training_advance", {"run": run, "budget_ms": budget_ms})
+    assert answer["ok"] is ok, answer
+    if not ok:
+        assert answer["error"].startswith("budget_ms must be a number above 0 and at most 1000, got")
+
+
+EDGES = [  # the values at the ends of each declared range are accepted
+    ("check_config", {"d_model": LIMITS["d_model"], "n_heads": 1, "n_kv_heads": 1, "d_head": LIMITS["d_head"]}),
+    ("check_config", {"d_model": 1.0, "n_heads": 1, "n_kv_heads": None, "d_head": None}),
+    ("shape_report", {"d_model": 8, "n_heads": 8, "seq_len": LIMITS["seq_len"], "batch": LIMITS["batch"],
+                      "n_layers": LIMITS["n_layers"], "dtype_bytes": 8, "bias": False}),
+    ("shape_report", {"d_model": 1, "n_heads": 1, "seq_len": 1, "batch": 1, "n_layers": 1, "dtype_bytes": 1}),
+    ("head_patterns", {"text_or_tokens": "a" * 100_000, "ablate": ["previous_token", "positional", "content", "induction"]}),
+    ("head_weights", {"text_or_tokens": ["x"], "ablate": []}),
+    ("worked_example", {"seed": 2**32, "tokens": ["mat", "mat", "mat"]}),
+    ("memory_steps", {"n_tokens": 1, "n_heads": 4, "wrong": True}),
+    ("memory_steps", {"n_tokens": 4, "n_heads": 1}),
+    ("training_start", {"config": {"min_period": 2, "max_period": 2, "seq_len": 4, "batch": 1, "lr": 10}, "seed": 2**32 - 1}),
+    ("training_start", {"config": {"vocab": 64, "max_period": 62, "seq_len": 64, "batch": 1, "n_layers": 1,
+                                   "n_heads": 1, "d_model": 1, "d_head": 1, "init_scale": 10}, "seed": 0}),
+]
+
+
+@pytest.mark.parametrize("fn_name, args", EDGES)
+def test_the_edges_of_each_range_are_accepted(fn_name, args):
+    answer = call(fn_name, args)
+    assert answer["ok"] is True, answer
+
+
+def test_the_limits_a_page_carries_are_the_declared_ones():
+    assert bridge.limits("shape_report")["d_model"] == {"min": 1, "max": LIMITS["d_model"]}
+    config = bridge.limits("training_start")["config"]
+    assert config["min_period"] == {"min": 2, "max": 62} and config["n_heads"] == {"min": 1, "max": 8}
+    assert bridge.limits("memory_steps")["n_heads"] == {"values": [1, 2, 4]}
+
+
+anything = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**30), st.floats(), st.text(max_size=3),
+                     st.lists(st.integers(), max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(anything, anything, anything, anything, anything, anything, anything, anything)
+def test_any_json_arguments_get_an_answer(d_model, n_heads, seq_len, batch, n_kv_heads, d_head, bias, dtype_bytes):
+    args = dict(d_model=d_model, n_heads=n_heads, seq_len=seq_len, batch=batch, n_kv_heads=n_kv_heads, d_head=d_head,
+                bias=bias, dtype_bytes=dtype_bytes)
+    answer = call("shape_report", args)
+    assert isinstance(answer["ok"], bool)
+    if answer["ok"]:
+        assert answer["result"]["ok"] is answer["result"]["check"]["ok"]
+    else:
+        assert answer["error"].split()[0] in args and "internal error" not in answer["error"]

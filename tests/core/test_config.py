@@ -58,28 +58,6 @@ def test_grouped_query_heads_must_divide():
     assert not check["ok"] and check["suggestions"]["n_kv_heads"] == [8]
 
 
-@pytest.mark.parametrize("value, words", [
-    (True, "whole number"), (False, "whole number"), (float("nan"), "whole number"),
-    (float("inf"), "whole number"), ("512", "whole number"), (None, "whole number"), ([512], "whole number"),
-    (3.5, "whole number"), (0, "at least 1"), (-8, "at least 1"), (1e12, "at most 1,048,576"),
-    (10**20, "21-digit"), (np.float64("nan"), "whole number"), (complex(512, 0), "whole number"),
-])
-def test_bad_d_model_gives_a_message_not_an_exception(value, words):
-    check = check_config(value, 8)
-    assert check["ok"] is False
-    assert check["message"].startswith("d_model ") and words in check["message"]
-    assert len(check["message"]) < 200
-
-
-@pytest.mark.parametrize("field", ["n_heads", "n_kv_heads", "d_head"])
-def test_every_field_is_checked(field):
-    args = {"d_model": 512, "n_heads": 8, field: 2.5}
-    check = check_config(**args)
-    assert not check["ok"] and check["message"].startswith(f"{field} must be a whole number")
-    args[field] = LIMITS[field] + 1
-    assert f"at most {LIMITS[field]:,}" in check_config(**args)["message"]
-
-
 def test_whole_floats_and_numpy_ints_are_accepted():
     assert check_config(512.0, np.int64(8))["ok"]
 
@@ -106,18 +84,6 @@ def test_suggestions_are_the_nearest_valid_values(d_model, n_heads):
         assert check_config(d_model, h)["ok"]
 
 
-anything = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
-                     st.complex_numbers(), st.lists(st.integers(), max_size=2), st.decimals(),
-                     st.fractions())
-
-
-@settings(max_examples=300, deadline=None)
-@given(anything, anything, st.one_of(st.none(), anything), st.one_of(st.none(), anything))
-def test_check_config_never_raises(d_model, n_heads, n_kv_heads, d_head):
-    check = check_config(d_model, n_heads, n_kv_heads, d_head)
-    assert isinstance(check["ok"], bool) and isinstance(check["message"], str) and check["message"]
-
-
 def test_attention_config_derives_sizes_and_is_frozen():
     cfg = AttentionConfig(4096, 32, n_kv_heads=8)
     assert (cfg.d_head, cfg.n_kv_heads, cfg.d_q, cfg.d_kv, cfg.group_size) == (128, 8, 4096, 1024, 4)
@@ -135,8 +101,6 @@ def test_attention_config_raises_the_check_message():
         AttentionConfig(512, 6)
     assert isinstance(info.value, ValueError)
     assert str(info.value) == check_config(512, 6)["message"]
-    with pytest.raises(ConfigError, match="bias must be True or False"):
-        AttentionConfig(512, 8, bias="yes")
     assert AttentionConfig(512, 8, bias=np.bool_(False)).bias is False  # numpy bools are flags too
 
 

@@ -70,12 +70,6 @@ def test_ablating_the_previous_token_head_breaks_induction(text):
         assert np.array_equal(normal["heads"][kind], ablated["heads"][kind])
 
 
-@pytest.mark.parametrize("ablate", [("averaged",), ("nope",), "previous_token", None, (1,)])
-def test_bad_ablate(ablate):
-    with pytest.raises(ValueError, match="ablate"):
-        head_patterns("a b a b", ablate=ablate)
-
-
 # ---------------------------------------------------------------- recompute by hand
 
 def by_hand(inp, head):
@@ -120,39 +114,7 @@ def test_embeddings_are_token_position_and_boundary():
 
 # ---------------------------------------------------------------- text handling
 
-def test_tokenize_words_and_punctuation():
-    assert tokenize("Hello, world! It's 3.5") == ["Hello", ",", "world", "!", "It", "'", "s", "3", ".", "5"]
-    assert tokenize("שלום עולם!!") == ["שלום", "עולם", "!", "!"]
-
-
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # man ZWJ woman ZWJ girl ZWJ boy
-
-
-@pytest.mark.parametrize("text, tokens", [
-    (f"a {FAMILY} b", ["a", FAMILY, "b"]),  # a ZWJ sequence is one token, no invisible U+200D token
-    ("\U0001f468\U0001f3fd\u200d\U0001f4bb!", ["\U0001f468\U0001f3fd\u200d\U0001f4bb", "!"]),  # skin tone inside a ZWJ sequence
-    ("\U0001f1eb\U0001f1f7\U0001f1e9\U0001f1ea", ["\U0001f1eb\U0001f1f7", "\U0001f1e9\U0001f1ea"]),  # two flags, paired in order
-    ("\U0001f1eb\U0001f1f7\U0001f1e9", ["\U0001f1eb\U0001f1f7", "\U0001f1e9"]),  # an odd one out stays alone
-    ("\U0001f44d\U0001f3fd ok", ["\U0001f44d\U0001f3fd", "ok"]),  # a skin-tone modifier
-    ("\u2764\ufe0f 1\ufe0f\u20e3", ["\u2764\ufe0f", "1\ufe0f\u20e3"]),  # variation selector, keycap
-    ("\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f.",  # a flag spelled with tags
-     ["\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f", "."]),
-    ("e\u0301 cafe\u0301, nai\u0308ve", ["e\u0301", "cafe\u0301", ",", "nai\u0308ve"]),  # combining marks
-    ("नमस्ते दुनिया", ["नमस्ते", "दुनिया"]),  # vowel signs and virama (spacing and non-spacing marks)
-    ("\u0301x", ["\u0301", "x"]),  # a mark with no base before it stands alone
-    ("我爱北京。今天很好", ["我", "爱", "北", "京", "。", "今", "天", "很", "好"]),  # Chinese: one ideograph each
-    ("東京に行きました、カメラ", ["東", "京", "に", "行", "き", "ま", "し", "た", "、", "カ", "メ", "ラ"]),  # kana too
-    ("我爱Python3", ["我", "爱", "Python3"]),
-    ("葛\U000e0100城", ["葛\U000e0100", "城"]),  # an ideographic variation sequence stays whole
-    ("안녕하세요, 세계", ["안녕하세요", ",", "세계"]),  # Hangul syllables: spaced words, whole
-    ("\u1112\u1161\u11ab\u1100\u116e\u11a8 \ud55c", ["\u1112\u1161\u11ab\u1100\u116e\u11a8", "\ud55c"]),  # conjoining jamo
-    ("the U.S.A. and e.g. this", ["the", "U.S.A.", "and", "e.g.", "this"]),  # abbreviations
-    ("(U.S.A) U.S.Army", ["(", "U.S.A", ")", "U.S.", "Army"]),
-    ("3.5 x.y B.Then", ["3", ".", "5", "x.y", "B", ".", "Then"]),  # numbers and words around a period are not
-])
-def test_tokens_are_whole_grapheme_clusters(text, tokens):
-    assert tokenize(text) == tokens
-    assert "".join(tokens) == "".join(text.split())  # nothing lost, nothing invented
 
 
 def test_tokens_in_other_scripts_make_heads_that_follow_their_rules():
@@ -166,17 +128,6 @@ def test_long_text_in_other_scripts_is_counted_whole():
     result = head_patterns("我爱北京。" * 20_000)  # 100,000 characters, each one a token
     assert result["n_tokens_given"] == 100_000 and len(result["tokens"]) == 64
     assert head_patterns("e\u0301" * 50_000)["tokens"] == ["e\u0301" * 50_000]  # one word of marks, glued in linear time
-
-
-@pytest.mark.parametrize("bad", ["", "   \n\t", [], ["a", ""], ["a", 3], 42, None])
-def test_empty_or_bad_text(bad):
-    with pytest.raises(ValueError, match="text"):
-        head_patterns(bad)
-
-
-def test_tokenize_empty():
-    with pytest.raises(ValueError, match="text is empty"):
-        tokenize(" ")
 
 
 def test_long_text_is_truncated_and_reported():  # its speed: bench/core_speed.py
@@ -196,14 +147,6 @@ def test_first_query_is_the_first_repeated_token_else_the_last(text, row):
     assert result["first_query"] == row
     content = result["heads"]["content"]  # the same row, told by the content head: it leaves itself there
     assert [q for q in range(len(content)) if content[q][q] < 0.5][:1] in ([row], [])
-
-
-def test_absurdly_long_text_is_refused():
-    text, tokens = "a" * 1_000_000, ["a"] * 1_000_000
-    with pytest.raises(ValueError, match="text is too long: 1,000,000 characters"):
-        head_patterns(text)
-    with pytest.raises(ValueError, match="text_or_tokens must be"):
-        head_patterns(tokens)
 
 
 def test_token_list_input_equals_text_input():

@@ -137,7 +137,7 @@ def test_what_the_widget_shows_is_formatted_once():
     ({"previous": True}, "previous must be a number"),
     ({"previous": "1"}, "previous must be a number"),
     ({"subject": float("nan")}, "subject must be a number"),
-    ({"wide": 1}, "wide must be True or False"),
+    ({"wide": 1}, "wide must be true or false"),
 ])
 def test_bad_arguments_are_explained(args, words):
     reply = json.loads(bridge.call("one_vs_many", json.dumps(args)))

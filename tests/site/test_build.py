@@ -80,7 +80,7 @@ def test_the_wheel_is_byte_identical_across_builds_and_importable(tmp_path):
                 data = z.read(member)
                 expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                 assert digest == f"sha256={expected}" and int(size) == len(data)
-    assert "mha_core/bridge.py" in names and not any("__pycache__" in n for n in names)
+    assert "mha_core/bridge/__init__.py" in names and not any("__pycache__" in n for n in names)
     (tmp_path / name).write_bytes(first)
     code = "import json, mha_core.bridge as b; print(json.loads(b.call('check_config', '{\"d_model\": 8, \"n_heads\": 2}'))['ok'])"
     out = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(tmp_path / name)!r}]; {code}"],

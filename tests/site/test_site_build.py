@@ -64,7 +64,8 @@ def test_pyodide_numpy_temml_and_the_wheel_are_in_the_site(sites):
     assert config["pyodide"] is None
     with zipfile.ZipFile(io.BytesIO(wheel)) as members:  # as the site hosts Python, its wheel is compiled too
         compiled = sorted(n for n in members.namelist() if n.startswith("mha_core/"))
-        assert compiled == sorted(f"mha_core/{p.name}c" for p in Path(mha_core.__file__).parent.glob("*.py"))
+        package = Path(mha_core.__file__).parent
+        assert compiled == sorted(f"mha_core/{p.relative_to(package).as_posix()}c" for p in package.rglob("*.py"))
         assert all(members.read(n).startswith((3531).to_bytes(2, "little") + b"\r\n") for n in compiled)
         assert {i.compress_type for i in members.infolist()} == {zipfile.ZIP_STORED}  # the gzip around it compresses
     files = config["files"]

@@ -1,5 +1,5 @@
 // The exercises' own Python: a second runtime (bridge.js's Runtime), started from the files the widgets' Python
-// already keeps in the browser, whose calls go to mha_core.exercises. The reader's code runs there, never in
+// already keeps in the browser, whose calls go to mha_core.bridge.exercises. The reader's code runs there, never in
 // the widgets' Python: Stop, or a run longer than TIME_LIMIT_MS, ends its workers at once (a loop in Python
 // cannot be interrupted otherwise), and the next run starts a fresh one. One serves every exercise of the page.
 //   const result = await runExercise("split_heads", code, (message) => ...);  // {status, message, output}
@@ -20,7 +20,7 @@ async function exercisesPython(tell) {
     unsubscribe();
   }
   runtime ||= new Runtime({
-    entry: "mha_core.exercises",
+    entry: "mha_core.bridge.exercises",
     keep: false,
     stallMs: BUSY_TIMEOUT_MS,
     report: (state, message, from) => {

@@ -12,15 +12,12 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from mha_core import bridge
 from mha_core.heads import HEAD_KINDS, MAX_TOKENS
+from widgets.palette import PALETTE, STEPS, colour, gradient
 
 # A phrase of distinct words said twice, with punctuation: every head has something to show.
 SENTENCE = "The old lighthouse keeper waved, and the old lighthouse keeper smiled."
 ABLATED = "previous_token"  # the head the knock-out zeroes
 
-# Viridis (matplotlib) at 0, 1/8, ..., 1: sequential, colour-blind safe, legible on light and dark.
-# palette.js builds the same 256 steps from this list.
-PALETTE = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
-STEPS = 255
 
 
 def head_kind(text: str) -> str:
@@ -35,14 +32,6 @@ OPTIONS = {"head": head_kind}
 LAYERS = {"0": "0, reading the embeddings x",
           "1": "1, reading the residual stream: x plus the output of layer 0",
           "None": "none: this is the mean of the four patterns, not a head of the model"}
-
-
-def colour(weight: float) -> str:
-    """The palette's colour for a weight in [0, 1], on the same 256 steps as palette.js (rounding half up)."""
-    t = int(min(max(weight, 0.0), 1.0) * STEPS + 0.5) / STEPS * (len(PALETTE) - 1)
-    i = min(int(t), len(PALETTE) - 2)
-    a, b = (bytes.fromhex(PALETTE[j][1:]) for j in (i, i + 1))
-    return "#" + "".join(f"{int(x + (y - x) * (t - i) + 0.5):02x}" for x, y in zip(a, b))
 
 
 def fmt_weight(weight: float) -> str:
@@ -71,10 +60,11 @@ def context(head: str = "induction") -> dict:
     result = patterns(SENTENCE)
     query = result["first_query"]  # the row mha_core chooses, here and in the browser
     return {
+        "limits": bridge.limits("head_patterns"),  # the page carries what the bridge accepts
         "sentence": SENTENCE, "head": head, "kinds": HEAD_KINDS, "ablated": ABLATED, "max_tokens": MAX_TOKENS,
         "result": result, "info": result["info"], "rows": rows(result, head), "query": query,
         "attends": [fmt_weight(w) for w in result["heads"][head][query]],
-        "gradient": f"linear-gradient(to right, {', '.join(PALETTE)})",
+        "gradient": gradient(),
         "layers": LAYERS,
         "data": {"sentence": SENTENCE, "result": result, "palette": PALETTE, "steps": STEPS,
                  "layers": LAYERS},

@@ -10,7 +10,8 @@ import json
 import math
 
 import mha_core
-from mha_core.config import _divisors
+from mha_core import bridge
+from mha_core.config import divisors
 from mha_core.display import integer
 from mha_core.presets import presets
 
@@ -40,14 +41,12 @@ DTYPES = [(4, "4 (float32)"), (2, "2 (float16, bfloat16)"), (1, "1 (int8, fp8)")
 PRESET_KEYS = ("d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers")
 
 
-def head_steps(d_model: int) -> list[int]:
-    """The h slider's values: the divisors of d_model up to MAX_SLIDER_HEADS (sliders.js: headSteps)."""
-    return [d for d in _divisors(d_model) if d <= MAX_SLIDER_HEADS]
-
-
-def nearest_index(values: list[int], value: int) -> int:
-    """The slider position closest to value on a log scale (sliders.js: place)."""
-    return min(range(len(values)), key=lambda i: abs(math.log2(values[i] / value)))
+def slider(values: list[int] | None, config: dict, name: str) -> dict:
+    """A slider's steps (values, or for h the divisors of d_model up to MAX_SLIDER_HEADS) and the position nearest
+    config[name] on a log scale: the page carries both, and sliders.js recomputes them the same way."""
+    steps = values or [d for d in divisors(config["d_model"]) if d <= MAX_SLIDER_HEADS]
+    index = min(range(len(steps)), key=lambda i: abs(math.log2(steps[i] / config[name])))
+    return {"steps": steps, "index": index}
 
 
 def preset_options() -> list[dict]:
@@ -71,10 +70,10 @@ def preset_options() -> list[dict]:
 def fields(config: dict) -> list[dict]:
     out = []
     for name, label, symbol, values in FIELDS:
-        values = values or head_steps(config["d_model"])
-        out.append({"name": name, "label": label, "symbol": symbol,
-                    "steps": ",".join(map(str, values)), "max": len(values) - 1,
-                    "index": nearest_index(values, config[name])})
+        placed = slider(values, config, name)
+        out.append({"name": name, "label": label, "symbol": symbol, "steps": ",".join(map(str, placed["steps"])),
+                    "max": len(placed["steps"]) - 1, "index": placed["index"],
+                    "max_step": MAX_SLIDER_HEADS if values is None else None})
     return out
 
 
@@ -85,4 +84,9 @@ def context(**options) -> dict:
     if not report["ok"]:
         raise ValueError(f"shapes widget: {report['check']['message']}")
     return {"config": config, "shown": report["display"], "fields": fields(config), "presets": preset_options(),
-            "dtypes": DTYPES, "limits": mha_core.LIMITS, "integer": integer}
+            "dtypes": DTYPES, "limits": size_limits(), "integer": integer}
+
+
+def size_limits() -> dict[str, int]:
+    """Each size's largest value, as the bridge accepts it (the number fields' max)."""
+    return {name: field["max"] for name, field in bridge.limits("shape_report").items() if "max" in field}

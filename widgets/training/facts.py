@@ -3,7 +3,7 @@
 facts() gives {name: text} for the page's `<!-- fact: NAME -->` markers (sitebuild/facts.py). The two-layer
 run is the one the page ships (run.json, the training widget's asset). Two variants of it are trained from
 the same seed by the same schedule, as the widget's experiments train them: the one-layer model (Olsson et
-al.'s control) and blocks of one fixed length; they are kept in .cache/ by the sha256 of mha_core's sources.
+al.'s control) and blocks of one fixed length; they are kept in .cache/, keyed on the modules recorded_run imports.
 
 The text also makes claims in words ("after the steep drop", "both layer-1 heads"); claims() checks each
 against the runs, and the build stops if one fails, naming it.
@@ -16,9 +16,11 @@ import math
 
 import numpy as np
 
-from mha_core import training
-from sitebuild import CACHE, ROOT, BuildError
+from mha_core import model, training
+from mha_core.bridge import training_views as views
+from sitebuild import CACHE, ROOT, BuildError, kept
 from sitebuild import widgets
+from sitebuild.sources import sources_key
 
 ASSET = "run.json"
 DIVERGING_LR = 1.0  # the widget's largest learning rate, which its "A learning rate that diverges" sets
@@ -43,16 +45,10 @@ def variant(run: dict, **changes) -> dict:
     """run's model and task with changes to its config, trained from run's seed by the same schedule (cached)."""
     config = {**run["config"], **changes}
     h = hashlib.sha256(json.dumps([config, run["seed"]], sort_keys=True).encode())
-    for path in sorted((ROOT / "mha_core").rglob("*.py")):
-        h.update(path.read_bytes())
-    cache = CACHE / f"training-run-variant-{h.hexdigest()[:20]}.json"
-    if cache.exists():
-        return json.loads(cache.read_bytes())
-    data = json.dumps(training.recorded_run(config, run["seed"]), sort_keys=True, allow_nan=False)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.with_suffix(".part").write_text(data)
-    cache.with_suffix(".part").replace(cache)
-    return json.loads(data)
+    h.update(sources_key(ROOT, ROOT / "mha_core" / "bridge" / "training_views.py").encode())  # what recorded_run imports
+    make = lambda: json.dumps(views.recorded_run(model.TrainConfig(**config), run["seed"]), sort_keys=True,
+                              allow_nan=False).encode()
+    return json.loads(kept(CACHE / f"training-run-variant-{h.hexdigest()[:20]}.json", make))
 
 
 # ---------------------------------------------------------------- reading a run
@@ -80,7 +76,7 @@ def named_from(run: dict, key: str) -> int | None:
     """The first logged step from which the score key stays at or above ROLE_MIN to the end (None if it ends below)."""
     first = None
     for step, value in zip(steps(run), series(run, key)):
-        first = (first if first is not None else step) if value >= training.ROLE_MIN else None
+        first = (first if first is not None else step) if value >= views.ROLE_MIN else None
     return first
 
 
@@ -115,8 +111,8 @@ def layer0_heads(run: dict) -> tuple[int, int]:
 
 def self_share(run: dict, checkpoint: dict, layer: int, head: int) -> tuple[float, float]:
     """(the mean weight a head gives each query's own position on the evaluation batch, that of an even spread)."""
-    config = training.TrainConfig(**run["config"])
-    _, patterns = training.forward(training.decode_params(checkpoint["params"], config),
+    config = model.TrainConfig(**run["config"])
+    _, patterns = model.forward(views.decode_params(checkpoint["params"], config),
                                    training.eval_batch(config, run["seed"]), config)
     own = np.diagonal(patterns[layer][:, head], axis1=-2, axis2=-1)  # [B, n]
     return float(own.mean()), float(np.mean(1 / np.arange(1, own.shape[-1] + 1)))
@@ -125,9 +121,9 @@ def self_share(run: dict, checkpoint: dict, layer: int, head: int) -> tuple[floa
 def share_on_seen(run: dict, checkpoint: dict) -> tuple[float, float]:
     """(the probability the model gives tokens already in the sequence when it predicts a first occurrence,
     the share a uniform guess would give them), on the evaluation batch."""
-    config = training.TrainConfig(**run["config"])
+    config = model.TrainConfig(**run["config"])
     tokens = training.eval_batch(config, run["seed"])  # [B, n]
-    logits, _ = training.forward(training.decode_params(checkpoint["params"], config), tokens, config)
+    logits, _ = model.forward(views.decode_params(checkpoint["params"], config), tokens, config)
     z = logits[:, :-1] - logits[:, :-1].max(axis=-1, keepdims=True)  # [B, n-1, V]: position t predicts t + 1
     probs = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
     n = tokens.shape[1]
@@ -141,18 +137,18 @@ def share_on_seen(run: dict, checkpoint: dict) -> tuple[float, float]:
 
 def knocked_out(run: dict, heads: list[list[int]]) -> dict:
     """What the widget's knock-out shows at the last checkpoint: training_evaluate's "ablated" entry."""
-    return training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], heads)["ablated"]
+    return views.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], heads)["ablated"]
 
 
 def diverged(run: dict) -> tuple[int, str, float]:
     """(the step, the message) at which run's model and seed, trained at DIVERGING_LR, stop, and the
     weights' standard deviation at the start."""
-    trainer = training.Trainer({**run["config"], "lr": DIVERGING_LR}, run["seed"], dtype=training.SCHEDULE_DTYPE)
+    trainer = training.Trainer(model.TrainConfig(**{**run["config"], "lr": DIVERGING_LR}), run["seed"], dtype=views.SCHEDULE_DTYPE)
     try:
         trainer.run(run["steps"])
     except training.TrainingDiverged as e:
         return trainer.step, str(e), float(np.std(np.concatenate([p.ravel() for p in
-                                                                  training.init_params(trainer.config, run["seed"]).values()])))
+                                                                  model.init_params(trainer.config, run["seed"]).values()])))
     raise BuildError(f"the text says lr={DIVERGING_LR} diverges, but run {run['seed']} trained to the end")
 
 
@@ -182,7 +178,7 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "init_std": f2(init_std),
         "uniform_loss": f2(math.log(run["config"]["vocab"])),
         "vocab": str(run["config"]["vocab"]),
-        "role_min": f"{training.ROLE_MIN:g}",
+        "role_min": f"{views.ROLE_MIN:g}",
         "first_loss_start": f2(first[0]),
         "first_loss_peak": f2(max(first)),
         "first_loss_peak_step": str(peak),
@@ -268,11 +264,11 @@ def claims(run: dict, one: dict, fixed: dict) -> dict[str, bool]:
             knocked_out(run, [[1, h]])["loss_repeat"] < knocked_out(run, [[1, g] for g in induction])["loss_repeat"] / 2
             for h in induction),
         "the one-layer model forms no induction head": all(
-            s < training.ROLE_MIN for h in one["history"] for row in h["scores"]["induction"] for s in row),
+            s < views.ROLE_MIN for h in one["history"] for row in h["scores"]["induction"] for s in row),
         "its loss on the repeats never drops below 2 nats": min(series(one, "loss_repeat")) > 2,
         "blocks of fixed length: the drop comes sooner": below_one_nat(fixed) < below_one_nat(run),
         "no previous-token head forms": all(
-            s < training.ROLE_MIN for h in fixed["history"] for row in h["scores"]["previous_token"] for s in row),
+            s < views.ROLE_MIN for h in fixed["history"] for row in h["scores"]["previous_token"] for s in row),
         "a layer-0 head is named an induction head": "induction" in fixed["checkpoints"][-1]["roles"][0],
     }
 

@@ -5,7 +5,8 @@ reader's live runs do) and returns the run as the browser reads it (history, and
 patterns and weights). assets() ships it as
 run.json, byte-identical between builds of the same sources; context() gives the template the last
 checkpoint's numbers and the asset's sha256, which training.js checks before using the file.
-The run is kept in .cache/, keyed by the sha256 of the sources it depends on.
+The run is kept in .cache/, keyed on this file, SEED and every mha_core module the run imports (found from the
+imports themselves, sitebuild.sources), so an edit to any of them trains it again.
 """
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ import hashlib
 import json
 from pathlib import Path
 
-from mha_core import training
+from mha_core import bridge
+from mha_core.bridge.training_views import ROLE_MIN, recorded_run
+from mha_core.model import TrainConfig
+from sitebuild import CACHE, kept
+from sitebuild.sources import sources_key
+from widgets.palette import PALETTE, STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
+RUN_MODULE = ROOT / "mha_core" / "bridge" / "training_views.py"  # where recorded_run lives
 SEED = 0
 ASSET = "run.json"
-SOURCES = ["mha_core/training.py", "mha_core/attention.py", "mha_core/config.py", "widgets/training/widget.py"]
-# Shared with the heads widget's look: viridis anchors and 255 steps (palette.js builds the ramp).
-PALETTE = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
-STEPS = 255
 ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
               "first_token": "first-token", None: "no clear role"}
 LRS = [0.003, 0.01, 0.03, 0.1, 1.0]  # the learning rates the reader can pick (1.0 diverges)
@@ -30,25 +33,20 @@ LRS = [0.003, 0.01, 0.03, 0.1, 1.0]  # the learning rates the reader can pick (1
 OPTIONS: dict = {}
 
 
-def _key() -> str:
-    h = hashlib.sha256(f"seed={SEED}".encode())
-    for name in SOURCES:
-        h.update((ROOT / name).read_bytes())
-    return h.hexdigest()[:20]
+def cache_key(root: Path = ROOT) -> str:
+    """What the recorded run depends on: SEED, this file, and every module recorded_run imports, transitively."""
+    digest = hashlib.sha256(f"seed={SEED}".encode() + Path(__file__).read_bytes())
+    digest.update(sources_key(root, root / RUN_MODULE.relative_to(ROOT)).encode())
+    return digest.hexdigest()[:20]
 
 
 @functools.cache
 def asset_bytes() -> bytes:
     """run.json: the recorded run as compact JSON (sorted keys, no NaN), from the cache when the sources match."""
-    cache = ROOT / ".cache" / f"training-run-{_key()}.json"
-    if cache.exists():
-        return cache.read_bytes()
-    run = training.recorded_run(training.TrainConfig(), SEED)
-    data = json.dumps(run, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.with_suffix(".part").write_bytes(data)
-    cache.with_suffix(".part").replace(cache)
-    return data
+    def make() -> bytes:
+        run = recorded_run(TrainConfig(), SEED)
+        return json.dumps(run, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    return kept(CACHE / f"training-run-{cache_key()}.json", make)
 
 
 def assets() -> dict[str, bytes]:
@@ -67,6 +65,7 @@ def context() -> dict:
     last = run["checkpoints"][-1]
     entry = next(h for h in run["history"] if h["step"] == last["step"])
     config = run["config"]
+    limits = bridge.limits("training_start")["config"]  # each setting's range, as the bridge checks it
     cells = [[{"layer": layer, "head": head, "role": last["roles"][layer][head],
                "name": ROLE_NAMES[last["roles"][layer][head]],
                "prev": fmt3(entry["scores"]["previous_token"][layer][head]),
@@ -76,9 +75,10 @@ def context() -> dict:
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "step": last["step"], "loss": fmt3(entry["loss_repeat"]),
         "cells": cells, "config": config, "lrs": LRS, "total_steps": run["steps"],
+        "limits": limits,
         "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"},
                  "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
-                 "palette": PALETTE, "paletteSteps": STEPS, "roleMin": training.ROLE_MIN,
+                 "palette": PALETTE, "paletteSteps": STEPS, "roleMin": ROLE_MIN, "limits": limits,
                  "roleNames": {str(k): v for k, v in ROLE_NAMES.items()}},
     }

@@ -1,0 +1,218 @@
+"""The words the bridge declares a browser-callable function's arguments with, and the checks behind them.
+
+Each kind of field checks one JSON value and returns it as the function wants it (a whole 8.0 becomes 8), or raises
+Invalid with a message that names the argument and says why ("n_heads must be at least 1, got 0."). Each also
+says its limits as plain data (limits()), so that a widget's build puts the same bounds into its page.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+
+class Invalid(ValueError):
+    """An argument outside its declaration; the message names it and says why."""
+
+
+def shown(value) -> str:
+    """A short, readable rendering of any value for a message."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**15:
+        return f"a {len(str(abs(int(value))))}-digit number"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def whole_number(value) -> int | None:
+    """value as an int if it is a whole number (8 or 8.0, not True), else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return int(value) if math.isfinite(value) and value == math.floor(value) else None
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole number from low to high."""
+    low: int
+    high: int
+
+    def check(self, name: str, value) -> int:
+        number = whole_number(value)
+        if number is None:
+            raise Invalid(f"{name} must be a whole number, got {shown(value)}.")
+        if number < self.low:
+            raise Invalid(f"{name} must be at least {self.low:,}, got {number}.")
+        if number > self.high:
+            raise Invalid(f"{name} must be at most {self.high:,}, got {shown(number)}.")
+        return number
+
+    def limits(self) -> dict:
+        return {"min": self.low, "max": self.high}
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number above `above` and at most `high`."""
+    above: float
+    high: float
+
+    def check(self, name: str, value) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not self.above < value <= self.high:
+            raise Invalid(f"{name} must be a number above {self.above:g} and at most {self.high:g}, "
+                          f"got {shown(value)}.")
+        return float(value)
+
+    def limits(self) -> dict:
+        return {"above": self.above, "max": self.high}
+
+
+@dataclass(frozen=True)
+class Between:
+    """A number from low to high, both included."""
+    low: float
+    high: float
+
+    def check(self, name: str, value) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not self.low <= value <= self.high:
+            raise Invalid(f"{name} must be a number from {self.low:g} to {self.high:g}, got {shown(value)}.")
+        return float(value)
+
+    def limits(self) -> dict:
+        return {"min": self.low, "max": self.high}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of values; why, if given, says what they are."""
+    values: tuple
+    why: str = ""
+
+    def check(self, name: str, value):
+        for allowed in self.values:  # the declared value itself: 2.0 comes back as 2
+            if value == allowed and isinstance(value, bool) == isinstance(allowed, bool):
+                return allowed
+        why = f" ({self.why})" if self.why else ""
+        raise Invalid(f"{name} must be one of {', '.join(map(str, self.values))}{why}, got {shown(value)}.")
+
+    def limits(self) -> dict:
+        return {"values": list(self.values)}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """true or false."""
+
+    def check(self, name: str, value) -> bool:
+        if not isinstance(value, bool):
+            raise Invalid(f"{name} must be true or false, got {shown(value)}.")
+        return value
+
+    def limits(self) -> dict:
+        return {"values": [False, True]}
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string that is not blank, at most max_chars long (which bounds the work it causes)."""
+    max_chars: int
+
+    def check(self, name: str, value) -> str:
+        if not isinstance(value, str):
+            raise Invalid(f"{name} must be a string, got {type(value).__name__}.")
+        if len(value) > self.max_chars:
+            raise Invalid(f"{name} is too long: {len(value):,} characters (at most {self.max_chars:,}).")
+        if not value.strip():
+            raise Invalid(f"{name} is empty.")
+        return value
+
+    def limits(self) -> dict:
+        return {"max_chars": self.max_chars}
+
+
+@dataclass(frozen=True)
+class TextOrTokens:
+    """A text (a Text, named "text" in messages) or a list of at most max_chars non-blank token strings."""
+    max_chars: int
+
+    def check(self, name: str, value) -> str | list[str]:
+        if isinstance(value, str):
+            return Text(self.max_chars).check("text", value)
+        if (not isinstance(value, list) or not 1 <= len(value) <= self.max_chars
+                or not all(isinstance(t, str) and t.strip() for t in value)):
+            raise Invalid(f"{name} must be a string or a list of 1 to {self.max_chars:,} non-blank token strings, "
+                          f"got {shown(value)}.")
+        return value
+
+    def limits(self) -> dict:
+        return {"max_chars": self.max_chars}
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A list of items, each as item declares it: at most max_items of them, or exactly length."""
+    item: object
+    max_items: int
+    length: int | None = None
+
+    def check(self, name: str, value) -> list:
+        if not isinstance(value, (list, tuple)):
+            raise Invalid(f"{name} must be a list, got {shown(value)}.")
+        if self.length is not None and len(value) != self.length:
+            raise Invalid(f"{name} must hold {self.length} items, got {len(value)}.")
+        if len(value) > self.max_items:
+            raise Invalid(f"{name} must hold at most {self.max_items} items, got {len(value)}.")
+        return [self.item.check(f"{name}[{i}]", v) for i, v in enumerate(value)]
+
+    def limits(self) -> dict:
+        return {"item": self.item.limits(), "max_items": self.max_items}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """[first, second], each as declared; names says what the two are ("layer", "head")."""
+    first: object
+    second: object
+    names: tuple[str, str]
+
+    def check(self, name: str, value) -> tuple:
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise Invalid(f"{name} must be a pair [{', '.join(self.names)}], got {shown(value)}.")
+        return (self.first.check(f"{name}'s {self.names[0]}", value[0]),
+                self.second.check(f"{name}'s {self.names[1]}", value[1]))
+
+    def limits(self) -> dict:
+        return {self.names[0]: self.first.limits(), self.names[1]: self.second.limits()}
+
+
+@dataclass(frozen=True)
+class Maybe:
+    """null, or what field declares."""
+    field: object
+
+    def check(self, name: str, value):
+        return None if value is None else self.field.check(name, value)
+
+    def limits(self) -> dict:
+        return {**self.field.limits(), "optional": True}
+
+
+@dataclass(frozen=True)
+class Fields:
+    """An object (null for {}) of named fields, each as declared; a field left out keeps its default."""
+    fields: dict = field(default_factory=dict)
+
+    def check(self, name: str, value) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise Invalid(f"{name} must be an object of fields ({', '.join(self.fields)}), got {type(value).__name__}.")
+        unknown = sorted(set(value) - set(self.fields))
+        if unknown:
+            raise Invalid(f"unknown {name} field {unknown[0]!r:.40}; known: {', '.join(self.fields)}.")
+        return {key: self.fields[key].check(key, v) for key, v in value.items()}  # named alone, as the reader knows them
+
+    def limits(self) -> dict:
+        return {key: f.limits() for key, f in self.fields.items()}

@@ -1,0 +1,206 @@
+"""What the training widget reads: a run as plain JSON (histories rounded to what is shown, patterns and weights
+packed into base64), the run the page ships (recorded_run), and the run in progress in this Python.
+
+The numbers come from mha_core.model, .detectors and .training; this module only chooses what the widget
+shows and how it travels. Its functions training_* are the ones the browser calls (see bridge.FUNCTIONS).
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import math
+from dataclasses import asdict
+
+import numpy as np
+
+from ..detectors import DETECTORS, evaluate
+from ..model import TrainConfig, forward, unflatten
+from ..rng import Random
+from ..tokens import first_tokens, token_key
+from ..training import Trainer, TrainingDiverged, eval_batch
+
+SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
+SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
+SCHEDULE_DTYPE = np.float32  # the widget's runs, built and live, train in float32
+ROLE_MIN = 0.4  # a head is named after its best detector score when that score reaches this
+RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
+RUN_IDS = itertools.count(1)
+
+
+# ---------------------------------------------------------------- what is shown
+
+def display_tokens(config: TrainConfig) -> list[int]:
+    """The test sequence the patterns are shown on: a block of distinct tokens, period halfway between
+    min_period and max_period, repeated to fill seq_len."""
+    period = (config.min_period + config.max_period) // 2
+    block = Random(2024).permutation(config.vocab)[:period]  # [period]
+    return block[np.arange(config.seq_len) % period].tolist()  # [n]
+
+
+def text_tokens(text: str, config: TrainConfig) -> tuple[list[int], list[str]]:
+    """(token ids, the words) of a reader's text: words and punctuation marks (mha_core.tokens), ids given in
+    order of first appearance (case-insensitive), so repeats stay repeats; at most seq_len of them."""
+    words, _ = first_tokens(text, config.seq_len)
+    ids: dict[str, int] = {}
+    for word in words:
+        ids.setdefault(token_key(word), len(ids))
+    if len(ids) > config.vocab:
+        raise ValueError(f"the text has {len(ids)} different words in its first {len(words)}; "
+                         f"the model knows {config.vocab} tokens.")
+    if len(words) < 2:
+        raise ValueError("the text needs at least 2 words or punctuation marks.")
+    return [ids[token_key(word)] for word in words], words
+
+
+def head_roles(scores: dict) -> list[list[str | None]]:
+    """roles[layer][head]: the detector kind with the head's highest score if it is ≥ ROLE_MIN, else None."""
+    n_layers, n_heads = len(scores[DETECTORS[0]]), len(scores[DETECTORS[0]][0])
+    roles = []
+    for layer in range(n_layers):
+        best = [max(DETECTORS, key=lambda kind: scores[kind][layer][head]) for head in range(n_heads)]
+        roles.append([kind if scores[kind][layer][head] >= ROLE_MIN else None for head, kind in enumerate(best)])
+    return roles
+
+
+def rounded(entry: dict) -> dict:
+    """A history entry with losses to 4 decimals and scores to 3, the precision the widget shows."""
+    out = {k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items() if k != "scores"}
+    out["scores"] = {kind: [[round(s, 3) for s in layer] for layer in value] for kind, value in entry["scores"].items()}
+    return out
+
+
+# ---------------------------------------------------------------- how it travels
+
+def encode_patterns(patterns: list[np.ndarray]) -> str:
+    """[L] × [1, h, n, n] weights as base64 of little-endian uint16 (weight × 65535, rounded), layer by layer."""
+    stacked = np.stack([p[0] for p in patterns])  # [L, h, n, n]
+    return base64.b64encode(np.rint(stacked * 65535).astype("<u2").tobytes()).decode()
+
+
+def encode_params(params: dict, config: TrainConfig) -> str:
+    """The weights as base64 of float16 numbers, concatenated in param_shapes' order (2 bytes each)."""
+    return base64.b64encode(b"".join(params[name].astype("<f2").tobytes() for name in config.param_shapes)).decode()
+
+
+def decode_params(text: str, config: TrainConfig) -> dict[str, np.ndarray]:
+    """encode_params' inverse (float64 arrays), or a ValueError if text does not fit config."""
+    try:
+        data = np.frombuffer(base64.b64decode(text, validate=True), dtype="<f2")
+    except (TypeError, ValueError):
+        raise ValueError("params must be base64 text (encode_params' form).") from None
+    sizes = [math.prod(shape) for shape in config.param_shapes.values()]
+    if data.size != sum(sizes):
+        raise ValueError(f"params hold {data.size} numbers, but this config has {sum(sizes)} weights.")
+    if not np.isfinite(data).all():
+        raise ValueError("params contain NaN or infinite values.")
+    return {name: p.astype(np.float64) for name, p in unflatten(data, config).items()}
+
+
+def checkpoint_view(params: dict, config: TrainConfig, step: int, scores: dict) -> dict:
+    """One checkpoint for the widget: patterns on display_tokens, the heads' roles and the weights."""
+    _, patterns = forward(params, np.array([display_tokens(config)]), config)
+    return {"step": step, "patterns": encode_patterns(patterns), "roles": head_roles(scores),
+            "params": encode_params(params, config)}
+
+
+def checkpoint_views(trainer: Trainer, checkpoints: list[dict]) -> list[dict]:
+    scores = {h["step"]: h["scores"] for h in trainer.history}
+    return [checkpoint_view(c["params"], trainer.config, c["step"], scores[c["step"]]) for c in checkpoints]
+
+
+def run_view(trainer: Trainer) -> dict:
+    """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view)."""
+    config = trainer.config
+    return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step,
+            "tokens": display_tokens(config), "symbols": SYMBOLS[:config.vocab],
+            "history": [rounded(h) for h in trainer.history],
+            "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
+
+
+# ---------------------------------------------------------------- runs
+
+def schedule_trainer(config: TrainConfig, seed: int) -> Trainer:
+    """A run on the widget's schedule (SCHEDULE, SCHEDULE_DTYPE)."""
+    return Trainer(config, seed, SCHEDULE["log_every"], SCHEDULE["checkpoint_every"], SCHEDULE_DTYPE)
+
+
+def recorded_run(config: TrainConfig | None = None, seed: int = 0) -> dict:
+    """A whole run of SCHEDULE["steps"] steps, as run_view gives it (what the page ships)."""
+    trainer = schedule_trainer(TrainConfig() if config is None else config, seed)
+    trainer.run(SCHEDULE["steps"])
+    return run_view(trainer)
+
+
+def running(run: int) -> Trainer:
+    """The run in progress with this id, or a ValueError that says it is over."""
+    if run not in RUNS:
+        raise ValueError("this training run is over (stopped, replaced by a newer one, or never started).")
+    return RUNS[run]
+
+
+def training_start(config: dict | None = None, seed: int = 0) -> dict:
+    """Start a run of TrainConfig(**config) in this Python (ending any other): {"run": its id, ...run_view at step 0}."""
+    trainer = schedule_trainer(TrainConfig(**(config or {})), seed)
+    RUNS.clear()
+    run = next(RUN_IDS)
+    RUNS[run] = trainer
+    return {"run": run, **run_view(trainer)}
+
+
+def training_advance(run: int, budget_ms: float = 80) -> dict:
+    """Train run for about budget_ms (at least one step, never past SCHEDULE["steps"]).
+
+    Returns {"step", "done", "history": the new entries, "checkpoints": the new ones}. A diverged run
+    is ended and its message raised (TrainingDiverged, a ValueError).
+    """
+    trainer = running(run)
+    logged, saved = len(trainer.history), len(trainer.checkpoints)
+    left = SCHEDULE["steps"] - trainer.step
+    try:
+        if left:
+            trainer.run(left, budget_s=budget_ms / 1000)
+    except TrainingDiverged:
+        RUNS.pop(run, None)
+        raise
+    done = trainer.step >= SCHEDULE["steps"]
+    if done:
+        RUNS.pop(run, None)
+    return {"step": trainer.step, "done": done, "history": [rounded(h) for h in trainer.history[logged:]],
+            "checkpoints": checkpoint_views(trainer, trainer.checkpoints[saved:])}
+
+
+def training_stop(run: int) -> dict:
+    """End run; {"stopped": False} if it had already ended."""
+    return {"stopped": RUNS.pop(run, None) is not None}
+
+
+def fitting_ablate(ablate: list, config: TrainConfig) -> list[tuple[int, int]]:
+    """ablate's [layer, head] pairs as tuples, or a ValueError if one names a head this config does not have."""
+    for layer, head in ablate:
+        if layer >= config.n_layers or head >= config.n_heads:
+            raise ValueError(f"ablate holds [layer, head] pairs with layer < {config.n_layers} and "
+                             f"head < {config.n_heads}, got {[layer, head]}.")
+    return [(layer, head) for layer, head in ablate]
+
+
+def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str | None = None) -> dict:
+    """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed.
+
+    Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
+    run with this seed, and "patterns" (ablated, encoded as in checkpoint_view) with their "labels" on
+    display_tokens, or on the reader's text (text_tokens) when text is given.
+    """
+    config = TrainConfig(**config)
+    weights = decode_params(params, config)
+    tokens = eval_batch(config, seed)
+    ablate = fitting_ablate(ablate, config)
+    if text is None:
+        shown = display_tokens(config)
+        labels = [SYMBOLS[t] for t in shown]
+    else:
+        shown, labels = text_tokens(text, config)
+    _, patterns = forward(weights, np.array([shown]), config, ablate)
+    return {"intact": rounded(evaluate(weights, tokens, config)),
+            "ablated": rounded(evaluate(weights, tokens, config, ablate)),
+            "patterns": encode_patterns(patterns), "labels": labels}

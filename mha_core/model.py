@@ -1,0 +1,210 @@
+"""A small attention-only transformer: its configuration, its weights, its forward and backward passes.
+
+The model (no MLPs, no LayerNorm, no biases), x @ W convention, TransformerLens's names:
+    resid_pre_0 = W_E[tokens] + W_pos[:n]                  # [B, n, d_model]: the embeddings
+    resid_post_l = resid_pre_l + attn_out_l                # attn_out_l: attention.py's causal layer, blocks.<l>.attn
+    logits = resid_final @ W_U                             # [B, n, V]
+    loss = mean over positions t < n - 1 of −log softmax(logits[t])[tokens[t + 1]]
+The backward pass is the chain rule run back through these lines, one gradient per line, each beside the formula
+it differentiates. NumPy only (it runs in the browser under Pyodide). Every function keeps the weights' dtype:
+float32 in, float32 out. Inputs are trusted: what a browser sends is checked by mha_core.bridge first.
+Shapes: B batch, n seq, d_model, h n_heads, d_k d_head, V vocab.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .attention import attention_steps, matmul_2d, merge_heads, project, split_heads
+from .rng import Random
+
+MAX_STEP_FLOPS = 60_000_000  # about 10 times the default model's step: a browser must finish one in milliseconds
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The model's sizes, the task's period range and the optimiser's learning rate.
+
+    Checks the rules that tie its fields together (each field's own range is declared where the browser's
+    arguments arrive, mha_core.bridge): raises ValueError naming the numbers.
+    """
+
+    vocab: int = 32
+    d_model: int = 32
+    n_layers: int = 2
+    n_heads: int = 2
+    d_head: int = 16
+    seq_len: int = 32
+    batch: int = 16
+    lr: float = 1e-2
+    min_period: int = 5
+    max_period: int = 16
+    init_scale: float = 1.0  # weights start as normal(0, init_scale / √fan_in)
+
+    def __post_init__(self):
+        if self.max_period < self.min_period:
+            raise ValueError(f"max_period={self.max_period} is below min_period={self.min_period}.")
+        if self.max_period > self.vocab:
+            raise ValueError(f"max_period={self.max_period} exceeds vocab={self.vocab}: a block holds distinct tokens.")
+        if self.seq_len < self.max_period + 2:
+            raise ValueError(f"seq_len={self.seq_len} must be at least max_period + 2 = {self.max_period + 2}, "
+                             "so that every sequence repeats part of its block.")
+        if self.step_flops > MAX_STEP_FLOPS:
+            raise ValueError(f"this model needs about {self.step_flops / 1e6:.0f} million operations per step, "
+                             f"more than the {MAX_STEP_FLOPS // 1_000_000} million a browser can do in time: "
+                             "make it smaller (batch, seq_len, d_model, n_heads or n_layers).")
+
+    @property
+    def step_flops(self) -> int:
+        """Multiply-adds of one forward pass, ×3 for forward and backward (a common estimate)."""
+        B, n, d, hd = self.batch, self.seq_len, self.d_model, self.n_heads * self.d_head
+        per_layer = B * n * 4 * d * hd + B * 2 * n * n * hd  # projections, then scores and pattern @ v
+        return 3 * (self.n_layers * per_layer + B * n * d * self.vocab)
+
+    @property
+    def param_shapes(self) -> dict[str, tuple[int, int]]:
+        """Every weight's shape, by TransformerLens's name, in a fixed order."""
+        d, hd = self.d_model, self.n_heads * self.d_head
+        shapes = {"W_E": (self.vocab, d), "W_pos": (self.seq_len, d)}
+        for layer in range(self.n_layers):
+            shapes.update({f"blocks.{layer}.attn.W_Q": (d, hd), f"blocks.{layer}.attn.W_K": (d, hd),
+                           f"blocks.{layer}.attn.W_V": (d, hd), f"blocks.{layer}.attn.W_O": (hd, d)})
+        shapes["W_U"] = (d, self.vocab)
+        return shapes
+
+
+def init_params(config: TrainConfig, seed: int) -> dict[str, np.ndarray]:
+    """float64 weights, each normal(0, init_scale / √fan_in): fan_in is W's rows in x @ W, d_model for embeddings."""
+    rng = Random([seed, 0])
+    fan_in = {name: config.d_model if name in ("W_E", "W_pos") else shape[0]  # embeddings: unit-size vectors
+              for name, shape in config.param_shapes.items()}
+    return {name: rng.normal(0.0, config.init_scale / math.sqrt(fan_in[name]), shape)
+            for name, shape in config.param_shapes.items()}
+
+
+def unflatten(flat: np.ndarray, config: TrainConfig) -> dict[str, np.ndarray]:
+    """Every weight as a view of flat [P], the weights concatenated in param_shapes' order."""
+    offsets = np.cumsum([0] + [math.prod(shape) for shape in config.param_shapes.values()])
+    return {name: flat[a:b].reshape(shape)
+            for (name, shape), a, b in zip(config.param_shapes.items(), offsets, offsets[1:])}
+
+
+def block_weights(params: dict, layer: int) -> tuple[np.ndarray, ...]:
+    """(W_Q, W_K, W_V [d_model, h·d_k], W_O [h·d_k, d_model]) of one layer."""
+    return tuple(params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
+
+
+# ---------------------------------------------------------------- forward
+
+def without_heads(W_O: np.ndarray, heads, d_head: int) -> np.ndarray:
+    """W_O with the rows of each head in heads zeroed: a head's output is z_head @ W_O[its rows]."""
+    W_O = W_O.copy()
+    for head in heads:
+        W_O[head * d_head:(head + 1) * d_head] = 0.0
+    return W_O
+
+
+def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, dict]:
+    """(logits [B, n, V], cache): every activation by TransformerLens's hook name, the heads in ablate
+    ((layer, head) pairs) writing nothing. tokens is [B, n] ints, 2 <= n <= seq_len.
+
+    cache[f"blocks.{l}.hook_resid_pre"] [B, n, d_model]; cache[f"blocks.{l}.attn.hook_{q,k,v}"] [B, h, n, d_k]
+    (heads before positions, as split_heads gives them); cache[f"blocks.{l}.attn.hook_pattern"] [B, h, n, n];
+    cache[f"blocks.{l}.attn.hook_z"] [B, n, h, d_k] (TransformerLens's layout, the heads merged for W_O);
+    cache["hook_resid_final"] [B, n, d_model].
+    """
+    n = tokens.shape[1]
+    resid = params["W_E"][tokens] + params["W_pos"][:n]  # [B, n] -> [B, n, d_model]
+    cache = {}
+    for layer in range(config.n_layers):
+        W_Q, W_K, W_V, W_O = block_weights(params, layer)
+        dead = [head for l, head in ablate if l == layer]
+        if dead:
+            W_O = without_heads(W_O, dead, config.d_head)
+        steps = attention_steps(resid, W_Q, W_K, W_V, W_O, config.n_heads, None, None, True)
+        cache[f"blocks.{layer}.hook_resid_pre"] = resid
+        for name, step in (("q", "q_heads"), ("k", "k_heads"), ("v", "v_heads"), ("pattern", "weights")):
+            cache[f"blocks.{layer}.attn.hook_{name}"] = steps[step]
+        cache[f"blocks.{layer}.attn.hook_z"] = steps["merged"].reshape(*resid.shape[:2], config.n_heads, -1)  # a view
+        resid = resid + steps["out"]  # [B, n, d_model]: resid_post = resid_pre + attn_out
+    cache["hook_resid_final"] = resid
+    return project(resid, params["W_U"]), cache  # [B, n, d_model] @ [d_model, V] -> [B, n, V]
+
+
+def forward(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(logits [B, n, V], patterns): patterns[layer] is [B, h, n, n], each query's attention pattern.
+
+    ablate is a list of (layer, head) whose output is zeroed (the head still attends).
+    """
+    logits, cache = run_with_cache(params, tokens, config, ablate)
+    return logits, [cache[f"blocks.{layer}.attn.hook_pattern"] for layer in range(config.n_layers)]
+
+
+def next_token_losses(logits: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cross-entropy of each next-token prediction [B, n-1], the predicted probabilities [B, n-1, V])."""
+    shifted = logits[:, :-1] - logits[:, :-1].max(axis=-1, keepdims=True)  # [B, n-1, V]: position t predicts t + 1
+    probs = np.exp(shifted)
+    total = probs.sum(axis=-1, keepdims=True)  # [B, n-1, 1]
+    probs /= total
+    target = tokens[:, 1:, None]  # [B, n-1, 1]
+    return (np.log(total) - np.take_along_axis(shifted, target, axis=-1))[..., 0], probs  # −log probs[target]
+
+
+# ---------------------------------------------------------------- backward
+
+def weight_grad(x: np.ndarray, d_y: np.ndarray) -> np.ndarray:
+    """dL/dW of y = x @ W, summed over batch and positions: xᵀ d_y, [B, n, i], [B, n, j] -> [i, j]."""
+    return matmul_2d(x.reshape(-1, x.shape[-1]).T, d_y.reshape(-1, d_y.shape[-1]))  # [i, B·n] @ [B·n, j] -> [i, j]
+
+
+def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tuple, n_heads: int):
+    """(d_resid_pre [B, n, d_model], {"W_Q", "W_K", "W_V", "W_O": gradients}) of one causal attention layer,
+    from d_out [B, n, d_model], the gradient of its output attn_out."""
+    x = cache[f"blocks.{layer}.hook_resid_pre"]  # [B, n, d_model]
+    q, k, v, pattern, z = (cache[f"blocks.{layer}.attn.hook_{name}"] for name in ("q", "k", "v", "pattern", "z"))
+    W_Q, W_K, W_V, W_O = weights
+    # attn_out = merge(z) @ W_O
+    d_W_O = weight_grad(z.reshape(*z.shape[:2], -1), d_out)  # [B, n, h, d_k] -> [B, n, h·d_k]; -> [h·d_k, d_model]
+    d_z = split_heads(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
+    # z = pattern @ v
+    d_pattern = d_z @ v.mT  # [B, h, n, d_k] @ [B, h, d_k, n] -> [B, h, n_q, n_k]
+    d_v_heads = pattern.mT @ d_z  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
+    # pattern = softmax(scores): d_scores = pattern ⊙ (d_pattern − Σ_k pattern ⊙ d_pattern); masked keys get 0
+    d_scores = pattern * (d_pattern - (pattern * d_pattern).sum(axis=-1, keepdims=True))  # [B, h, n_q, n_k]
+    # scores = q kᵀ / √d_k
+    d_scores /= math.sqrt(q.shape[-1])
+    d_q_heads = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
+    d_k_heads = d_scores.mT @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
+    # Q = x @ W_Q, K = x @ W_K, V = x @ W_V (all heads side by side), then split into heads
+    d_Q, d_K, d_V = (merge_heads(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
+    grads = {"W_Q": weight_grad(x, d_Q), "W_K": weight_grad(x, d_K), "W_V": weight_grad(x, d_V), "W_O": d_W_O}
+    d_x = project(d_Q, W_Q.T) + project(d_K, W_K.T) + project(d_V, W_V.T)  # [B, n, h·d_k] @ [h·d_k, d_model]
+    return d_x, grads
+
+
+def loss_and_grads(params: dict, tokens: np.ndarray, config: TrainConfig) -> tuple[float, dict[str, np.ndarray]]:
+    """(mean next-token cross-entropy over every position but the last, its gradient for each weight)."""
+    logits, cache = run_with_cache(params, tokens, config)
+    losses, probs = next_token_losses(logits, tokens)  # [B, n-1], [B, n-1, V]
+    # loss = mean of −log softmax(logits)[target]: d_logits = (softmax − one_hot(target)) / count
+    d_logits = np.zeros_like(logits)  # [B, n, V]; the last position predicts nothing
+    d_logits[:, :-1] = probs - np.eye(config.vocab, dtype=probs.dtype)[tokens[:, 1:]]  # [B, n-1, V]
+    d_logits /= losses.size
+    # logits = resid_final @ W_U
+    grads = {"W_U": weight_grad(cache["hook_resid_final"], d_logits)}  # [d_model, V]
+    d_resid = project(d_logits, params["W_U"].T)  # [B, n, V] @ [V, d_model] -> [B, n, d_model]
+    for layer in reversed(range(config.n_layers)):
+        # resid_post = resid_pre + attn_out(resid_pre): the gradient reaches resid_pre both ways
+        weights = block_weights(params, layer)
+        d_x, layer_grads = attention_backward(cache, layer, d_resid, weights, config.n_heads)
+        d_resid = d_resid + d_x
+        grads.update({f"blocks.{layer}.attn.{name}": g for name, g in layer_grads.items()})
+    # resid_pre_0 = W_E[tokens] + W_pos[:n]: each row of d_resid goes to its token's row and its position's row
+    grads["W_E"] = np.zeros_like(params["W_E"])  # [V, d_model]
+    np.add.at(grads["W_E"], tokens, d_resid)
+    grads["W_pos"] = np.zeros_like(params["W_pos"])  # [seq_len, d_model]; positions ≥ n get no gradient
+    grads["W_pos"][:tokens.shape[1]] = d_resid.sum(axis=0)  # [B, n, d_model] -> [n, d_model]
+    return float(losses.mean()), {name: grads[name] for name in config.param_shapes}

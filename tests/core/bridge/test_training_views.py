@@ -1,0 +1,105 @@
+"""bridge/training_views.py: a run through the bridge in slices, its stop and its end, the recorded run, the weights'
+encoding, a reader's text as tokens, and the refusals that depend on the run or the config."""
+
+import json
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from mha_core import bridge
+from mha_core.bridge.training_views import (decode_params, display_tokens, encode_params, head_roles,
+                                            recorded_run, text_tokens)
+from mha_core.model import TrainConfig, init_params
+
+SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
+                    min_period=2, max_period=4)
+
+
+def bridge_call(fn, **args):
+    return json.loads(bridge.call(fn, json.dumps(args)))
+
+
+def test_a_run_through_the_bridge_in_slices():
+    fields = {"n_heads": 1, "batch": 4}
+    started = bridge_call("training_start", config=fields, seed=5)
+    assert started["ok"], started
+    run = started["result"]
+    assert run["step"] == 0 and [c["step"] for c in run["checkpoints"]] == [0]
+    assert run["config"] == {**asdict(TrainConfig()), **fields} and len(run["tokens"]) == 32
+    steps = 0
+    while steps < 35:
+        answer = bridge_call("training_advance", run=run["run"], budget_ms=50)
+        assert answer["ok"], answer
+        assert answer["result"]["step"] > steps and not answer["result"]["done"]
+        steps = answer["result"]["step"]
+        run["history"] += answer["result"]["history"]
+        run["checkpoints"] += answer["result"]["checkpoints"]
+    assert [h["step"] for h in run["history"]] == list(range(0, steps + 1, 10))
+    assert [c["step"] for c in run["checkpoints"]] == list(range(0, steps + 1, 30))
+    assert bridge_call("training_stop", run=run["run"]) == {"ok": True, "result": {"stopped": True}}
+    assert bridge_call("training_stop", run=run["run"])["result"] == {"stopped": False}
+    over = bridge_call("training_advance", run=run["run"])
+    assert not over["ok"] and "this training run is over" in over["error"]
+    # a checkpoint's weights, sent back, give its recorded numbers (float16 weights: close, not equal)
+    last = run["checkpoints"][-1]
+    measured = bridge_call("training_evaluate", config=run["config"], seed=5, params=last["params"])["result"]
+    recorded = next(h for h in run["history"] if h["step"] == last["step"])
+    assert measured["intact"]["loss"] == pytest.approx(recorded["loss"], abs=5e-3)
+    assert measured["ablated"] == measured["intact"]
+
+
+def test_a_config_whose_fields_do_not_fit_is_refused_with_the_rule():
+    assert "max_period=40 exceeds vocab=32" in bridge_call("training_start", config={"max_period": 40})["error"]
+
+
+def test_weights_and_heads_that_do_not_fit_the_config_are_refused():
+    params = encode_params(init_params(TrainConfig(), 0), TrainConfig())
+    assert "this config has" in bridge_call("training_evaluate", config={"n_heads": 1}, seed=0, params=params)["error"]
+    answer = bridge_call("training_evaluate", config={}, seed=0, params=params, ablate=[[0, 5]])
+    assert answer["error"] == "ablate holds [layer, head] pairs with layer < 2 and head < 2, got [0, 5]."
+    assert "base64" in bridge_call("training_evaluate", config={}, seed=0, params="not base64!")["error"]
+
+
+def test_a_diverging_run_ends_through_the_bridge():
+    run = bridge_call("training_start", config={"lr": 1.0, "batch": 4}, seed=0)["result"]["run"]
+    for _ in range(100):
+        answer = bridge_call("training_advance", run=run, budget_ms=50)
+        if not answer["ok"]:
+            break
+    assert "training diverged at step" in answer["error"]
+    assert "this training run is over" in bridge_call("training_advance", run=run)["error"]
+
+
+def test_the_recorded_run_is_the_same_bytes_every_time():
+    def recorded():
+        return json.dumps(recorded_run(SMALL, 1), sort_keys=True, allow_nan=False)
+    assert recorded() == recorded()
+
+
+def test_params_survive_encoding_to_float16():
+    params = init_params(SMALL, 0)
+    back = decode_params(encode_params(params, SMALL), SMALL)
+    for name, p in params.items():
+        np.testing.assert_allclose(back[name], p, rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match="numbers"):
+        decode_params(encode_params(params, SMALL)[:-8], SMALL)
+
+
+def test_a_readers_text_becomes_tokens_in_order_of_first_appearance():
+    ids, words = text_tokens("The cat sat. the CAT sat!", TrainConfig())
+    assert words == ["The", "cat", "sat", ".", "the", "CAT", "sat", "!"] and ids == [0, 1, 2, 3, 0, 1, 2, 4]
+    assert len(text_tokens("a b " * 40, TrainConfig())[0]) == 32
+    with pytest.raises(ValueError, match="33 different words in its first 33; the model knows 32 tokens"):
+        text_tokens(" ".join(f"w{i}" for i in range(40)), TrainConfig(seq_len=33, vocab=32))
+    with pytest.raises(ValueError, match="at least 2 words"):
+        text_tokens("one", TrainConfig())
+
+
+def test_the_display_sequence_repeats_a_block_and_heads_get_their_best_role():
+    tokens = display_tokens(TrainConfig())
+    period = (5 + 16) // 2
+    assert len(tokens) == 32 and len(set(tokens[:period])) == period and tokens[period:2 * period] == tokens[:period]
+    scores = {"previous_token": [[0.9, 0.1]], "induction": [[0.2, 0.3]], "duplicate_token": [[0.0, 0.0]],
+              "first_token": [[0.0, 0.39]]}
+    assert head_roles(scores) == [["previous_token", None]]

@@ -1,0 +1,170 @@
+"""model.py: the forward pass against attention.py's layer and a per-head reference, the textbook backward pass
+against finite differences and torch.autograd, the float32 path, and the rules that tie a config together."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mha_core import attention, multi_head_attention
+from mha_core.model import TrainConfig, forward, init_params, loss_and_grads, run_with_cache, unflatten
+from mha_core.training import sample_batch
+
+SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
+                    min_period=2, max_period=4)
+
+
+def small_case(seed=0):
+    params = init_params(SMALL, seed)
+    params = {k: v * 2.0 for k, v in params.items()}  # larger weights: patterns far from uniform
+    return params, sample_batch(SMALL, np.random.default_rng(seed))
+
+
+# ---------------------------------------------------------------- the weights
+
+def test_weights_have_their_shapes_and_scales():
+    config = TrainConfig()
+    params = init_params(config, 0)
+    assert {k: v.shape for k, v in params.items()} == config.param_shapes
+    assert list(params) == list(config.param_shapes)  # the fixed order unflatten relies on
+    assert params["W_U"].std() == pytest.approx(1 / math.sqrt(config.d_model), rel=0.1)
+    flat = np.concatenate([p.reshape(-1) for p in params.values()])
+    back = unflatten(flat, config)
+    assert all(np.shares_memory(back[k], flat) and np.array_equal(back[k], params[k]) for k in params)
+
+
+# ---------------------------------------------------------------- forward
+
+def test_forward_layers_are_multi_head_attention():
+    params, tokens = small_case()
+    logits, patterns = forward(params, tokens, SMALL)
+    x = params["W_E"][tokens] + params["W_pos"][: tokens.shape[1]]
+    for layer in range(SMALL.n_layers):
+        W = [params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O")]
+        out, weights = multi_head_attention(x, *W, n_heads=SMALL.n_heads, causal=True)
+        np.testing.assert_allclose(patterns[layer], weights, atol=1e-12)
+        x = x + out
+    np.testing.assert_allclose(logits, x @ params["W_U"], atol=1e-12)
+
+
+def test_the_cache_holds_each_activation_by_its_transformer_lens_name():
+    params, tokens = small_case()
+    logits, cache = run_with_cache(params, tokens, SMALL)
+    B, n = tokens.shape
+    for layer in range(SMALL.n_layers):
+        assert cache[f"blocks.{layer}.hook_resid_pre"].shape == (B, n, SMALL.d_model)
+        for name in ("q", "k", "v"):
+            assert cache[f"blocks.{layer}.attn.hook_{name}"].shape == (B, SMALL.n_heads, n, SMALL.d_head)
+        assert cache[f"blocks.{layer}.attn.hook_z"].shape == (B, n, SMALL.n_heads, SMALL.d_head)  # as TransformerLens
+        assert cache[f"blocks.{layer}.attn.hook_pattern"].shape == (B, SMALL.n_heads, n, n)
+    q = cache["blocks.0.attn.hook_q"]
+    W_Q = params["blocks.0.attn.W_Q"]
+    np.testing.assert_allclose(q[:, 1], cache["blocks.0.hook_resid_pre"] @ W_Q[:, 4:8], atol=1e-12)  # head 1's columns
+    np.testing.assert_allclose(logits, cache["hook_resid_final"] @ params["W_U"], atol=1e-12)
+
+
+def test_ablation_zeroes_exactly_that_heads_output():
+    params, tokens = small_case()
+    logits, _ = forward(params, tokens, SMALL, ablate=[(0, 1)])
+    x = params["W_E"][tokens] + params["W_pos"][: tokens.shape[1]]
+    for layer in range(SMALL.n_layers):  # per head, written out: z_head @ W_O rows of that head
+        W_Q, W_K, W_V, W_O = (params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
+        out = 0
+        for head in range(SMALL.n_heads):
+            cols = slice(head * SMALL.d_head, (head + 1) * SMALL.d_head)
+            s = (x @ W_Q[:, cols]) @ (x @ W_K[:, cols]).swapaxes(-1, -2) / math.sqrt(SMALL.d_head)
+            s = np.where(np.tri(tokens.shape[1], dtype=bool), s, -np.inf)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            w /= w.sum(-1, keepdims=True)
+            if (layer, head) != (0, 1):
+                out = out + (w @ (x @ W_V[:, cols])) @ W_O[cols]
+        x = x + out
+    np.testing.assert_allclose(logits, x @ params["W_U"], atol=1e-10)
+
+
+# ---------------------------------------------------------------- gradients
+
+def test_gradients_match_central_finite_differences():
+    params, tokens = small_case()
+    _, grads = loss_and_grads(params, tokens, SMALL)
+    eps = 1e-5
+    for name, p in params.items():
+        numeric = np.zeros_like(p)
+        for i in np.ndindex(p.shape):
+            old = p[i]
+            p[i] = old + eps
+            up, _ = loss_and_grads(params, tokens, SMALL)
+            p[i] = old - eps
+            down, _ = loss_and_grads(params, tokens, SMALL)
+            p[i] = old
+            numeric[i] = (up - down) / (2 * eps)
+        error = np.linalg.norm(numeric - grads[name]) / max(np.linalg.norm(numeric), np.linalg.norm(grads[name]))
+        assert error <= 1e-6, f"{name}: relative error {error:.2e}"
+
+
+@pytest.mark.parametrize("n", [2, 3, 10])
+def test_the_browsers_path_gives_the_same_gradients(monkeypatch, n):
+    """Without BLAS (Pyodide) the weight products run as einsum; at any sequence length the same numbers."""
+    params, tokens = small_case()
+    loss, grads = loss_and_grads(params, tokens[:, :n], SMALL)
+    monkeypatch.setattr(attention, "NO_BLAS", True)
+    plain_loss, plain = loss_and_grads(params, tokens[:, :n], SMALL)
+    assert abs(loss - plain_loss) <= 1e-12
+    for name in grads:
+        assert np.allclose(grads[name], plain[name], rtol=1e-10, atol=1e-14), name
+
+
+def test_float32_weights_give_float32_gradients_close_to_float64():
+    params, tokens = small_case()
+    _, exact = loss_and_grads(params, tokens, SMALL)
+    _, single = loss_and_grads({k: v.astype(np.float32) for k, v in params.items()}, tokens, SMALL)
+    for name in exact:
+        assert single[name].dtype == np.float32
+        assert np.linalg.norm(single[name] - exact[name]) <= 1e-4 * np.linalg.norm(exact[name]), name
+
+
+def torch_loss(params: dict, tokens: np.ndarray, config: TrainConfig) -> torch.Tensor:
+    """The same model in torch, per head, with torch's softmax and cross-entropy."""
+    t = torch.as_tensor(tokens)
+    n = t.shape[1]
+    x = params["W_E"][t] + params["W_pos"][:n]
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    for layer in range(config.n_layers):
+        W_Q, W_K, W_V, W_O = (params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
+        heads = []
+        for head in range(config.n_heads):
+            cols = slice(head * config.d_head, (head + 1) * config.d_head)
+            scores = (x @ W_Q[:, cols]) @ (x @ W_K[:, cols]).transpose(-1, -2) / math.sqrt(config.d_head)
+            weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+            heads.append(weights @ (x @ W_V[:, cols]))
+        x = x + torch.cat(heads, dim=-1) @ W_O
+    logits = x @ params["W_U"]
+    return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, config.vocab), t[:, 1:].reshape(-1))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gradients_match_torch_autograd(seed):
+    config = TrainConfig(batch=4, seq_len=20)
+    params = init_params(config, seed)
+    tokens = sample_batch(config, np.random.default_rng(seed))
+    loss, grads = loss_and_grads(params, tokens, config)
+    leaves = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    reference = torch_loss(leaves, tokens, config)
+    reference.backward()
+    assert loss == pytest.approx(reference.item(), rel=1e-12)
+    for name, leaf in leaves.items():
+        np.testing.assert_allclose(grads[name], leaf.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+# ---------------------------------------------------------------- the config's own rules
+
+@pytest.mark.parametrize("fields, message", [
+    ({"min_period": 9, "max_period": 8}, "max_period=8 is below min_period=9"),
+    ({"vocab": 10, "max_period": 12}, "max_period=12 exceeds vocab=10"),
+    ({"seq_len": 17}, "seq_len=17 must be at least max_period \\+ 2"),
+    ({"batch": 64, "seq_len": 64, "d_model": 128, "n_heads": 8}, "operations per step"),
+])
+def test_configs_whose_fields_do_not_fit_together_are_refused(fields, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**fields)
