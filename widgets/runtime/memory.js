@@ -5,7 +5,8 @@
 // With it go the libraries loaded into it (worker.js): [path, handle] each, and Python's dlopen handles.
 // Its key names the layout and the sha256 of every file the start is made of: a memory is restored only with the
 // very files it was made with. Its own sha256 (of what is kept) travels with it and is checked before it is used.
-import { openStore, sha256 } from "./downloads.js";
+import { sha256 } from "../shared/sha256.js";
+import { openStore } from "./downloads.js";
 
 const CHECKED = "X-Content-SHA256";
 const LIBRARIES = "X-Python-Libraries";

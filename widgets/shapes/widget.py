@@ -81,4 +81,4 @@ def context(**options) -> dict:
     if not report["ok"]:
         raise ValueError(f"shapes widget: {report['check']['message']}")
     return {"config": config, "shown": report["display"], "fields": fields(config), "presets": preset_options(),
-            "dtypes": DTYPES, "limits": mha_core.LIMITS, "integer": integer}
+            "dtypes": DTYPES, "limits": mha_core.LIMITS, "integer": integer, "max_slider_heads": MAX_SLIDER_HEADS}
