@@ -2,8 +2,9 @@
 // multiples, the readouts and "How this head works". Everything comes from a head_patterns result
 // already in hand; nothing here calls Python, so a head switch costs one paint of the heatmap.
 import { output, showMessage } from "../runtime/dom.js";
-import { paint, selectRow, setTokens } from "./grid.js";
-import { cellNamer, cellText, drawThumb, highlight, setOptions, setSentence, showInfo } from "./view.js";
+import { cellNamer, paint, selectRow, setTokens } from "../shared/grid.js";
+import { drawThumb } from "../shared/palette.js";
+import { cellText, highlight, setOptions, setSentence, showInfo } from "./view.js";
 
 // What the knock-out (zeroing the previous-token head's output) does to the pattern of each head shown.
 const KNOCKED_OUT = {

@@ -1,7 +1,6 @@
 // The widget's state in the page's URL (?sentence=…&head=…&ablate=1), for the page's first heads
 // widget. A sentence is the reader's text: it is only ever shown as text. A head or ablate value
 // that is not one of the known ones is ignored, with a note.
-import { clip } from "./view.js";
 
 export const MAX_URL_CHARS = 2000; // a longer sentence is not put in the URL
 
@@ -14,10 +13,10 @@ export function readURL(search, kinds) {
   if (sentence !== null && sentence.trim()) values.sentence = sentence.slice(0, MAX_URL_CHARS);
   const head = params.get("head");
   if (head !== null && kinds.includes(head)) values.head = head;
-  else if (head !== null) ignored.push(`head=${clip(head)}`);
+  else if (head !== null) ignored.push(`head=${head}`);
   const ablate = params.get("ablate");
   if (ablate === "1" || ablate === "0") values.ablate = ablate === "1";
-  else if (ablate !== null) ignored.push(`ablate=${clip(ablate)}`);
+  else if (ablate !== null) ignored.push(`ablate=${ablate}`);
   return { values, ignored };
 }
 

@@ -1,11 +1,8 @@
 // The parts of the heads widget around the heatmap: the sentence with the selected query's attention
 // as highlights, the small multiples on the head buttons, the readouts and "How this head works".
 // Every token is the reader's text and goes in with textContent only.
-import { clip as clipTo, output, setText } from "../runtime/dom.js";
-
-const SHOWN_CHARS = 30;
-
-export const clip = (text) => clipTo(text, SHOWN_CHARS);
+import { output, setText } from "../runtime/dom.js";
+import { cellNamer, clipToken as clip } from "../shared/grid.js";
 
 /** The sentence as one button per token (choosing one reads its weight), reusing the buttons it has. */
 export function setSentence(el, tokens) {
@@ -33,12 +30,6 @@ export function highlight(el, tokens, row, q) {
   return `Where the query “${clip(tokens[q])}” (position ${q}) attends, in the sentence (choose a token to read its weight):`;
 }
 
-/** namer(q, k, weight as text): "query → key: weight" for cell (q, k); a key after the query is masked. */
-export function cellNamer(tokens) {
-  const labels = tokens.map((token, i) => `“${clip(token)}” (${i})`);
-  return (q, k, text) => `${labels[q]} → ${labels[k]}: ${k > q ? "masked, a later token" : text}`;
-}
-
 export const cellText = (tokens, q, k, weight) => cellNamer(tokens)(q, k, weight.toFixed(4));
 
 /** The query picker's options: one per token, "position: token". */
@@ -47,22 +38,6 @@ export function setOptions(select, tokens) {
   for (let i = options.length; i < tokens.length; i++) options.push(new Option("", String(i)));
   if (select.options.length !== tokens.length) select.replaceChildren(...options.slice(0, tokens.length));
   tokens.forEach((token, i) => setText(options[i], `${i}: ${clip(token)}`));
-}
-
-/** Draw pattern ([n, n]) into a canvas of n × n pixels; masked cells stay transparent. */
-export function drawThumb(canvas, pattern, rgb) {
-  const n = pattern.length;
-  if (canvas.width !== n) canvas.width = canvas.height = n;
-  const ctx = canvas.getContext("2d");
-  const image = ctx.createImageData(n, n);
-  for (let q = 0; q < n; q++) {
-    for (let k = 0; k <= q; k++) {
-      const at = (q * n + k) * 4;
-      image.data.set(rgb(pattern[q][k]), at);
-      image.data[at + 3] = 255;
-    }
-  }
-  ctx.putImageData(image, 0, 0);
 }
 
 /** "How this head works" from the head's info (mha_core's HEAD_INFO), and its notes. */

@@ -7,6 +7,8 @@
 // later visit reuses what already arrived; what is kept is checked again when it is read. Pyodide gets each
 // file as a Response made of its checked bytes. (Handing it Cache Storage's own response did not let the
 // browser reuse the WebAssembly it compiled on an earlier visit: a trace showed the whole compile again.)
+import { sha256 } from "../shared/sha256.js";
+
 const plainFetch = self.fetch.bind(self); // the network's, before the worker hands Pyodide this one
 const STORE = "mha-python";
 const REPORT_EVERY_MS = 250;
@@ -14,11 +16,6 @@ const TYPES = { wasm: "application/wasm", js: "text/javascript", mjs: "text/java
 
 const fileName = (url) => new URL(url).pathname.split("/").pop();
 const typeOf = (url) => TYPES[url.split(".").pop()] || "application/octet-stream";
-
-export async function sha256(bytes) {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /** A response's body as bytes, counting the bytes that arrive (before decompression) with onBytes(n). */
 async function readBody(response, gzip, onBytes) {

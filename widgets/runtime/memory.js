@@ -2,10 +2,11 @@
 // Cache Storage as the files, so that a later visit restores it instead of starting Python again. It is kept
 // without its pages of zeros, a third of it (laidOut below), and not compressed: read back gzipped it took
 // 0.16 s to unpack, whole 0.04 s to read; gzipping it took 0.6 s after each start.
-// With it go the libraries loaded into it (worker.js): [path, handle] each, and Python's dlopen handles.
+// With it go the libraries loaded into it (pyodide_internals.js): [path, handle] each, and Python's dlopen handles.
 // Its key names the layout and the sha256 of every file the start is made of: a memory is restored only with the
 // very files it was made with. Its own sha256 (of what is kept) travels with it and is checked before it is used.
-import { openStore, sha256 } from "./downloads.js";
+import { sha256 } from "../shared/sha256.js";
+import { openStore } from "./downloads.js";
 
 const CHECKED = "X-Content-SHA256";
 const LIBRARIES = "X-Python-Libraries";

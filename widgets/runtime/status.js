@@ -3,7 +3,7 @@
 // ready, or failed with the reason and a Retry button. It also holds the two status-related steps the
 // widgets share.
 import { downloadMB, onStatus, retry, savesData, start } from "./bridge.js";
-import { showMessage } from "./dom.js";
+import { clip, showMessage } from "./dom.js";
 import { mountEach } from "./page.js";
 
 function button(label, onClick) {
@@ -44,7 +44,10 @@ export function recomputeOnReady(root, recompute) {
   whileShown(root, ({ state }) => state === "ready" && root.dataset.state === "error" && recompute());
 }
 
+const IGNORED_CHARS = 40; // of each entry the note shows: a link may carry anything, of any length
+
 /** Note the link's entries that were not used (ignored: ["key=value", ...]). */
 export function noteIgnored(root, ignored) {
-  if (ignored.length) showMessage(root, "note", `Ignored in the link: ${ignored.join(", ")}.`);
+  const shown = ignored.map((entry) => clip(entry, IGNORED_CHARS));
+  if (shown.length) showMessage(root, "note", `Ignored in the link: ${shown.join(", ")}.`);
 }

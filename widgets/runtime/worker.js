@@ -11,6 +11,9 @@
 // fn and args reach the entry's call (mha_core.bridge.call) as Python strings: data, never Python source.
 import { FilesFrom } from "./downloads.js";
 import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
+import {
+  dlopenHandles, isFatal, loadLibraries, makeSnapshot, restoreLibraries, snapshotOptions,
+} from "./pyodide_internals.js";
 import { unpackWheel } from "./wheels.js";
 
 const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
@@ -55,7 +58,7 @@ async function startPyodide(downloads, indexURL, kept) {
   const [mjs, asm] = ["pyodide.mjs", "pyodide.asm.js"].map(file); // asked for at once
   asm.catch(() => {}); // a failure is met below, once pyodide.mjs is imported
   const { loadPyodide } = await importChecked(await mjs);
-  await importChecked(await asm); // defines the factory, so loadPyodide does not fetch it
+  await importChecked(await asm); // defines the factory, so loadPyodide does not fetch it (pyodide_internals.js, 6)
   const memory = await kept;
   const warn = console.warn;
   const lines = [];
@@ -66,8 +69,7 @@ async function startPyodide(downloads, indexURL, kept) {
         lines.push(args.join(" "));
         if (FATAL.test(lines.at(-1))) setTimeout(() => reject(new Error(lines.slice(-2).join(": "))), 0);
       };
-      const from = memory ? { _loadSnapshot: memory } : { _makeSnapshot: true };
-      loadPyodide({ indexURL, stdout: () => {}, stderr: console.warn, ...from }).then(resolve, reject);
+      loadPyodide({ indexURL, stdout: () => {}, stderr: console.warn, ...snapshotOptions(memory) }).then(resolve, reject);
     });
   } finally {
     console.warn = warn;
@@ -80,60 +82,6 @@ async function startPyodide(downloads, indexURL, kept) {
 // it too, but in Python 3.12 it imports importlib.metadata, 0.1 s of a fresh start, and has zipimport read the
 // standard library's whole directory again.)
 const NEW_FILES_SEEN = `import sys; sys.path_importer_cache.pop("${SITE_PACKAGES}", None)`;
-
-// The extension modules (NumPy's) are WebAssembly libraries that Emscripten's dynamic linker loads into Python's
-// memory and function table. Given a handle (its struct dso: 36 bytes of Python's memory), loadDynamicLibrary
-// records there where a library went (a flag at +8; the memory base and size, the table base and size at +12 to
-// +24; zero at +28 and +32 means "read the file") and, finding the flag set, loads it at those places again. So each
-// library is loaded with a handle of its own, and a memory kept after loading them can be restored with its
-// libraries: each loaded again where the memory expects it, and its static memory, which loading initialises
-// anew, put back as it was kept.
-const HANDLE_BYTES = 36;
-const LOADING = { loadAsync: true, nodelete: true, allowUndefined: true, global: false }; // as Pyodide loads them
-
-async function loadLibrary(module, path, handle) {
-  await module.loadDynamicLibrary(path, { ...LOADING, fs: module.FS }, {}, handle);
-  const name = path.split("/").pop(); // as Pyodide's loadDynlib: known by its file name too
-  module.LDSO.loadedLibsByName[name] ||= module.LDSO.loadedLibsByName[path];
-}
-
-/** Load every extension module among the files (paths), each with a handle of its own. Returns what a restore
- * needs: each library's path and handle, in the order they were loaded. */
-async function loadLibraries(pyodide, files) {
-  const module = pyodide._module;
-  const libraries = [];
-  for (const path of files.filter((f) => f.endsWith(".so")).sort()) {
-    const handle = module._calloc(HANDLE_BYTES, 1);
-    await loadLibrary(module, path, handle);
-    libraries.push([path, handle]);
-  }
-  return libraries;
-}
-
-/** The libraries loaded again where the restored memory expects them, their static memory as it was kept. Python's
- * own handles (dlopen's, in its memory) are given their libraries back. */
-async function restoreLibraries(pyodide, { memory, libraries, dlopened }) {
-  const module = pyodide._module;
-  const heap = memory.subarray(new Uint32Array(memory.buffer, memory.byteOffset, 2)[1]); // past the snapshot's header
-  for (const [path, handle] of libraries) {
-    const [memoryBase, memorySize, tableBase, tableSize] =
-      [12, 16, 20, 24].map((at) => module.HEAPU32[(handle + at) >> 2]);
-    // The function table must have grown as it did when the memory was made: the library's entries go on from
-    // where the table ends.
-    if (module.HEAP8[handle + 8] !== 1 || (tableSize && module.wasmTable.length !== tableBase)) {
-      throw new Error(`the kept memory does not hold ${path.split("/").pop()} where it says`);
-    }
-    await loadLibrary(module, path, handle);
-    module.HEAP8.set(heap.subarray(memoryBase, memoryBase + memorySize), memoryBase);
-  }
-  for (const [handle, name] of dlopened) module.LDSO.loadedLibsByHandle[handle] = module.LDSO.loadedLibsByName[name];
-}
-
-/** Python's dlopen handles, [handle, library], to be given their libraries back on a restore. */
-function dlopenHandles(module) {
-  return Object.entries(module.LDSO.loadedLibsByHandle).filter(([handle]) => handle !== "0")
-    .map(([handle, dso]) => [Number(handle), dso.name]);
-}
 
 /** Unpack the wheels (NumPy, mha_core) into site-packages; returns the paths of their files. */
 async function unpackWheels(pyodide, downloads, wheels) {
@@ -160,8 +108,7 @@ async function startPython(downloads, indexURL, wheels, memoryURL) {
     }
     const libraries = await loadLibraries(pyodide, files);
     pyodide.runPython("import mha_core.bridge");
-    const memory = pyodide.makeMemorySnapshot();
-    return [pyodide, { memory, libraries, dlopened: dlopenHandles(pyodide._module) }];
+    return [pyodide, { memory: makeSnapshot(pyodide), libraries, dlopened: dlopenHandles(pyodide) }];
   } catch (err) {
     if (await kept) await forgetMemory(await downloads.store, await memoryURL);
     throw err;
@@ -214,7 +161,7 @@ function answer(id, fn, args) {
     if (typeof json !== "string") return stopPython("it gave no answer");
     postMessage({ type: "result", id, json });
   } catch (err) {
-    if (err?.pyodide_fatal_error) return stopPython(lastLine(err.message || err));
+    if (isFatal(err)) return stopPython(lastLine(err.message || err));
     postMessage({ type: "result", id, json: JSON.stringify({ ok: false, error: lastLine(err.message || err) }) });
   }
 }

@@ -1,7 +1,9 @@
 // The sliders. Each steps through the values listed in its data-values: powers of two for d_model, n and
 // B (sizes that span orders of magnitude), the divisors of d_model for h. The number field beside each
 // takes any value; the slider then sits at the nearest step and still announces the field's value.
-const MAX_HEADS = 128; // widget.py's MAX_SLIDER_HEADS
+// The page is rendered with the steps and positions widget.py computes; here they follow the reader's edits,
+// with h's cap read from the slider (data-max-step), as widget.py set it.
+import { wholeNumber } from "../shared/numbers.js";
 
 const steps = (slider) => slider.dataset.values.split(",").map(Number);
 
@@ -19,10 +21,11 @@ function place(slider, value) {
   slider.setAttribute("aria-valuetext", String(value));
 }
 
-/** h's steps: the divisors of dModel up to MAX_HEADS (widget.py: head_steps). */
-function setHeadSteps(slider, dModel) {
+/** A slider whose steps are the divisors of another field's value (h's: d_model's), up to its data-max-step
+ * (widget.py: head_steps). */
+function setDivisorSteps(slider, of) {
   const divisors = [];
-  for (let d = 1; d <= Math.min(dModel, MAX_HEADS); d++) if (dModel % d === 0) divisors.push(d);
+  for (let d = 1; d <= Math.min(of, Number(slider.dataset.maxStep)); d++) if (of % d === 0) divisors.push(d);
   const values = divisors.join(",");
   if (slider.dataset.values === values) return;
   slider.dataset.values = values;
@@ -30,17 +33,14 @@ function setHeadSteps(slider, dModel) {
 }
 
 /** A field's whole number, or null while it holds anything else (the slider then stays where it was). */
-function wholeValue(form, name) {
-  const text = form.querySelector(`input[type="number"][name="${name}"]`).value.trim();
-  return /^[1-9]\d{0,15}$/.test(text) ? Number(text) : null;
-}
+const fieldValue = (form, name) => wholeNumber(form.querySelector(`input[type="number"][name="${name}"]`).value) || null;
 
 /** Put every slider where its number field says. */
 export function syncSliders(form) {
-  const dModel = wholeValue(form, "d_model");
   for (const slider of form.querySelectorAll('input[type="range"]')) {
-    const value = wholeValue(form, slider.name);
-    if (slider.name === "n_heads" && dModel) setHeadSteps(slider, dModel);
+    const of = slider.dataset.divisorsOf && fieldValue(form, slider.dataset.divisorsOf);
+    if (of) setDivisorSteps(slider, of);
+    const value = fieldValue(form, slider.name);
     if (value) place(slider, value);
   }
 }

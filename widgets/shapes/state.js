@@ -1,23 +1,19 @@
 // The widget's configuration: read from its form with checks a reader can act on, written back to it,
 // and kept in the page's URL (only what differs from the widget's defaults, or from the chosen preset's
 // values). Whatever the reader types or links stays data: it is parsed, never run.
-import { clip } from "../runtime/dom.js";
+import { readWhole } from "../shared/numbers.js";
 
 const OPTIONAL = ["n_kv_heads", "d_head"]; // empty means "derive it" (h, d_model / h)
 const URL_KEYS = ["preset", "d_model", "n_heads", "seq_len", "batch", "n_layers", ...OPTIONAL, "bias", "dtype_bytes"];
-const SHOWN_CHARS = 40;
 
 const numberField = (form, name) => form.querySelector(`input[type="number"][name="${name}"]`);
 const presetSelect = (form) => form.querySelector('select[name="preset"]');
 
-/** A number field's text (its value, or a URL's) -> {value}: a whole number from 1 to the field's max, or
- * null (derived) for a blank optional field; anything else -> {error} (its limit as Python wrote it). */
+/** A number field's text (its value, or a URL's) -> {value}: a whole number within the field's limits, or
+ * null (derived) for a blank optional field; anything else -> {error}. */
 function parseNumber(input, text, badInput = false) {
-  const trimmed = String(text).trim();
-  if (OPTIONAL.includes(input.name) && trimmed === "" && !badInput) return { value: null };
-  const value = /^\d{1,16}$/.test(trimmed) ? Number(trimmed) : NaN;
-  if (value >= 1 && value <= Number(input.max)) return { value };
-  return { error: `${input.name} must be a whole number from 1 to ${input.dataset.limit}.` };
+  if (OPTIONAL.includes(input.name) && String(text).trim() === "" && !badInput) return { value: null };
+  return readWhole(input, text);
 }
 
 function parseChoice(form, name, text) {
@@ -76,7 +72,7 @@ export function readURL(search, form) {
   for (const [key, text] of new URLSearchParams(search)) {
     if (!URL_KEYS.includes(key)) continue;
     const { value, error } = parseChoice(form, key, text);
-    if (value === undefined || error) ignored.push(`${key}=${clip(text, SHOWN_CHARS)}`);
+    if (value === undefined || error) ignored.push(`${key}=${text}`);
     else values[key] = value;
   }
   return { values, ignored };

@@ -8,18 +8,15 @@ import { call } from "../runtime/bridge.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
-import { adoptGrid, cellAt, moveFrom, setActive } from "../heads/grid.js";
-import { makePalette } from "../heads/palette.js";
+import { adoptGrid, cellAt, moveFrom, setActive } from "../shared/grid.js";
+import { wholeNumber } from "../shared/numbers.js";
+import { makePalette } from "../shared/palette.js";
+import { sha256 } from "../shared/sha256.js";
 import { drawCharts } from "./charts.js";
 import { decodePatterns, drawGrid, drawHead, layoutGrid, summarize } from "./view.js";
 
 const SLICE_MS = 80; // Python's share of each slice of a live run
 let leftRun = null; // the reader's run that leaving its page stopped: the next training widget says so
-
-async function sha256(bytes) {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /** The built run with every checkpoint, if the asset is the one the page was built with. */
 async function loadAsset(root) {
@@ -147,10 +144,12 @@ function fail(w, message) {
   showMessage(w.root, "error", message);
 }
 
-/** The reader's settings as TrainConfig fields; the numbers are checked by Python. */
+/** The reader's settings as TrainConfig fields, checked by Python (the bridge names a field it refuses and why):
+ * a block length as its whole number, or as typed (null when blank) if it is not one. */
 function settings(form) {
-  const number = (name) => (form.elements[name].value.trim() === "" ? null : Number(form.elements[name].value));
-  return { n_layers: number("n_layers"), n_heads: number("n_heads"), lr: number("lr"), min_period: number("min_period"), max_period: number("max_period") };
+  const choice = (name) => Number(form.elements[name].value);
+  const whole = (name) => wholeNumber(form.elements[name].value) ?? (form.elements[name].value.trim() || null);
+  return { n_layers: choice("n_layers"), n_heads: choice("n_heads"), lr: choice("lr"), min_period: whole("min_period"), max_period: whole("max_period") };
 }
 
 function setRunning(w, running) {

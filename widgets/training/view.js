@@ -1,8 +1,8 @@
 // The grid of heads and the selected head's heatmap, drawn from one checkpoint of a run. Patterns arrive
 // as base64 of uint16 (weight × 65535), [layers, heads, n, n]; scores and roles come from mha_core.
 import { output, setData, setText } from "../runtime/dom.js";
-import { paint, setTokens } from "../heads/grid.js";
-import { cellNamer, drawThumb } from "../heads/view.js";
+import { cellNamer, paint, setTokens } from "../shared/grid.js";
+import { drawThumb } from "../shared/palette.js";
 
 /** patterns[layer][head] as n rows of n weights, from the base64 text. */
 export function decodePatterns(text, { n_layers, n_heads }, n) {

@@ -1,0 +1,74 @@
+"""What the memory kept for a revisit buys (widgets/runtime/pyodide_internals.js: the one part of the runtime that
+relies on Pyodide's and Emscripten's internals): a warm revisit to the shapes page, in the same profile once the
+first visit has kept Python's memory, ready with that memory and without it (deleted just before the revisit; every
+file Python is made of is still in Cache Storage, so neither downloads anything). Headless Chromium, localhost,
+the site served as network.py serves it, alternating pairs in fresh profiles.
+
+    python bench/kept_memory.py [--runs 4]
+
+Prints the medians of both, and exits 1 if the kept memory does not make the revisit ready sooner.
+A busy machine gives slower figures: run it alone.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
+from network import fresh_context, open_page, python_start_s  # noqa: E402
+from sitebuild.serving import GITHUB_PAGES_CACHING  # noqa: E402
+from tests.helpers import build_into, chromium, kept_memory, pages_with, serve  # noqa: E402
+
+# Drops the kept memory from the runtime's Cache Storage (memory.js keys it "python-memory?..."), not the files.
+FORGET_MEMORY = """async () => {
+  const store = await caches.open("mha-python");
+  for (const request of await store.keys()) if (request.url.includes("/python-memory?")) await store.delete(request);
+}"""
+
+
+def revisits(browser, url: str, runs: int) -> dict[bool, list[dict]]:
+    """{with the kept memory: [open_page's figures of each revisit]}, runs of each, in alternating order."""
+    visits = {True: [], False: []}
+    for run in range(runs):
+        context = fresh_context(browser)
+        page = open_page(context, url, 120)["page"]
+        for with_memory in (True, False) if run % 2 == 0 else (False, True):
+            kept_memory(page)  # kept by the start before (restored, it stays)
+            if not with_memory:
+                page.evaluate(FORGET_MEMORY)
+            page.close()
+            visit = open_page(context, url, 120)
+            assert ("restored" in visit["status"][-1][1]) == with_memory, visit["status"]
+            visits[with_memory].append(visit)
+            page = visit["page"]
+        page.close()
+        context.close()
+    return visits
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=4, help="revisits of each kind")
+    args = parser.parse_args()
+    server, base = serve(None, caching=GITHUB_PAGES_CACHING)
+    server.root = site = build_into(ROOT / "bench" / "out" / "kept-memory-site", "--site-url", base)
+    url = base + pages_with(site, 'data-mha-widget="shapes"')[0] + "#mha-shapes-1"
+    with chromium() as browser:
+        visits = revisits(browser, url, args.runs)
+    server.shutdown()
+    median = {kind: (statistics.median(v["ready"] for v in vs) / 1000,
+                     statistics.median(python_start_s(v["status"]) for v in vs)) for kind, vs in visits.items()}
+    print(f"a warm revisit, localhost, {args.runs} of each in alternating pairs (medians):")
+    for kind, label in ((True, "with the kept memory"), (False, "without it (files from Cache Storage)")):
+        ready, start = median[kind]
+        print(f"  {label}: ready {ready:.2f} s after navigation, Python's start in its worker {start:.1f} s")
+    ok = median[True][0] < median[False][0]
+    print(f"{'ok' if ok else 'MISSED'}  the kept memory makes a revisit ready sooner")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
