@@ -20,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 from network import fresh_context, open_page, python_start_s  # noqa: E402
 from sitebuild.serving import GITHUB_PAGES_CACHING  # noqa: E402
-from tests.helpers import build_into, chromium, kept_memory, pages_with, serve  # noqa: E402
+from bench.figures import Figures  # noqa: E402
+from sitevisit.chromium import chromium  # noqa: E402
+from sitevisit.page import kept_memory  # noqa: E402
+from sitevisit.site import build_into, pages_with, serve  # noqa: E402
+
+FIGURES = Figures("kept_memory")
 
 # Drops the kept memory from the runtime's Cache Storage (memory.js keys it "python-memory?..."), not the files.
 FORGET_MEMORY = """async () => {
@@ -65,10 +70,12 @@ def main() -> int:
     for kind, label in ((True, "with the kept memory"), (False, "without it (files from Cache Storage)")):
         ready, start = median[kind]
         print(f"  {label}: ready {ready:.2f} s after navigation, Python's start in its worker {start:.1f} s")
-    ok = median[True][0] < median[False][0]
-    print(f"{'ok' if ok else 'MISSED'}  the kept memory makes a revisit ready sooner")
+    (ready, start), (ready_without, start_without) = median[True], median[False]
+    ok = FIGURES.check(f"a warm revisit with the kept memory / without it, localhost (median of {args.runs} each)",
+                       f"ready {ready:.2f} s / {ready_without:.2f} s, Python's start {start:.1f} s / {start_without:.1f} s",
+                       "sooner with it", ready < ready_without)
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(FIGURES.run(main))

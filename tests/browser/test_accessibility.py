@@ -20,7 +20,8 @@ from playwright.sync_api import expect
 from conftest import PageLog, hold_python, wait_ready, watched_page
 from sitebuild import CACHE
 from sitebuild.assets import cached, npm_pack, store
-from tests.helpers import form_config, pages_with
+from sitevisit.site import pages_with
+from tests.helpers import form_config
 
 AXE_VERSION = "4.14.1"
 AXE_SHA256 = "e6b0ce02b84d892e2e33e403485e7f3d6c29e2be6df65daf44d89ba564139745"  # npm pack tarball

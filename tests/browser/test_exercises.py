@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 import conftest
 from mha_core.exercises import EXERCISES
 from tests.core.test_exercises import RIGHT, WRONG
-from tests.helpers import pages_with
+from sitevisit.site import pages_with
 
 FIRST_RUN_MS = 120_000  # a first run starts the widgets' Python, then the exercises' own: slow on a busy machine
 LOOP = "def merge_heads(z):\n    while True:\n        pass\n"
