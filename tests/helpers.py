@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import mha_core
+from mha_core.exercises import EXERCISES
 import pytest
 from playwright.sync_api import expect
 
@@ -153,6 +154,11 @@ def ask(name, widget, value) -> None:
         return widget.locator('[data-action="redraw"]').click()
     if name == "one-vs-many":  # value: a key pressed on the subject's slider
         return widget.locator('input[name="subject"]').press(value)
+    if name == "exercise":  # the shipped solution, written as a reader writes it, then Run
+        widget.locator("[data-editor]").click()
+        widget.page.keyboard.press("ControlOrMeta+A")
+        widget.page.keyboard.insert_text(EXERCISES[widget.get_attribute("data-exercise")].solution)
+        return widget.locator("button[name=run]").click()
     selector, key = FIELDS[name]
     field = widget.locator(selector)
     field.fill(str(value))
@@ -170,6 +176,8 @@ def check_answered(name, widget, value) -> None:
     elif name == "one-vs-many":
         expect(widget).to_have_attribute("data-state", "live")
         assert one_vs_many_outputs(widget) == one_vs_many_expected(**one_vs_many_form(widget))
+    elif name == "exercise":  # the exercises' own Python starts at the first Run
+        expect(widget.locator("[data-output=result]")).to_have_attribute("data-status", "pass", timeout=120_000)
     elif name == "training":  # the heatmap shows the text's tokens
         expect(widget).to_have_attribute("data-state", "live")
         expect(widget.locator("thead [data-token-index]")).to_have_text(tokens_of(value))

@@ -6,7 +6,8 @@
 // It relies on the widgets' contract only: a widget is an element [data-mha-widget] whose data-state goes
 // "busy" when it asks Python and "live" (or "error") when the answer is shown. Each widget's form controls
 // are changed one at a time, the kinds most likely to ask Python first, until one makes it busy: no
-// widget is named here, so widgets added later are covered as they come.
+// widget is named here, so widgets added later are covered as they come. An exercise (a widget with a Run
+// button) goes "running", then "pass", "fail" or "error" once its own Python has checked the code.
 ({
   watch() {
     if (window.__mhaProblems) return;
@@ -63,6 +64,19 @@
       root.scrollIntoView({ block: "center" });
       const observer = new MutationObserver(() => seen.states.push(root.dataset.state));
       observer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
+      const run = root.querySelector('button[name="run"]');
+      if (run) {  // an exercise: Run checks what the editor holds (its skeleton), in the exercises' own Python
+        seen.kind = "exercise";
+        seen.control = 'button[name="run"]';
+        run.click();
+        await poll(() => seen.states.includes("running") && !["initial", "idle", "running"].includes(root.dataset.state),
+                   timeoutMs);
+        observer.disconnect();
+        seen.state = root.dataset.state;
+        seen.message = root.querySelector('[data-output="result"]')?.textContent ?? "";
+        continue;
+      }
+      seen.kind = "widget";
       const controls = KINDS.flatMap(([selector, change]) =>
         [...root.querySelectorAll(selector)].filter((c) => !c.disabled && c.form).map((c) => [c, change]));
       for (const [control, change] of controls) {

@@ -17,7 +17,8 @@ from tests.helpers import ask, check_answered
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
 CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2,
-           "training": "Mary gave John a book; Mary gave", "one-vs-many": "Home"}
+           "training": "Mary gave John a book; Mary gave", "one-vs-many": "Home",
+           "exercise": None}
 
 
 def site_pages(site) -> list[str]:
@@ -64,7 +65,7 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
             live += use_widgets(page)
         else:
             assert_no_python(page, page_log.requests[before:])
-    assert sorted(live) == ["heads", "memory", "one-vs-many", "shapes", "training", "worked"]
+    assert sorted(live) == ["exercise"] * 4 + ["heads", "memory", "one-vs-many", "shapes", "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 
@@ -92,7 +93,7 @@ def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, he
     page.goto(site_url + shapes_path)
     features = json.loads(page.locator("#__config").text_content())["features"]
     assert "navigation.instant" in features
-    assert use_widgets(page) == ["shapes"]
+    assert use_widgets(page) == ["shapes", "exercise"]
     page.evaluate("window.__earlier = true")
     page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
     expect(page).to_have_url(site_url + heads_path)
@@ -104,12 +105,14 @@ def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, he
     assert use_widgets(page) == ["heads", "training"]
 
 
-# The geometry of the home page's first display formula: a_ij = softmax_j(q_i . k_j / sqrt(d_k)), o_i = ...
+# The geometry of the home page's first fraction in stretched brackets (\left( ... \right)):
+# a_ij = softmax_j(q_i . k_j / sqrt(d_k)), o_i = ...
 LAID_OUT = """() => {
-  const formula = document.querySelector("div.arithmatex math mfrac").closest("math");
+  const bracket = [...document.querySelectorAll('div.arithmatex math mo[fence="true"]')]
+    .find((mo) => mo.parentElement.querySelector(":scope > mfrac"));
+  const formula = bracket.closest("math");
   const box = (el) => el.getBoundingClientRect();
-  const [numerator, denominator] = formula.querySelector("mfrac").children;
-  const bracket = formula.querySelector('mo[fence="true"]');
+  const [numerator, denominator] = bracket.parentElement.querySelector(":scope > mfrac").children;
   return { numeratorAbove: box(numerator).bottom <= box(denominator).top,
            bracketOverLetter: box(bracket).height / box(formula.querySelector("mi")).height,
            fontFamily: getComputedStyle(formula).fontFamily };

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.bridge.training_views import decode_params, training_evaluate
+from mha_core.bridge.training_views import ROLE_MIN, decode_params, training_evaluate
 from mha_core.detectors import evaluate
 from mha_core.model import TrainConfig
 from mha_core.training import eval_batch
@@ -382,7 +382,7 @@ def test_the_sentence_under_the_slider_is_true_at_the_drop(page, training_url, r
     checkpoint = run["checkpoints"][index]
     widget.locator('input[name="step"]').fill(str(index))
     scores = next(h for h in run["history"] if h["step"] == checkpoint["step"])["scores"]
-    assert checkpoint["roles"][0] == [None, None] and scores["previous_token"][0][0] < training.ROLE_MIN
+    assert checkpoint["roles"][0] == [None, None] and scores["previous_token"][0][0] < ROLE_MIN
     ind = scores["induction"][1]
     expect(widget.locator('[data-output="summary"]')).to_have_text(
         f"At step {checkpoint['step']}, L1 H0 is an induction head (score {ind[0]:.3f}); L1 H1 is an induction head "
@@ -454,12 +454,12 @@ def test_knock_out_an_induction_head(live_widget, run):
     expect(cell).to_have_attribute("data-ablated", "")
     expect(cell).to_have_attribute("aria-pressed", "true")
     expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", str(run["steps"]))
-    answer = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, best]])
+    answer = training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, best]])
     intact, ablated = answer["intact"], answer["ablated"]
     expect(widget.locator('[data-output="knockout"]')).to_contain_text(
         f"Loss on the repeats {intact['loss_repeat']:.3f} → {ablated['loss_repeat']:.3f}")
     expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{ablated['loss_repeat']:.3f}")
-    both = training.training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, 0], [1, 1]])
+    both = training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, 0], [1, 1]])
     assert intact["loss_repeat"] < ablated["loss_repeat"] < both["ablated"]["loss_repeat"] / 2
     cell.click()  # restore
     widget.locator('button[name="knockout"]').click()

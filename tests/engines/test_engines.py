@@ -1,6 +1,7 @@
 """Firefox and WebKit, beside the Chromium of tests/browser: every page of the built site with a widget opens,
 Python gets ready, each widget computes once (sitevisit/engines/probe.js: by the widgets' data-state
-contract, so that a widget added later is covered as it comes), the page's formulas are whole, and no
+contract, so that a widget added later is covered as it comes) and each exercise checks its skeleton in the
+exercises' own Python, the page's formulas are whole, and no
 page error is logged. One browser per engine; Python starts once per page. A missing engine fails."""
 from __future__ import annotations
 
@@ -32,7 +33,10 @@ def failures(report: dict, widgets_in_html: int) -> list[str]:
         out.append(f"{where}: {len(report['widgets'])} widgets in the page, {widgets_in_html} in its HTML")
     for w in report["widgets"]:
         widget = f"{where}: the {w['name']} widget #{w['id']}"
-        if "busy" not in w["states"]:
+        if w["kind"] == "exercise":  # its skeleton, checked: "fail" with the case, which only the checks give
+            if "running" not in w["states"] or w["state"] not in ("pass", "fail"):
+                out.append(f"{widget} was not checked (states {w['states']}): {w['message']}")
+        elif "busy" not in w["states"]:
             out.append(f"{widget} never asked Python (last control tried: {w['control']})")
         elif w["state"] != "live":
             out.append(f"{widget} ended {w['state']} after {w['control']}: {w['message']}")

@@ -381,8 +381,8 @@ def test_the_demonstration_backs_the_strides_in_the_prose():
     assert demo["q_heads"].strides[-1] == itemsize == 8 and demo["q_heads"].strides[2] == d_model * itemsize
     quoted("mechanism.md", "(stride 8 bytes, one float64)", f"({d_model * itemsize} bytes here)")
     # mha_core's own layer: q is a slice of the fused projection, whose rows are 3·d_model wide
-    steps = mha_core.attention._forward_steps(demo["x"], demo["W_Q"], demo["W_K"], demo["W_V"], demo["W_Q"],
-                                              demo["h"], None, None, False)
+    steps = mha_core.attention.attention_steps(demo["x"], demo["W_Q"], demo["W_K"], demo["W_V"], demo["W_Q"],
+                                               demo["h"], None, None, False)
     fused_row = 3 * d_model * itemsize
     assert steps["q"].strides[1] == steps["q_heads"].strides[2] == fused_row == 12_288
     assert np.may_share_memory(steps["q"], steps["k"]) and not steps["q"].flags.c_contiguous, "slices of one array"
