@@ -273,7 +273,9 @@ def test_every_snippet_exists_and_each_section_shown_is_the_functions_it_names()
         assert all(isinstance(node, ast.FunctionDef) for node in body), f"{path}:{section} holds more than defs"
         names = [node.name for node in body]
         assert names and names[-1].lstrip("_") == section, f"{path}:{section} ends with {names}, not {section}"
-        assert all(name.startswith("_") for name in names[:-1]), f"{path}:{section} shows public {names[:-1]}"
+        called = {node.func.id for node in ast.walk(body[-1]) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        helpers = [name for name in names[:-1] if not name.startswith("_") and name not in called]
+        assert not helpers, f"{path}:{section} shows public {helpers}, which {section} does not call"
 
 
 @pytest.mark.parametrize("demo", sorted({path for _, path, _ in snippets() if path.startswith("docs/")
