@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import widgets
+from sitebuild import editor, widgets
 
 WIDGETS = widgets.WIDGETS
 COMMON = ("runtime", "shared")  # folders every widget may import from
 SPECIFIER = re.compile(r"""\bimport\s*(?:[\w{}\s,*]*?\bfrom\s*|\(\s*)?["']([^"']+)["']""")
 MODULE_URL = re.compile(r"""new\s+URL\s*\(\s*["']([^"']+)["']\s*,\s*import\.meta\.url""")
 MODULES = sorted(WIDGETS.rglob("*.js"))
-GENERATED = {WIDGETS / "runtime" / "config.js"}  # written by the build (sitebuild/hooks.py), not a source
+# written by the build, not sources: the runtime's config (sitebuild/hooks.py), the editor's bundle (sitebuild/editor.py)
+GENERATED = {WIDGETS / "runtime" / "config.js", WIDGETS / "exercise" / editor.BUNDLE}
 
 
 def folder(path: Path) -> str:
