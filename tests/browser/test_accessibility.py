@@ -1,7 +1,8 @@
 """Accessibility, checked by axe-core in Chromium: every page of the built site, in the light and the dark
 scheme (Material follows prefers-color-scheme), on a desktop (1280 × 800) and a phone (390 × 844), and the
-shapes widget in each of its states (initial, live, waiting for Python, failed, with the divisibility
-check's suggestions and "More" open). None may have a serious or critical violation.
+shapes, heads and exercise widgets in each of their states. None may have a serious or critical violation.
+Each page, and each widget, is walked through once; at every moment the walk stops, axe runs in each of the
+four looks, and each look's test asserts its own findings.
 
 axe-core comes from npm (`npm pack`), pinned by its sha256 and kept in .cache/; it is injected into the
 pages by the test only, never part of the site."""
@@ -69,21 +70,60 @@ def blocking(page, axe_source: str, where: str, selector: str | None = None) -> 
             for rule, impact, targets, summary in page.evaluate(RUN_AXE, selector) if impact in BLOCKING]
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS)
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_every_page_has_no_serious_violation(browser, built_site, site_url, axe_source, scheme, viewport):
+LOOKS = [(scheme, viewport) for scheme in SCHEMES for viewport in VIEWPORTS]
+
+
+def look(page, scheme: str, viewport: str, subject=None) -> None:
+    """Show the open page as a reader with that scheme and screen sees it: the palette Material picks for
+    prefers-color-scheme as a page loads, picked here as its toggle does (a page already shown keeps its
+    palette), at that size, with subject (a locator) scrolled back into view."""
+    page.emulate_media(color_scheme=scheme)
+    page.set_viewport_size(VIEWPORTS[viewport])
+    page.evaluate("""scheme => document.body.dataset.mdColorScheme === scheme ||
+      document.querySelector(`input[name="__palette"][data-md-color-scheme="${scheme}"]`).click()""", SCHEMES[scheme])
+    assert page.locator("body").get_attribute("data-md-color-scheme") == SCHEMES[scheme]
+    if subject is not None:
+        subject.scroll_into_view_if_needed()
+    settle(page)
+
+
+class Findings:
+    """What axe finds serious at each moment a walk through a page picks, in every look (scheme × viewport):
+    one walk serves the four tests of a page or widget, each asserting its own look."""
+
+    def __init__(self, page, axe_source: str, selector: str | None = None, subject=None):
+        self.page, self.axe_source, self.selector, self.subject = page, axe_source, selector, subject
+        self.log = None
+        self.found = {each: [] for each in LOOKS}
+
+    def check(self, moment: str) -> None:
+        for scheme, viewport in LOOKS:
+            look(self.page, scheme, viewport, self.subject)
+            self.found[scheme, viewport] += blocking(self.page, self.axe_source, f"{moment} ({scheme}, {viewport})",
+                                                     self.selector)
+
+    def assert_none(self, scheme: str, viewport: str) -> None:
+        assert not self.found[scheme, viewport], "\n".join(self.found[scheme, viewport])
+        self.log.check()
+
+
+@pytest.fixture(scope="module")
+def every_page(browser, built_site, site_url, axe_source) -> Findings:
     log = PageLog()
     log.allow(r"Failed to load resource")  # 404.html is served with its status
-    found = []
-    with watched_page(browser, log, color_scheme=scheme) as page:
-        page.set_viewport_size(VIEWPORTS[viewport])
+    with watched_page(browser, log) as page:
+        findings = Findings(page, axe_source)
         for path in site_pages(built_site):
             page.goto(site_url + path)
-            assert page.locator("body").get_attribute("data-md-color-scheme") == SCHEMES[scheme]
-            settle(page)
-            found += blocking(page, axe_source, f"{path or 'index'} ({scheme}, {viewport})")
-    assert not found, "\n".join(found)
-    log.check()
+            findings.check(path or "index")
+    findings.log = log
+    return findings
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_every_page_has_no_serious_violation(every_page, scheme, viewport):
+    every_page.assert_none(scheme, viewport)
 
 
 def change(widget, name: str, value) -> None:
@@ -93,20 +133,20 @@ def change(widget, name: str, value) -> None:
 
 
 @contextlib.contextmanager
-def widget_page(browser, url: str, name: str, scheme: str, viewport: str):
-    """(page, widget, release): url in scheme and viewport with Python held back (release() lets it start),
-    its first NAME widget in view; the page's log is checked on exit (a broken worker is allowed)."""
+def widget_walk(browser, url: str, name: str, axe_source: str, selector: str | None = None):
+    """(page, widget, release, findings): url with Python held back (release() lets it start), its first NAME
+    widget in view; findings.check(moment) runs axe in every look (on the element at selector, or the page)."""
     log = PageLog()
     log.allow(r"Failed to load resource|broken")
-    with watched_page(browser, log, color_scheme=scheme) as page:
-        page.set_viewport_size(VIEWPORTS[viewport])
+    with watched_page(browser, log) as page:
         release = hold_python(page)
         page.goto(url)
         widget = page.locator(f'[data-mha-widget="{name}"]').first
+        findings = Findings(page, axe_source, selector, widget)
         widget.scroll_into_view_if_needed()
         settle(page)
-        yield page, widget, release
-    log.check()
+        yield page, widget, release, findings
+    findings.log = log
 
 
 def break_worker_and_reload(page, name: str):
@@ -119,35 +159,6 @@ def break_worker_and_reload(page, name: str):
     widget.scroll_into_view_if_needed()
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
     return widget
-
-
-@pytest.mark.parametrize("viewport", VIEWPORTS)
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_the_shapes_widget_in_every_state(browser, site_url, shapes_path, axe_source, scheme, viewport):
-    """Initial, waiting for Python (busy, results marked stale), live with "More" open, the divisibility
-    check with its suggestions, and after a failed start (error): each with no serious violation."""
-    found = []
-    where = f"({scheme}, {viewport})"
-    with widget_page(browser, site_url + shapes_path, "shapes", scheme, viewport) as (page, widget, release):
-        found += blocking(page, axe_source, f"initial {where}")
-        change(widget, "n_heads", 16)
-        expect(widget).to_have_attribute("data-state", "busy")
-        expect(widget.locator('[data-output="results"]')).to_have_attribute("data-stale", "true")
-        found += blocking(page, axe_source, f"busy and stale {where}")
-        release()
-        wait_ready(page)
-        expect(widget).to_have_attribute("data-state", "live")
-        widget.locator("details summary").click()
-        found += blocking(page, axe_source, f"live, More open {where}")
-        change(widget, "n_heads", 6)
-        expect(widget.locator('[data-output="check"]')).to_have_attribute("data-ok", "false")
-        expect(widget).to_have_attribute("data-state", "live")
-        found += blocking(page, axe_source, f"check with suggestions {where}")
-        widget = break_worker_and_reload(page, "shapes")
-        change(widget, "batch", form_config(widget)["batch"] + 1)
-        expect(widget).to_have_attribute("data-state", "error")
-        found += blocking(page, axe_source, f"error {where}")
-    assert not found, "\n".join(found)
 
 
 def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
@@ -170,54 +181,94 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
     log.check()
 
 
+@pytest.fixture(scope="module")
+def shapes_walk(browser, site_url, shapes_path, axe_source) -> Findings:
+    """Initial, waiting for Python (busy, results marked stale), live with "More" open, the divisibility
+    check with its suggestions, and after a failed start (error)."""
+    with widget_walk(browser, site_url + shapes_path, "shapes", axe_source) as (page, widget, release, findings):
+        findings.check("initial")
+        change(widget, "n_heads", 16)
+        expect(widget).to_have_attribute("data-state", "busy")
+        expect(widget.locator('[data-output="results"]')).to_have_attribute("data-stale", "true")
+        findings.check("busy and stale")
+        release()
+        wait_ready(page)
+        expect(widget).to_have_attribute("data-state", "live")
+        widget.locator("details summary").click()
+        findings.check("live, More open")
+        change(widget, "n_heads", 6)
+        expect(widget.locator('[data-output="check"]')).to_have_attribute("data-ok", "false")
+        expect(widget).to_have_attribute("data-state", "live")
+        findings.check("check with suggestions")
+        widget = break_worker_and_reload(page, "shapes")
+        findings.subject = widget
+        change(widget, "batch", form_config(widget)["batch"] + 1)
+        expect(widget).to_have_attribute("data-state", "error")
+        findings.check("error")
+    return findings
+
+
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_the_heads_widget_in_every_state(browser, site_url, heads_path, axe_source, scheme, viewport):
+def test_the_shapes_widget_in_every_state(shapes_walk, scheme, viewport):
+    shapes_walk.assert_none(scheme, viewport)
+
+
+@pytest.fixture(scope="module")
+def heads_walk(browser, site_url, heads_path, axe_source) -> Findings:
     """Initial, waiting for Python with a new sentence (stale), live with the knock-out and the weight
-    matrices open, and after a failed start (error): each with no serious violation."""
-    found = []
-    where = f"({scheme}, {viewport})"
-    with widget_page(browser, site_url + heads_path, "heads", scheme, viewport) as (page, widget, release):
-        found += blocking(page, axe_source, f"initial {where}", '[data-mha-widget="heads"]')
+    matrices open, and after a failed start (error)."""
+    with widget_walk(browser, site_url + heads_path, "heads", axe_source, '[data-mha-widget="heads"]') \
+            as (page, widget, release, findings):
+        findings.check("initial")
         sentence = widget.locator('textarea[name="sentence"]')
         sentence.fill("the cat sat on the mat, the cat")
         sentence.press("Enter")
         expect(widget.locator('[data-stale="true"]').first).to_be_attached()
-        found += blocking(page, axe_source, f"stale {where}", '[data-mha-widget="heads"]')
+        findings.check("stale")
         release()
         wait_ready(page)
         expect(widget).to_have_attribute("data-state", "live")
         widget.locator('input[name="ablate"]').check()
         expect(widget).to_have_attribute("data-state", "live")
         widget.locator('[data-output="weights-details"] summary').click()
-        found += blocking(page, axe_source, f"live, knocked out, matrices open {where}", '[data-mha-widget="heads"]')
-        break_worker_and_reload(page, "heads")
-        found += blocking(page, axe_source, f"error {where}", '[data-mha-widget="heads"]')
-    assert not found, "\n".join(found)
+        findings.check("live, knocked out, matrices open")
+        findings.subject = break_worker_and_reload(page, "heads")
+        findings.check("error")
+    return findings
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_the_exercises_in_every_state(browser, site_url, built_site, axe_source, scheme, viewport):
-    """An exercise with its code editor loaded, running while Python is held back, failed with what the code
-    printed and a solution shown, and passed: each with no serious violation."""
-    from test_exercises import RIGHT, run, write
+def test_the_heads_widget_in_every_state(heads_walk, scheme, viewport):
+    heads_walk.assert_none(scheme, viewport)
 
-    found = []
-    where = f"({scheme}, {viewport})"
+
+@pytest.fixture(scope="module")
+def exercise_walk(browser, site_url, built_site, axe_source) -> Findings:
+    """An exercise with its code editor loaded, running while Python is held back, failed with what the code
+    printed and a solution shown, and passed."""
+    from test_exercises import RIGHT, run
+
     url = site_url + pages_with(built_site, 'data-exercise="split_heads"')[0]
     exercise = '[data-exercise="split_heads"]'
-    with widget_page(browser, url, "exercise", scheme, viewport) as (page, widget, release):
+    with widget_walk(browser, url, "exercise", axe_source, exercise) as (page, widget, release, findings):
         expect(widget).to_have_attribute("data-editor-loaded", "true")
-        found += blocking(page, axe_source, f"editor loaded {where}", exercise)
+        findings.check("editor loaded")
         widget.locator("button[name=run]").click()
         expect(widget.locator("[data-output=result]")).to_contain_text("Waiting for Python")
-        found += blocking(page, axe_source, f"waiting for Python {where}", exercise)
+        findings.check("waiting for Python")
         release()
         expect(widget.locator("[data-output=result]")).not_to_have_attribute("data-status", "running", timeout=120_000)
         assert run(widget, "def split_heads(x, n_heads):\n    print('x is', x.shape)\n    return x\n")[0] == "fail"
         widget.locator("button[name=solution]").click()
-        found += blocking(page, axe_source, f"failed, printed, solution shown {where}", exercise)
+        findings.check("failed, printed, solution shown")
         assert run(widget, RIGHT["split_heads"])[0] == "pass"
-        found += blocking(page, axe_source, f"passed {where}", exercise)
-    assert not found, "\n".join(found)
+        findings.check("passed")
+    return findings
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_exercises_in_every_state(exercise_walk, scheme, viewport):
+    exercise_walk.assert_none(scheme, viewport)
