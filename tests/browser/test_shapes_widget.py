@@ -2,6 +2,7 @@
 computed here in CPython; the page makes no request off 127.0.0.1 and raises no error (see conftest)."""
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -104,6 +105,28 @@ def test_number_fields_and_sliders_recompute_in_the_browser(page, site_url, shap
     assert_shows(widget, **{**config, "d_model": 640, "n_heads": 8, "seq_len": 131072})
     set_number(widget, "n_heads", 7)  # the number field takes any value, even one that does not divide
     assert_shows(widget, **{**config, "d_model": 640, "n_heads": 7, "seq_len": 131072})
+
+
+def test_the_page_places_the_sliders_before_python(page, site_url, shapes_path, built_site):
+    """The built page carries each slider's steps (powers of two) or rule (h: the divisors of d_model up to a
+    cap), never a position: sliders.js places each at the step nearest its field, then shows it."""
+    html = (built_site / shapes_path / "index.html").read_text(encoding="utf-8")
+    ranges = re.findall(r'<input type="range"[^>]*>', html)
+    assert ranges and not any(" value=" in r for r in ranges), ranges
+    hold_python(page)
+    widget = open_widget(page, site_url, shapes_path)
+    placed = widget.evaluate("""root => [...root.querySelectorAll('input[type="range"]')].map(s => ({name: s.name,
+      placed: s.hasAttribute("data-placed"), visible: getComputedStyle(s).visibility === "visible",
+      steps: s.dataset.values.split(",").map(Number), index: s.valueAsNumber, max: Number(s.max)}))""")
+    config = form_config(widget)
+    assert [s["name"] for s in placed] == ["d_model", "n_heads", "seq_len", "batch"]
+    for s in placed:
+        assert s["placed"] and s["visible"] and s["max"] == len(s["steps"]) - 1, s
+        nearest = min(range(len(s["steps"])), key=lambda i: abs(math.log2(s["steps"][i] / config[s["name"]])))
+        assert s["index"] == nearest, (s, config[s["name"]])
+    heads = next(s for s in placed if s["name"] == "n_heads")
+    assert heads["steps"] == [h for h in range(1, 129) if config["d_model"] % h == 0]
+    assert widget.get_attribute("data-state") == "initial"  # all before Python
 
 
 def test_an_empty_or_invalid_field_leaves_its_slider(page, site_url, shapes_path):

@@ -109,6 +109,7 @@ function restoreFromURL(w) {
 function mount(root) {
   const form = root.querySelector("form");
   const w = { root, form, urlState: root.hasAttribute("data-url-state"), busy: false, next: null, shown: defaultConfig(form) };
+  syncSliders(form);
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("input", (event) => onInput(w, event.target));
   form.addEventListener("change", (event) => onChange(w, event.target));

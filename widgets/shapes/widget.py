@@ -7,11 +7,9 @@ Every number is text made by mha_core.display (report["display"]), the same text
 from __future__ import annotations
 
 import json
-import math
 
 import mha_core
 from mha_core import bridge
-from mha_core.config import divisors
 from mha_core.display import integer
 from mha_core.presets import presets
 
@@ -28,8 +26,8 @@ DEFAULTS = {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2,
             "n_kv_heads": None, "d_head": None, "bias": True, "dtype_bytes": 4, "n_layers": 6}
 
 # name, label, symbol, the values its slider steps through (the number field takes 1..mha_core.LIMITS[name]):
-# powers of two for the sizes that span orders of magnitude; for h, the divisors of d_model (sliders.js
-# recomputes them when d_model changes).
+# powers of two for the sizes that span orders of magnitude; for h (None), the divisors of d_model up to
+# MAX_SLIDER_HEADS, which sliders.js works out, as it places every slider at the step nearest its field.
 MAX_SLIDER_HEADS = 128
 FIELDS = [
     ("d_model", "Model width", "d_model", [2**e for e in range(3, 15)]),
@@ -39,14 +37,6 @@ FIELDS = [
 ]
 DTYPES = [(4, "4 (float32)"), (2, "2 (float16, bfloat16)"), (1, "1 (int8, fp8)"), (8, "8 (float64)")]
 PRESET_KEYS = ("d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers")
-
-
-def slider(values: list[int] | None, config: dict, name: str) -> dict:
-    """A slider's steps (values, or for h the divisors of d_model up to MAX_SLIDER_HEADS) and the position nearest
-    config[name] on a log scale: the page carries both, and sliders.js recomputes them the same way."""
-    steps = values or [d for d in divisors(config["d_model"]) if d <= MAX_SLIDER_HEADS]
-    index = min(range(len(steps)), key=lambda i: abs(math.log2(steps[i] / config[name])))
-    return {"steps": steps, "index": index}
 
 
 def preset_options() -> list[dict]:
@@ -67,14 +57,9 @@ def preset_options() -> list[dict]:
     return options
 
 
-def fields(config: dict) -> list[dict]:
-    out = []
-    for name, label, symbol, values in FIELDS:
-        placed = slider(values, config, name)
-        out.append({"name": name, "label": label, "symbol": symbol, "steps": ",".join(map(str, placed["steps"])),
-                    "max": len(placed["steps"]) - 1, "index": placed["index"],
-                    "max_step": MAX_SLIDER_HEADS if values is None else None})
-    return out
+def fields() -> list[dict]:
+    return [{"name": name, "label": label, "symbol": symbol, "steps": values and ",".join(map(str, values)),
+             "max_step": MAX_SLIDER_HEADS if values is None else None} for name, label, symbol, values in FIELDS]
 
 
 def context(**options) -> dict:
@@ -83,7 +68,7 @@ def context(**options) -> dict:
     report = mha_core.shape_report(**config)
     if not report["ok"]:
         raise ValueError(f"shapes widget: {report['check']['message']}")
-    return {"config": config, "shown": report["display"], "fields": fields(config), "presets": preset_options(),
+    return {"config": config, "shown": report["display"], "fields": fields(), "presets": preset_options(),
             "dtypes": DTYPES, "limits": size_limits(), "integer": integer}
 
 

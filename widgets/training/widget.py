@@ -29,6 +29,9 @@ ASSET = "run.json"
 ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
               "first_token": "first-token", None: "no clear role"}
 LRS = [0.003, 0.01, 0.03, 0.1, 1.0]  # the learning rates the reader can pick (1.0 diverges)
+# The sizes the reader can pick: what trains in a browser in seconds to a minute (the bridge takes more).
+LAYERS = [1, 2]
+HEADS = [1, 2, 3, 4]
 
 OPTIONS: dict = {}
 
@@ -66,6 +69,9 @@ def context() -> dict:
     entry = next(h for h in run["history"] if h["step"] == last["step"])
     config = run["config"]
     limits = bridge.limits("training_start")["config"]  # each setting's range, as the bridge checks it
+    for name, offered in (("n_layers", LAYERS), ("n_heads", HEADS)):
+        if not limits[name]["min"] <= min(offered) <= max(offered) <= limits[name]["max"]:
+            raise ValueError(f"training widget: {name} {offered} outside the bridge's {limits[name]}")
     cells = [[{"layer": layer, "head": head, "role": last["roles"][layer][head],
                "name": ROLE_NAMES[last["roles"][layer][head]],
                "prev": fmt3(entry["scores"]["previous_token"][layer][head]),
@@ -74,7 +80,7 @@ def context() -> dict:
     return {
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "step": last["step"], "loss": fmt3(entry["loss_repeat"]),
-        "cells": cells, "config": config, "lrs": LRS, "total_steps": run["steps"],
+        "cells": cells, "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
         "limits": limits,
         "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"},
                  "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
