@@ -24,10 +24,10 @@
 // anew, put back as it was kept.
 //
 // What it buys on the reader's path (bench/kept_memory.py: a warm revisit to the shapes page on localhost, every
-// file already in Cache Storage, headless Chromium, three of each in alternating pairs, medians), measured on a
-// 2-core machine under a load average of 22-26, so every figure is several times what a quiet machine gives:
-//   with the kept memory     ready 18.7 s after navigation, Python's start in its worker 11.5 s
-//   without it               ready 28.2 s,                  Python's start in its worker 23.8 s
+// file already in Cache Storage, headless Chromium, four of each in alternating pairs, medians, on a quiet 2-core
+// machine):
+//   with the kept memory     ready 1.15 s after navigation, Python's start in its worker 0.6 s
+//   without it               ready 1.89 s,                  Python's start in its worker 1.3 s
 // Python's start is halved: nothing is imported or loaded afresh, NumPy's libraries are only put back in place.
 export const PYODIDE_VERSION = "0.27.7";
 export const DSO = { loaded: 8, memoryBase: 12, memorySize: 16, tableBase: 20, tableSize: 24, data: 28, dataSize: 32,
