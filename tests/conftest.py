@@ -1,4 +1,5 @@
-"""The sites every test directory shares, each built once per test run by build.py as a reader builds it:
+"""The sites every test directory shares, each built once per test run (once per worker, when `make test`
+spreads the tests over workers) by build.py as a reader builds it:
 built_site (served at site_url, and built for that address, as instant navigation needs: the browser and
 engine tests), plain_site and plain_site_again (no options: two, to compare) and cdn_site (--pyodide-cdn:
 without Pyodide's files).
@@ -70,7 +71,7 @@ def pytest_collection_modifyitems(items):
 
 def pytest_collection_finish(session):
     global builds
-    if session.config.option.collectonly:
+    if session.config.option.collectonly or not session.items:  # (xdist's controller collects nothing)
         return
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}  # and their own
     if wanted := [name for name in OPTIONS if name in needed]:
