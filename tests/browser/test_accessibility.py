@@ -162,7 +162,8 @@ def break_worker_and_reload(page, name: str):
 
 
 def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
-    """On a phone, a display formula wider than the screen scrolls in a box that Tab reaches, named."""
+    """On a phone, a display formula or code block wider than the screen scrolls in a box that Tab reaches
+    (formulas named as such)."""
     log = PageLog()
     with watched_page(browser, log) as page:
         page.set_viewport_size(VIEWPORTS["phone"])
@@ -173,6 +174,10 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
           .map(b => [b.tabIndex, b.getAttribute("role"), b.getAttribute("aria-label")])""")
         assert boxes, "no wide formula or table on the page at 390 px: pick a page that has one"
         assert all(box[0] == 0 and box[1] == "group" and box[2].endswith("(scrolls sideways)") for box in boxes), boxes
+        wide_code = """() => [...document.querySelectorAll(".md-content pre > code")]
+          .filter(c => c.scrollWidth > c.clientWidth + 1)"""
+        assert page.evaluate(f"({wide_code})().length"), "no code block wider than the screen on the page"
+        page.wait_for_function(f"({wide_code})().every(c => c.tabIndex === 0)")  # Material makes them focusable
         page.set_viewport_size(VIEWPORTS["desktop"])  # wide enough: no more tab stops
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         still = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex[tabindex]")]
