@@ -42,6 +42,6 @@ export function syncSliders(form) {
     if (slider.max !== max) slider.max = max;
     const value = fieldValue(form, slider.name);
     if (value) place(slider, value);
-    slider.dataset.placed = "";
+    if (!("placed" in slider.dataset)) slider.dataset.placed = ""; // an attribute write restyles, even unchanged
   }
 }
