@@ -87,6 +87,11 @@ def look(page, scheme: str, viewport: str, subject=None) -> None:
     settle(page)
 
 
+def in_every_look(test):
+    """The test once for each look (its scheme and viewport arguments)."""
+    return pytest.mark.parametrize("viewport", VIEWPORTS)(pytest.mark.parametrize("scheme", SCHEMES)(test))
+
+
 class Findings:
     """What axe finds serious at each moment a walk through a page picks, in every look (scheme × viewport):
     one walk serves the four tests of a page or widget, each asserting its own look."""
@@ -120,8 +125,7 @@ def every_page(browser, built_site, site_url, axe_source) -> Findings:
     return findings
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS)
-@pytest.mark.parametrize("scheme", SCHEMES)
+@in_every_look
 def test_every_page_has_no_serious_violation(every_page, scheme, viewport):
     every_page.assert_none(scheme, viewport)
 
@@ -213,8 +217,7 @@ def shapes_walk(browser, site_url, shapes_path, axe_source) -> Findings:
     return findings
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS)
-@pytest.mark.parametrize("scheme", SCHEMES)
+@in_every_look
 def test_the_shapes_widget_in_every_state(shapes_walk, scheme, viewport):
     shapes_walk.assert_none(scheme, viewport)
 
@@ -243,8 +246,7 @@ def heads_walk(browser, site_url, heads_path, axe_source) -> Findings:
     return findings
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS)
-@pytest.mark.parametrize("scheme", SCHEMES)
+@in_every_look
 def test_the_heads_widget_in_every_state(heads_walk, scheme, viewport):
     heads_walk.assert_none(scheme, viewport)
 
@@ -273,7 +275,6 @@ def exercise_walk(browser, site_url, built_site, axe_source) -> Findings:
     return findings
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS)
-@pytest.mark.parametrize("scheme", SCHEMES)
+@in_every_look
 def test_the_exercises_in_every_state(exercise_walk, scheme, viewport):
     exercise_walk.assert_none(scheme, viewport)
