@@ -54,34 +54,27 @@ class Whole:
 
 
 @dataclass(frozen=True)
-class Number:
-    """A number above `above` and at most `high`."""
-    above: float
-    high: float
-
-    def check(self, name: str, value) -> float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not self.above < value <= self.high:
-            raise Invalid(f"{name} must be a number above {self.above:g} and at most {self.high:g}, "
-                          f"got {shown(value)}.")
-        return float(value)
-
-    def limits(self) -> dict:
-        return {"above": self.above, "max": self.high}
-
-
-@dataclass(frozen=True)
 class Between:
     """A number from low to high, both included."""
     low: float
     high: float
+    LOW_INCLUDED = True  # Number: above low only
 
     def check(self, name: str, value) -> float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not self.low <= value <= self.high:
-            raise Invalid(f"{name} must be a number from {self.low:g} to {self.high:g}, got {shown(value)}.")
+        real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not (real and (self.low < value or self.LOW_INCLUDED and self.low == value) and value <= self.high):
+            bounds = f"from {self.low:g} to" if self.LOW_INCLUDED else f"above {self.low:g} and at most"
+            raise Invalid(f"{name} must be a number {bounds} {self.high:g}, got {shown(value)}.")
         return float(value)
 
     def limits(self) -> dict:
-        return {"min": self.low, "max": self.high}
+        return {"min" if self.LOW_INCLUDED else "above": self.low, "max": self.high}
+
+
+@dataclass(frozen=True)
+class Number(Between):
+    """A number above low and at most high."""
+    LOW_INCLUDED = False
 
 
 @dataclass(frozen=True)
