@@ -111,35 +111,32 @@ def test_every_page_loads_every_widgets_modules_and_styles(sites):
             assert f"assets/widgets/{asset}" in html, (page, asset)
 
 
+def widgets_built(site: Path, html_of_one: str, name: str) -> list[str]:
+    """The HTML of each widget that html_of_one (a regular expression) matches, on every page; none fails."""
+    found = [w for page in pages(site) for w in re.findall(html_of_one, page.read_text(encoding="utf-8"), re.S)]
+    assert found, f"no page holds a {name} widget"
+    return found
+
+
 def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
-    found = 0
-    for page in pages(sites[0]):
-        html = page.read_text(encoding="utf-8")
-        for widget in re.findall(r'<div class="mha-shapes".*?data-output="flops"[^>]*>', html, re.S):
-            found += 1
-            form = dict(re.findall(r'<input type="number" id="[^"]+" name="(\w+)"[^>]*value="(\d+)"', widget))
-            report = mha_core.shape_report(**{k: int(v) for k, v in form.items()})
-            assert 'data-state="initial"' in widget
-            assert f'data-output="params" data-value="{report["params"]["total"]}"' in widget
-            for t in report["tensors"]:
-                assert f'data-tensor="{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
-    assert found, "no page holds a shapes widget"
+    for widget in widgets_built(sites[0], r'<div class="mha-shapes".*?data-output="flops"[^>]*>', "shapes"):
+        form = dict(re.findall(r'<input type="number" id="[^"]+" name="(\w+)"[^>]*value="(\d+)"', widget))
+        report = mha_core.shape_report(**{k: int(v) for k, v in form.items()})
+        assert 'data-state="initial"' in widget
+        assert f'data-output="params" data-value="{report["params"]["total"]}"' in widget
+        for t in report["tensors"]:
+            assert f'data-tensor="{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
 
 
 def test_the_one_vs_many_widget_is_prerendered_with_mha_core_numbers(sites):
     """Every output at first paint is mha_core's value for the sliders' and the checkbox's values as built."""
-    found = 0
-    for page in pages(sites[0]):
-        html = page.read_text(encoding="utf-8")
-        for widget in re.findall(r'<div class="mha-ovm".*?data-summary', html, re.S):
-            found += 1
-            form = {name: float(value) for name, value in
-                    re.findall(r'<input type="range" id="[^"]+" name="(\w+)" min="0" max="100" step="1" value="(\d+)"', widget)}
-            form["wide"] = bool(re.search(r'<input type="checkbox" name="wide"[^>]* checked', widget))
-            assert sorted(form) == ["clause", "previous", "subject", "wide"]
-            assert 'data-mha-widget="one-vs-many" data-state="initial"' in widget
-            assert dict(re.findall(r'data-output="([\w-]+)" data-value="([^"]*)"', widget)) == one_vs_many_expected(**form)
-    assert found, "no page holds a one-vs-many widget"
+    for widget in widgets_built(sites[0], r'<div class="mha-ovm".*?data-summary', "one-vs-many"):
+        form = {name: float(value) for name, value in
+                re.findall(r'<input type="range" id="[^"]+" name="(\w+)" min="0" max="100" step="1" value="(\d+)"', widget)}
+        form["wide"] = bool(re.search(r'<input type="checkbox" name="wide"[^>]* checked', widget))
+        assert sorted(form) == ["clause", "previous", "subject", "wide"]
+        assert 'data-mha-widget="one-vs-many" data-state="initial"' in widget
+        assert dict(re.findall(r'data-output="([\w-]+)" data-value="([^"]*)"', widget)) == one_vs_many_expected(**form)
 
 
 def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(built_site, site_url):
