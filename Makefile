@@ -25,11 +25,12 @@ build: $(VENV)/.site
 fetch: $(VENV)/.site
 	$(PY) build.py fetch
 
-# The browser tests drive Playwright's own Chromium if installed, else the system's; when there is neither,
-# root installs Debian's with apt-get, anyone else is told both ways.
+# The browser tests drive Chromium's headless shell, the benchmarks the whole Chromium (Playwright's own if
+# installed, else the system's); when one is missing, root installs Debian's with apt-get, anyone else is told.
 chromium: $(VENV)/.test
 	@$(PY) -m sitevisit.chromium >/dev/null 2>&1 || \
-		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq chromium; } || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+		  apt-get install -y -qq chromium chromium-headless-shell; } || \
 		$(PY) -m sitevisit.chromium >/dev/null
 
 # Firefox (driven by puppeteer-core, from npm) and WebKitGTK (by Selenium, under Xvfb) for tests/engines/:

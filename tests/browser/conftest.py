@@ -31,7 +31,7 @@ LOCAL_HOSTS = {"127.0.0.1"}
 def browser():
     with sync_playwright() as p:
         try:
-            b = launch_chromium(p)
+            b = launch_chromium(p, headless_shell=True)
         except RuntimeError as e:
             pytest.fail(str(e), pytrace=False)
         yield b
