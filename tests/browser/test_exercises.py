@@ -6,6 +6,7 @@ seconds (by the time limit, or by Stop) after which the same exercise passes and
 compute. The code is kept across a reload; Reset restores the skeleton; the editor is keyboard-usable."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -175,6 +176,22 @@ def test_before_python_is_ready_run_says_what_it_waits_for(page, exercise_url):
     release()
     expect(result).not_to_have_attribute("data-status", "running", timeout=FIRST_RUN_MS)
     assert result.get_attribute("data-status") == "fail", result.text_content()  # the skeleton
+
+
+def test_after_the_pages_python_failed_to_start_run_starts_it_again(page, page_log, exercise_url):
+    """The page's Python failed (its .wasm missing): Run says why, and the next Run starts it again, as the
+    status line's Retry does, once the file is there."""
+    page_log.allow(r"Failed to load resource")
+    wasm = re.compile(r".*/pyodide\.asm\.wasm\.gz$")
+    page.context.route(wasm, lambda route: route.fulfill(status=404, body="missing"))
+    exercise = exercise_on(page, exercise_url, "split_heads")
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "error")
+    status, message = run(exercise)
+    assert status == "error" and re.fullmatch(r"Python could not start: [^:]*wasm[^:]*: HTTP 404\. Press Run to start a "
+                                              r"fresh Python\.", message), message
+    page.context.unroute(wasm)
+    status, message = run(exercise)
+    assert status == "fail", message  # the skeleton, in a Python started again
 
 
 def test_the_editor_by_keyboard_and_on_a_phone(page, exercise_url):

@@ -48,7 +48,8 @@ function ended(current, err) {
   const why = current?.failure?.message;
   if (why in STOPPED) return { status: "stopped", message: STOPPED[why], output: "" };
   if (current && runtime === current) runtime = null; // the next run starts a fresh Python
-  return { status: "error", message: `${err.message} Press Run to start a fresh Python.`, output: "" };
+  const sentence = /[.!?]$/.test(err.message) ? err.message : `${err.message}.`;
+  return { status: "error", message: `${sentence} Press Run to start a fresh Python.`, output: "" };
 }
 
 /** Run the reader's code for exercise name in the exercises' Python: {status, message, output}. status is
@@ -65,7 +66,7 @@ export async function runExercise(name, code, tell) {
       clearInterval(waiting);
     }
   } catch (err) {
-    return ended(current, new Error(`Python could not start: ${err.message}`));
+    return ended(current, new Error(`Python could not start: ${err.message.replace(/^Python could not start: /, "")}`));
   }
   tell("Running your code…");
   const limit = setTimeout(() => stopPython("time limit"), TIME_LIMIT_MS);

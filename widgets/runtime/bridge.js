@@ -199,8 +199,10 @@ export async function call(fn, args) {
 }
 
 /** Resolves once the widgets' Python has started and its files are kept in the browser (starting it if need
- * be): another Python started then downloads nothing again. Rejects with the reason if that start fails. */
+ * be, or again if it failed, as Retry does): another Python started then downloads nothing again. Rejects with
+ * the reason if that start fails. */
 export async function pythonKept() {
+  if (runtime?.failure) retry();
   start();
   await started;
   const current = runtime;
