@@ -1,12 +1,13 @@
 """Browser tests: the real site, built once per session (tests/conftest.py), served on 127.0.0.1 under a
-sub-path (as GitHub Pages serves a project), driven in the system's Chromium by Playwright.
+sub-path (as GitHub Pages serves a project), driven in Chromium's headless shell by Playwright.
 
 Fixtures: built_site (the output folder) and site_url (its base URL), from tests/conftest.py; browser (one
-per session), widget_path
-(widget_path(name): the first page holding that widget), page (a fresh context per test that fails the test
-on any page error, console error, Content-Security-Policy violation or request that leaves 127.0.0.1;
-`page_log.allow(pattern)` accepts the console errors a test provokes) and live_widget (live_widget(name):
-that widget, with Python ready, on one page a test module shares, checked the same way test by test).
+per session); widget_path (widget_path(name): the first page holding that widget); page (a fresh context per
+test that fails the test on any page error, console error, Content-Security-Policy violation or request that
+leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test provokes; in a test marked
+before_python, which checks what a reader sees before Python is ready, Python is held back throughout, so that
+no start races what it checks); live_widget (live_widget(name): that widget, with Python ready, on one page a
+test module shares, checked the same way test by test) and fresh_widget (the same, mounted afresh).
 Tests wait on the data-* markers, never on sleeps. They never skip: a missing Chromium is a failure.
 """
 from __future__ import annotations
@@ -160,14 +161,29 @@ def on_widget_page(page, url: str, name: str):
     return page.locator(f'[data-mha-widget="{name}"]').first
 
 
+def come_back(page) -> None:
+    """Leave the page by its footer's link and come back by the next page's, as a reader does with instant
+    navigation: the page's widgets are mounted afresh, at their defaults, served by the same Python."""
+    url = page.url.split("?")[0].split("#")[0]
+    page.evaluate("() => document.querySelectorAll('[data-mha-widget]').forEach(w => { w.dataset.testLeft = 'true'; })")
+    away, back = ("prev", "next") if page.locator("a.md-footer__link--prev").count() else ("next", "prev")
+    page.locator(f"a.md-footer__link--{away}").click()
+    expect(page.locator("[data-test-left]")).to_have_count(0)  # that page's content is in
+    page.locator(f"a.md-footer__link--{back}").click()
+    expect(page).to_have_url(url)
+    expect(page.locator("[data-mha-widget]").first).to_have_attribute("data-mounted", "true")
+
+
 @pytest.fixture
 def page_log() -> PageLog:
     return PageLog()
 
 
 @pytest.fixture
-def page(browser, page_log):
+def page(request, browser, page_log):
     with watched_page(browser, page_log) as page:
+        if request.node.get_closest_marker("before_python"):
+            hold_python(page)
         yield page
     page_log.check()
 
@@ -200,6 +216,22 @@ def module_page(browser):
     log = PageLog()
     with watched_page(browser, log) as page:
         yield page, log
+
+
+@pytest.fixture
+def fresh_widget(module_page, site_url, widget_path):
+    """fresh_widget(name): as live_widget(name), but the widget mounted afresh at its defaults (come_back),
+    whatever an earlier test left in it; the same Python answers."""
+    page, log = module_page
+    log.clear()
+
+    def fresh(name: str):
+        url = site_url + widget_path(name)
+        if page.url.split("?")[0].split("#")[0] == url and page.locator("html").get_attribute("data-mha-runtime") == "ready":
+            come_back(page)
+        return on_widget_page(page, url, name)
+    yield fresh
+    log.check()
 
 
 @pytest.fixture

@@ -194,6 +194,7 @@ def test_after_the_pages_python_failed_to_start_run_starts_it_again(page, page_l
     assert status == "fail", message  # the skeleton, in a Python started again
 
 
+@pytest.mark.before_python
 def test_the_editor_by_keyboard_and_on_a_phone(page, exercise_url):
     page.set_viewport_size({"width": 390, "height": 844})
     exercise = exercise_on(page, exercise_url, "split_heads")

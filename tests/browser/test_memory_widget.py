@@ -4,6 +4,7 @@ cells it draws are mha_core's; the merge is a copy exactly when np.shares_memory
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from playwright.sync_api import expect
 
 import conftest
@@ -63,6 +64,7 @@ def choose(widget, n=None, h=None, wrong=None) -> None:
         widget.locator('input[name="wrong"]').set_checked(wrong)
 
 
+@pytest.mark.before_python
 def test_first_paint_is_numpys_layout(page, site_url, widget_path):
     widget = conftest.open_widget(page, site_url + widget_path("memory"), "memory")
     assert widget.get_attribute("data-state") == "initial"
@@ -109,6 +111,7 @@ OVERFLOW = """(root, oneLine) => {
 }"""
 
 
+@pytest.mark.before_python
 def test_every_buffer_fits_its_box_at_every_width(page, site_url, widget_path):
     """From a phone to a wide screen the whole buffer shows, wrapped unit by unit where it must (on one line from
     1280 px), with no sideways scroll, for the first paint's 3 tokens (24 numbers a row)."""
@@ -144,6 +147,7 @@ SLIDES = """li => [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell
 })"""
 
 
+@pytest.mark.before_python
 def test_the_copy_slides_from_where_each_number_was_when_the_row_wraps(page, site_url, widget_path):
     """On a phone the merge's buffer wraps; Play slides each moved number from its place in z's buffer."""
     page.set_viewport_size({"width": 390, "height": 844})

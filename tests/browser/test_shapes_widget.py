@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import mha_core
+import pytest
 from mha_core.presets import PRESETS
 from playwright.sync_api import expect
 
@@ -78,9 +79,8 @@ def test_first_paint_is_mha_core_then_python_runs_in_a_worker(page, page_log, si
     assert wasm and wasm[0].startswith(site_url), page_log.requests  # self-hosted, under the sub-path
 
 
-def test_number_fields_and_sliders_recompute_in_the_browser(page, site_url, shapes_path):
-    widget = open_widget(page, site_url, shapes_path)
-    wait_ready(page)
+def test_number_fields_and_sliders_recompute_in_the_browser(fresh_widget):
+    widget = fresh_widget("shapes")
     config = form_config(widget)
     for name, value in [("d_model", 768), ("n_heads", 12), ("seq_len", 1000), ("batch", 3)]:
         set_number(widget, name, value)
@@ -129,6 +129,7 @@ def test_the_page_places_the_sliders_before_python(page, site_url, shapes_path, 
     assert widget.get_attribute("data-state") == "initial"  # all before Python
 
 
+@pytest.mark.before_python
 def test_an_empty_or_invalid_field_leaves_its_slider(page, site_url, shapes_path):
     widget = open_widget(page, site_url, shapes_path)
     before = sliders(widget)
@@ -141,9 +142,8 @@ def test_an_empty_or_invalid_field_leaves_its_slider(page, site_url, shapes_path
     expect(widget.locator('[data-output="input-error"]')).to_be_hidden()
 
 
-def test_divisibility_message_and_clickable_suggestions(page, site_url, shapes_path):
-    widget = open_widget(page, site_url, shapes_path)
-    wait_ready(page)
+def test_divisibility_message_and_clickable_suggestions(fresh_widget):
+    widget = fresh_widget("shapes")
     config = {**form_config(widget), "d_model": 512, "n_heads": 6}
     set_number(widget, "d_model", 512)
     set_number(widget, "n_heads", 6)
@@ -162,9 +162,8 @@ def test_divisibility_message_and_clickable_suggestions(page, site_url, shapes_p
     assert_shows(widget, **config, d_head=85)
 
 
-def test_advanced_controls_and_presets(page, site_url, shapes_path):
-    widget = open_widget(page, site_url, shapes_path)
-    wait_ready(page)
+def test_advanced_controls_and_presets(fresh_widget):
+    widget = fresh_widget("shapes")
     widget.locator("details summary").click()
     config = {**form_config(widget), "d_model": 512, "n_heads": 8}
     set_number(widget, "n_kv_heads", 2)
@@ -311,12 +310,11 @@ def test_busy_is_styled(page, site_url, shapes_path):
     assert_shows(widget, **{**form_config(widget), "batch": 3})
 
 
-def test_invalid_typing_gets_an_inline_message_and_recovers(page, site_url, shapes_path):
+def test_invalid_typing_gets_an_inline_message_and_recovers(fresh_widget):
     """Every number field: each bad value gets the message (no page error: see conftest), pasted letters
     leave the field empty (Chromium keeps no letters in it), and a valid value is computed at once."""
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    widget = open_widget(page, site_url, shapes_path)
-    wait_ready(page)
+    widget = fresh_widget("shapes")
+    widget.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     widget.locator("details summary").click()
     config = form_config(widget)
     error = widget.locator('[data-output="input-error"]')
@@ -355,6 +353,7 @@ def test_labelled_and_usable_on_a_phone_in_both_schemes(browser, site_url, shape
         context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme,
                                       is_mobile=True, has_touch=True)
         page = context.new_page()
+        hold_python(page)  # what is checked is the page before Python: no start races it
         widget = open_widget(page, site_url, shapes_path)
         unlabelled = widget.evaluate("""root => [...root.querySelectorAll("input, select")].filter(el =>
             !el.getAttribute("aria-label") && !(el.id && root.querySelector(`label[for="${el.id}"]`))).map(el => el.name)""")
@@ -375,6 +374,7 @@ def test_labelled_and_usable_on_a_phone_in_both_schemes(browser, site_url, shape
         context.close()
 
 
+@pytest.mark.before_python
 def test_the_tensor_table_fits_a_desktop_column(page, site_url, shapes_path):
     page.set_viewport_size({"width": 1280, "height": 800})
     widget = open_widget(page, site_url, shapes_path)
@@ -392,10 +392,9 @@ SHOWN_TEXT = """root => ({
 })"""
 
 
-def test_counts_are_exact_at_the_limits(page, site_url, shapes_path):
+def test_counts_are_exact_at_the_limits(fresh_widget):
     """Past 2**53 JavaScript's numbers lose digits; the widget shows Python's exact text at the largest sizes."""
-    widget = open_widget(page, site_url, shapes_path)
-    wait_ready(page)
+    widget = fresh_widget("shapes")
     widget.locator("details summary").click()
     widget.locator('select[name="dtype_bytes"]').select_option("8")
     config = {"d_model": mha_core.LIMITS["d_model"], "n_heads": mha_core.LIMITS["n_heads"],
@@ -449,11 +448,10 @@ CONTRAST = """(root, selector) => {
 }"""
 
 
-def test_the_kv_cache_of_an_encoder_decoder_and_of_an_encoder(page, site_url, shapes_path):
+def test_the_kv_cache_of_an_encoder_decoder_and_of_an_encoder(fresh_widget):
     """Transformer base: L counts the decoder's self-attention and cross-attention layers, and a note says so;
     BERT, an encoder, keeps no KV cache: the widget says "none", not a size."""
-    widget = open_widget(page, site_url, shapes_path)
-    wait_ready(page)
+    widget = fresh_widget("shapes")
     widget.locator("details summary").click()
     note = widget.locator('[data-output="cache_note"]')
     expect(note).to_be_hidden()

@@ -93,6 +93,7 @@ def test_asset_is_checked_small_and_trained_here(built_site, run):
     assert evaluate(weights, tokens, config)["loss_repeat"] == pytest.approx(run["history"][-1]["loss_repeat"], abs=5e-3)
 
 
+@pytest.mark.before_python
 def test_first_paint_shows_the_last_checkpoint(page, training_url, run):
     widget = conftest.open_widget(page, training_url, "training")
     expect(widget).to_have_attribute("data-state", "initial")
@@ -103,6 +104,7 @@ def test_first_paint_shows_the_last_checkpoint(page, training_url, run):
     check(widget, expected(run, last, induction))
 
 
+@pytest.mark.before_python
 def test_the_asset_is_fetched_once_the_widget_is_about_to_be_seen(page, page_log, training_url, run):
     """At the top of its page the widget is far below the screen: its asset waits until the reader nears it."""
     page.goto(training_url)
@@ -120,6 +122,7 @@ def test_the_asset_is_fetched_once_the_widget_is_about_to_be_seen(page, page_log
     assert len(asked()) == 1
 
 
+@pytest.mark.before_python
 def test_scrub_and_select_heads(page, training_url, run):
     widget = conftest.open_widget(page, training_url, "training")
     wait_loaded(widget, run)
@@ -360,6 +363,7 @@ CHARTS = """root => Object.fromEntries([...root.querySelectorAll("svg[data-chart
 }]))"""
 
 
+@pytest.mark.before_python
 def test_the_charts_label_their_axes_and_draw_a_uniform_guess(page, training_url, run):
     widget = conftest.open_widget(page, training_url, "training")
     charts = widget.evaluate(CHARTS)
@@ -373,6 +377,7 @@ def test_the_charts_label_their_axes_and_draw_a_uniform_guess(page, training_url
     expect(widget.locator('[data-legend="loss"]')).to_contain_text("uniform guess (3.47 nats)")
 
 
+@pytest.mark.before_python
 def test_the_sentence_under_the_slider_is_true_at_the_drop(page, training_url, run):
     """During the drop both layer-1 heads are named induction heads while the layer-0 head's previous-token
     score, still below the threshold, is named as the best of the rest."""

@@ -3,6 +3,7 @@
 computed here in CPython."""
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import expect
 
 import conftest
@@ -49,6 +50,7 @@ def test_first_paint_then_new_numbers_from_python(page, site_url, widget_path):
     assert_shows(widget, seed + 2)
 
 
+@pytest.mark.before_python
 def test_the_steps_open_and_the_heads_carry_their_colours(page, site_url, widget_path):
     widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
     steps = widget.locator("details[data-step]")
