@@ -151,20 +151,27 @@ def open_widget(page, url: str, name: str):
     return widget
 
 
-def on_widget_page(page, url: str, name: str):
+def address(page) -> str:
+    """The page's URL without its query or fragment."""
+    return page.url.split("#")[0].split("?")[0]
+
+
+def on_widget_page(page, url: str, name: str, fresh: bool = False):
     """The first NAME widget of the page at url with Python ready; goes there only if page is elsewhere
-    (or its Python is not ready), so that tests sharing a page share its Python."""
-    here = page.url.split("#")[0].split("?")[0] == url
-    if not here or page.locator("html").get_attribute("data-mha-runtime") != "ready":
+    (or its Python is not ready), so that tests sharing a page share its Python. fresh: a page already
+    there has its widgets mounted afresh at their defaults (come_back), whatever an earlier test left."""
+    if address(page) != url or page.locator("html").get_attribute("data-mha-runtime") != "ready":
         open_widget(page, url, name)
         wait_ready(page)
+    elif fresh:
+        come_back(page)
     return page.locator(f'[data-mha-widget="{name}"]').first
 
 
 def come_back(page) -> None:
     """Leave the page by its footer's link and come back by the next page's, as a reader does with instant
     navigation: the page's widgets are mounted afresh, at their defaults, served by the same Python."""
-    url = page.url.split("?")[0].split("#")[0]
+    url = address(page)
     page.evaluate("() => document.querySelectorAll('[data-mha-widget]').forEach(w => { w.dataset.testLeft = 'true'; })")
     away, back = ("prev", "next") if page.locator("a.md-footer__link--prev").count() else ("next", "prev")
     page.locator(f"a.md-footer__link--{away}").click()
@@ -218,27 +225,24 @@ def module_page(browser):
         yield page, log
 
 
-@pytest.fixture
-def fresh_widget(module_page, site_url, widget_path):
-    """fresh_widget(name): as live_widget(name), but the widget mounted afresh at its defaults (come_back),
-    whatever an earlier test left in it; the same Python answers."""
+def widgets_on_module_page(module_page, site_url, widget_path, fresh: bool):
+    """(name) -> on_widget_page(...) on the module's shared page, for one test: it starts with a clean page log
+    and fails on what it logged (as with `page`)."""
     page, log = module_page
     log.clear()
-
-    def fresh(name: str):
-        url = site_url + widget_path(name)
-        if page.url.split("?")[0].split("#")[0] == url and page.locator("html").get_attribute("data-mha-runtime") == "ready":
-            come_back(page)
-        return on_widget_page(page, url, name)
-    yield fresh
+    yield lambda name: on_widget_page(page, site_url + widget_path(name), name, fresh)
     log.check()
 
 
 @pytest.fixture
 def live_widget(module_page, site_url, widget_path):
     """live_widget(name): the module's shared page on NAME's page, Python ready; returns its first NAME
-    widget. Each test starts with a clean page log and fails on what it logged (as with `page`)."""
-    page, log = module_page
-    log.clear()
-    yield lambda name: on_widget_page(page, site_url + widget_path(name), name)
-    log.check()
+    widget, as the earlier tests left it."""
+    yield from widgets_on_module_page(module_page, site_url, widget_path, fresh=False)
+
+
+@pytest.fixture
+def fresh_widget(module_page, site_url, widget_path):
+    """fresh_widget(name): as live_widget(name), but the widget mounted afresh at its defaults; the same
+    Python answers."""
+    yield from widgets_on_module_page(module_page, site_url, widget_path, fresh=True)
