@@ -6,8 +6,11 @@ per session); widget_path (widget_path(name): the first page holding that widget
 test that fails the test on any page error, console error, Content-Security-Policy violation or request that
 leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test provokes; in a test marked
 before_python, which checks what a reader sees before Python is ready, Python is held back throughout, so that
-no start races what it checks); live_widget (live_widget(name): that widget, with Python ready, on one page a
-test module shares, checked the same way test by test) and fresh_widget (the same, mounted afresh).
+no start races what it checks; in a test marked returning_reader, which needs Python but does not examine a
+first visit, it is a new tab of the context every such test shares, where Python is restored from the memory
+an earlier start kept, as on a revisit); live_widget (live_widget(name): that widget, with Python ready, on one
+page a test module shares, a tab of that same context, checked the same way test by test) and fresh_widget (the
+same, mounted afresh).
 Tests wait on the data-* markers, never on sleeps. They never skip: a missing Chromium is a failure.
 """
 from __future__ import annotations
@@ -68,9 +71,7 @@ class PageLog:
 
     def watch(self, context, page) -> None:
         self.watch_page(page)
-        context.on("request", self.request)
-        context.expose_binding("__mhaViolation", self.violation)
-        context.add_init_script(REPORT_VIOLATIONS)
+        watch_context(context, lambda: self)
 
     def watch_page(self, page, name: str = "page") -> None:
         """Watch one more page of a watched context (a second tab): its errors and its worker's."""
@@ -98,10 +99,20 @@ document.addEventListener("securitypolicyviolation", (e) => {
 });"""
 
 
+def watch_context(context, log_now) -> None:
+    """Report what any page of context requests, and its CSP violations, to the PageLog log_now() returns."""
+    context.on("request", lambda request: log_now().request(request))
+    context.expose_binding("__mhaViolation", lambda source, text: log_now().violation(source, text))
+    context.add_init_script(REPORT_VIOLATIONS)
+
+
+VIEWPORT = {"width": 1200, "height": 900}
+
+
 @contextlib.contextmanager
 def watched_page(browser, log: PageLog, **options):
     """A page in a new context, watched by log; the context is closed on exit."""
-    context = browser.new_context(viewport={"width": 1200, "height": 900}, **options)
+    context = browser.new_context(viewport=VIEWPORT, **options)
     page = context.new_page()
     log.watch(context, page)
     page.set_default_timeout(READY_TIMEOUT_MS)
@@ -109,6 +120,34 @@ def watched_page(browser, log: PageLog, **options):
         yield page
     finally:
         context.close()
+
+
+class ReturningReader:
+    """The browser context of a reader who has been here before, one per test session (per worker): its Cache
+    Storage (Python's checked files and the memory a first start kept) and its HTTP cache stay from tab to tab,
+    so Python is restored as on a revisit. Each tab is watched by the log of the test it serves; localStorage
+    (the palette, the exercises' code) and permissions are cleared as each tab closes."""
+
+    def __init__(self, browser):
+        self.context = browser.new_context(viewport=VIEWPORT)
+        self.log = PageLog()
+        watch_context(self.context, lambda: self.log)
+
+    @contextlib.contextmanager
+    def tab(self, log: PageLog):
+        """A new tab watched by log (which also hears the context's requests until the tab closes)."""
+        earlier, self.log = self.log, log
+        page = self.context.new_page()
+        log.watch_page(page)
+        page.set_default_timeout(READY_TIMEOUT_MS)
+        try:
+            yield page
+        finally:
+            if page.url.startswith("http"):
+                page.evaluate("() => localStorage.clear()")
+            page.close()
+            self.context.clear_permissions()
+            self.log = earlier
 
 
 def show_widget(page) -> None:
@@ -186,12 +225,23 @@ def page_log() -> PageLog:
     return PageLog()
 
 
+@pytest.fixture(scope="session")
+def returning_reader(browser) -> ReturningReader:
+    reader = ReturningReader(browser)
+    yield reader
+    reader.context.close()
+
+
 @pytest.fixture
 def page(request, browser, page_log):
-    with watched_page(browser, page_log) as page:
-        if request.node.get_closest_marker("before_python"):
-            hold_python(page)
-        yield page
+    if request.node.get_closest_marker("returning_reader"):
+        with request.getfixturevalue("returning_reader").tab(page_log) as page:
+            yield page
+    else:
+        with watched_page(browser, page_log) as page:
+            if request.node.get_closest_marker("before_python"):
+                hold_python(page)
+            yield page
     page_log.check()
 
 
@@ -218,10 +268,11 @@ def heads_path(widget_path) -> str:
 
 
 @pytest.fixture(scope="module")
-def module_page(browser):
-    """(page, log): one page for a test module's tests, so that Python starts once for them all."""
+def module_page(returning_reader):
+    """(page, log): one tab of the returning reader's for a test module's tests, so that Python starts (from
+    the kept memory) once for them all."""
     log = PageLog()
-    with watched_page(browser, log) as page:
+    with returning_reader.tab(log) as page:
         yield page, log
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlsplit
 
+import pytest
 from playwright.sync_api import expect
 
 import conftest
@@ -20,6 +21,7 @@ def config_of(href: str) -> dict:
     return {k: (v == "1" if k == "bias" else int(v)) for k, v in values.items()}
 
 
+@pytest.mark.returning_reader
 def test_each_link_sets_the_calculator(page, site_url, shapes_path):
     conftest.open_widget(page, site_url + shapes_path, "shapes")
     hrefs = page.evaluate(LINKS)

@@ -66,6 +66,7 @@ def test_the_steps_open_and_the_heads_carry_their_colours(page, site_url, widget
     assert heads == {"W_Q": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"], "W_O": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"]}
 
 
+@pytest.mark.returning_reader
 def test_the_reader_s_words(page, site_url, widget_path):
     widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
     seed = int(widget.get_attribute("data-seed"))
