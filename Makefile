@@ -46,10 +46,11 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 		$(PY) -m sitevisit.engines >/dev/null
 
 # Two workers on a 2-core machine: the browser tests wait on Python's starts, throttled links and timers as
-# well as compute, so two at once take about two thirds of the time one takes. Each file runs in one worker.
+# well as compute, so two at once take about two thirds of the time one takes. Each file runs in one worker,
+# handed out in the order tests/conftest.py gives them (not reordered by their number of tests).
 TEST_WORKERS ?= 2
 test: $(VENV)/.test chromium engines
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
 # them; fails if any target was missed.

@@ -5,7 +5,7 @@ engine tests), plain_site and plain_site_again (no options: two, to compare) and
 without Pyodide's files).
 
 The sites the collected tests need are built one after another from the moment the tests are collected,
-beside mha_core's tests, which run first, and each test waits only for its own."""
+and each test waits only for its own."""
 from __future__ import annotations
 
 import shutil
@@ -63,10 +63,16 @@ class Builds(threading.Thread):
 builds: Builds | None = None
 
 
+# The folders in the order their files run (others after them): the longest files first, so that no worker
+# ends alone on one (`make test` hands files out in this order, as workers come free); the README's commands,
+# which build in the same .cache/, once the sites are built; mha_core's many short files fill the end.
+FOLDERS = ["tests/engines/", "tests/browser/", "tests/site/", "tests/core/"]
+
+
 def pytest_collection_modifyitems(items):
-    """mha_core's tests first (the order otherwise kept): they need no site, so the sites build meanwhile. The
-    README's commands, which build in the same .cache/, come last (tests/site), once the sites are built."""
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/core/"))
+    """The tests in the order of FOLDERS, the order within each kept."""
+    rank = {folder: i for i, folder in enumerate(FOLDERS)}
+    items.sort(key=lambda item: next((i for folder, i in rank.items() if item.nodeid.startswith(folder)), len(rank)))
 
 
 def pytest_collection_finish(session):
