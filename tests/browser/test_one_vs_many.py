@@ -6,10 +6,11 @@ request off 127.0.0.1."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from playwright.sync_api import expect
 
 import conftest
-from conftest import PageLog, hold_python, watched_page
+from conftest import hold_python
 from test_accessibility import SCHEMES, VIEWPORTS, axe_source, blocking, settle  # noqa: F401 (axe_source: a fixture)
 from tests.helpers import one_vs_many_expected, one_vs_many_form, one_vs_many_outputs
 
@@ -132,12 +133,12 @@ def test_at_390_px_everything_fits_and_works(live_widget):
         page.set_viewport_size({"width": 1200, "height": 900})
 
 
-def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(browser, site_url, widget_path,
+@pytest.mark.returning_reader
+def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(page, site_url, widget_path,
                                                                                   axe_source):  # noqa: F811
     """As built (initial), live after a change, and with no weight at all (the error), each in both schemes
     and on both screens, on one page (Python starts once): no serious violation."""
     found, selector = [], f'[data-mha-widget="{NAME}"]'
-    log = PageLog()
 
     def check(state):
         for scheme, viewport in ((s, v) for s in SCHEMES for v in VIEWPORTS):
@@ -148,17 +149,15 @@ def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_pho
             settle(page)
             found.extend(blocking(page, axe_source, f"{state} ({scheme}, {viewport})", selector))
 
-    with watched_page(browser, log) as page:
-        widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
-        check("initial")  # as built: data-state stays "initial" until a control moves
-        expect(widget).to_have_attribute("data-state", "initial")
-        conftest.wait_ready(page)
-        widget.locator('input[name="wide"]').press("Space")
-        answered(widget)
-        check("live")
-        for name in ("subject", "clause", "previous"):
-            widget.locator(f'input[name="{name}"]').press("Home")
-        expect(widget).to_have_attribute("data-state", "error")
-        check("error")
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    check("initial")  # as built: data-state stays "initial" until a control moves
+    expect(widget).to_have_attribute("data-state", "initial")
+    conftest.wait_ready(page)
+    widget.locator('input[name="wide"]').press("Space")
+    answered(widget)
+    check("live")
+    for name in ("subject", "clause", "previous"):
+        widget.locator(f'input[name="{name}"]').press("Home")
+    expect(widget).to_have_attribute("data-state", "error")
+    check("error")
     assert not found, "\n".join(found)
-    log.check()
