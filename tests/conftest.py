@@ -71,8 +71,8 @@ FOLDERS = ["tests/engines/", "tests/browser/", "tests/site/", "tests/core/"]
 
 def pytest_collection_modifyitems(items):
     """The tests in the order of FOLDERS, the order within each kept."""
-    rank = {folder: i for i, folder in enumerate(FOLDERS)}
-    items.sort(key=lambda item: next((i for folder, i in rank.items() if item.nodeid.startswith(folder)), len(rank)))
+    items.sort(key=lambda item: next((i for i, folder in enumerate(FOLDERS) if item.nodeid.startswith(folder)),
+                                     len(FOLDERS)))
 
 
 def pytest_collection_finish(session):
