@@ -1,13 +1,15 @@
-"""The sites every test directory shares, each built once per test run (once per worker, when `make test`
-spreads the tests over workers) by build.py as a reader builds it:
+"""The sites every test directory shares, each built once per test run by build.py as a reader builds it:
 built_site (served at site_url, and built for that address, as instant navigation needs: the browser and
 engine tests), plain_site and plain_site_again (no options: two, to compare) and cdn_site (--pyodide-cdn:
 without Pyodide's files).
 
-The sites the collected tests need are built one after another from the moment the tests are collected,
-and each test waits only for its own."""
+The process that runs the session (pytest itself, or xdist's controller when `make test` spreads the tests
+over workers) picks the folder they are built into and serves built_site's address until the run ends. From
+the moment its tests are collected, each process builds the sites they need that no other process is building
+yet, one after another, beside the tests; a test waits only for its own site, built here or elsewhere."""
 from __future__ import annotations
 
+import fcntl
 import shutil
 import tempfile
 import threading
@@ -19,48 +21,93 @@ from sitevisit.site import Build, serve
 
 # name -> build.py's options (None: --site-url, and served there), in the order they are built
 OPTIONS = {"built_site": None, "plain_site": (), "plain_site_again": (), "cdn_site": ("--pyodide-cdn",)}
+SHARED = "mha_sites"  # the controller's (folder, url), as xdist hands it to each worker
 
 
-class Builds(threading.Thread):
-    """The sites asked for, built one after another (they share .cache/) beside the tests; site(name)
-    waits for one."""
+class Sites(threading.Thread):
+    """The sites of this run, in one folder that every process of the run shares: name/ holds the site,
+    name.lock is held by the process building it, and name.built is written once it is built (empty) or has
+    failed (what build.py said). run() builds, one after another, the sites asked for that no one else is
+    building; site(name) waits for one."""
 
-    def __init__(self, names: list[str]):
+    def __init__(self, folder: Path, url: str, names: list[str]):
         super().__init__(daemon=True)
-        self.folder = Path(tempfile.mkdtemp(prefix="mha-sites-"))
-        self.server, self.url = serve(None)
-        self.names, self.done = names, {name: threading.Event() for name in names}
-        self.builds: dict[str, Build] = {}
+        self.folder, self.url, self.names = folder, url, names
+        self.building: list[Build] = []  # (a test's site() builds one that a stopped process left unbuilt)
         self.stopped, self.lock = False, threading.Lock()
 
     def run(self):
         for name in self.names:
-            options = OPTIONS[name] if OPTIONS[name] is not None else ("--site-url", self.url)
+            self.build(name, wait=False)
+
+    def build(self, name: str, wait: bool) -> None:
+        """Build name unless it is built; if another process (or thread) is building it, wait for that build
+        (wait) or leave it to it."""
+        built = self.folder / f"{name}.built"
+        with open(self.folder / f"{name}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            if built.exists():
+                return
             with self.lock:
-                if not self.stopped:
-                    self.builds[name] = Build(self.folder / name, *options)
-            if name in self.builds:
-                self.builds[name].process.wait()
-            self.done[name].set()
+                if self.stopped:
+                    return
+                options = OPTIONS[name] if OPTIONS[name] is not None else ("--site-url", self.url)
+                build = Build(self.folder / name, *options)
+                self.building.append(build)
+            try:
+                build.site()
+                said = ""
+            except RuntimeError as e:
+                said = str(e)
+            if not self.stopped:
+                built.write_text(said, encoding="utf-8")
 
     def site(self, name: str) -> Path:
-        self.done[name].wait()
-        try:
-            return self.builds[name].site()
-        except RuntimeError as e:
-            pytest.fail(str(e), pytrace=False)
+        self.build(name, wait=True)
+        built = self.folder / f"{name}.built"
+        if not built.exists():
+            pytest.fail(f"{name} was not built: the run is stopping", pytrace=False)
+        if said := built.read_text(encoding="utf-8"):
+            pytest.fail(said, pytrace=False)
+        return self.folder / name
 
     def stop(self):
         with self.lock:
             self.stopped = True
-            for build in self.builds.values():
+            for build in self.building:
                 build.process.kill()
         self.join()
-        self.server.shutdown()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
-builds: Builds | None = None
+shared: tuple[Path, str] | None = None  # (the sites' folder, built_site's URL)
+served = None  # the server of built_site, in the process that runs the session
+sites: Sites | None = None
+
+
+def pytest_configure(config):
+    global shared, served
+    if hasattr(config, "workerinput"):
+        folder, url = config.workerinput[SHARED]
+        shared = Path(folder), url
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="mha-sites-"))
+        served, url = serve(folder / "built_site")
+        shared = folder, url
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller hands each worker the sites' folder and address."""
+    node.workerinput[SHARED] = (str(shared[0]), shared[1])
+
+
+def pytest_unconfigure(config):
+    if served:
+        served.shutdown()
+        shutil.rmtree(shared[0], ignore_errors=True)
 
 
 # The folders in the order their files run (others after them): the longest files first, so that no worker
@@ -76,41 +123,39 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_collection_finish(session):
-    global builds
+    global sites
     if session.config.option.collectonly or not session.items:  # (xdist's controller collects nothing)
         return
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}  # and their own
-    if wanted := [name for name in OPTIONS if name in needed]:
-        builds = Builds(wanted)
-        builds.start()
+    sites = Sites(*shared, [name for name in OPTIONS if name in needed])
+    sites.start()
 
 
 def pytest_sessionfinish(session):
-    if builds:
-        builds.stop()
+    if sites:
+        sites.stop()
 
 
 @pytest.fixture(scope="session")
 def built_site() -> Path:
-    builds.server.root = builds.site("built_site")
-    return builds.server.root
+    return sites.site("built_site")
 
 
 @pytest.fixture(scope="session")
 def site_url(built_site) -> str:
-    return builds.url
+    return sites.url
 
 
 @pytest.fixture(scope="session")
 def plain_site() -> Path:
-    return builds.site("plain_site")
+    return sites.site("plain_site")
 
 
 @pytest.fixture(scope="session")
 def plain_site_again() -> Path:
-    return builds.site("plain_site_again")
+    return sites.site("plain_site_again")
 
 
 @pytest.fixture(scope="session")
 def cdn_site() -> Path:
-    return builds.site("cdn_site")
+    return sites.site("cdn_site")
