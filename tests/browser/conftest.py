@@ -1,4 +1,4 @@
-"""Browser tests: the real site, built once per session (tests/conftest.py), served on 127.0.0.1 under a
+"""Browser tests: the real site, built once per test run (tests/conftest.py), served on 127.0.0.1 under a
 sub-path (as GitHub Pages serves a project), driven in Chromium's headless shell by Playwright.
 
 Fixtures: built_site (the output folder) and site_url (its base URL), from tests/conftest.py; browser (one
