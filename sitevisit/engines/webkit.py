@@ -13,6 +13,9 @@ from selenium.webdriver.webkitgtk.service import Service
 
 from sitevisit.engines import PROBE, EngineMissing, webkit
 
+# Xvfb has no GPU: WebKitGTK would composite through Mesa's software OpenGL, which costs far more CPU than painting
+# without compositing (what Chromium's --disable-gpu does for the browser tests). Script and layout are the same.
+NO_GPU = {"WEBKIT_DISABLE_COMPOSITING_MODE": "1"}
 VISIT = "const done = arguments[arguments.length - 1];\n(%s).visit(%d).then(done, (e) => done({failed: String(e)}));"
 
 
@@ -41,7 +44,7 @@ def visit_in_webkit(base: str, paths: list[str], timeout_s: float) -> list[dict]
     options.binary_location = browser
     options.add_argument("--automation")
     with display(xvfb) as shown:
-        service = Service(executable_path=driver_path, env={**os.environ, "DISPLAY": shown})
+        service = Service(executable_path=driver_path, env={**os.environ, "DISPLAY": shown, **NO_GPU})
         try:
             driver = webdriver.WebKitGTK(options=options, service=service)
         except Exception as e:  # Selenium's own exception types say little more than the message
