@@ -7,6 +7,17 @@ import puppeteer from "puppeteer-core";
 const probe = readFileSync(new URL("./probe.js", import.meta.url), "utf8");
 const { executable, base, paths, timeoutMs } = JSON.parse(readFileSync(0, "utf8"));
 
+/** Resolves once the page shows url, loaded. goto can resolve early: the page being left may still update its
+ * history (a widget writing its state into the URL), and the next page's scripts would then run before its
+ * document is parsed. */
+async function loaded(page, url, timeoutMs) {
+  const isLoaded = (u) => location.href === new URL(u).href && document.readyState === "complete";
+  for (const until = Date.now() + timeoutMs; ; await new Promise((resolve) => setTimeout(resolve, 100))) {
+    if (await page.evaluate(isLoaded, url).catch(() => false)) return;  // (a document being replaced throws)
+    if (Date.now() > until) throw new Error(`${url} did not load within ${timeoutMs} ms`);
+  }
+}
+
 let browser;
 try {
   browser = await puppeteer.launch({ browser: "firefox", executablePath: executable, headless: true,
@@ -24,6 +35,7 @@ try {
   for (const path of paths) {
     problems = [];
     await page.goto(base + path, { waitUntil: "load", timeout: timeoutMs });
+    await loaded(page, base + path, timeoutMs);
     const report = await page.evaluate(`(${probe}).visit(${timeoutMs})`);
     report.problems.push(...problems);
     console.log(JSON.stringify({ path, ...report }));
