@@ -1,8 +1,9 @@
-"""The site built as a reader of the README builds it, and served under a sub-path as GitHub Pages serves a
-project."""
+"""The site built as a reader of the README builds it (once for all the processes of a test run: SharedBuilds),
+and served under a sub-path as GitHub Pages serves a project."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -34,6 +35,64 @@ class Build:
         if failed or "WARNING" in said:
             raise RuntimeError(f"build.py failed or warned:\n{said}")
         return self.out
+
+
+class SharedBuilds(threading.Thread):
+    """Sites built once for every process that shares folder (the workers of one test run): name/ holds the
+    site, name.lock is held by whoever is building it, and name.built is written once the build has ended:
+    empty if it succeeded, else what build.py said. run() builds, one after another, the sites named in
+    options ({name: build.py's options}) that nobody else is building; site(name) waits for one."""
+
+    def __init__(self, folder: Path, options: dict[str, tuple[str, ...]]):
+        super().__init__(daemon=True)
+        self.folder, self.options = folder, options
+        self.building: list[Build] = []  # (site() builds one that a stopped process left unbuilt)
+        self.stopped, self.lock = False, threading.Lock()
+
+    def run(self):
+        for name in self.options:
+            self.build(name, wait=False)
+
+    def build(self, name: str, wait: bool) -> None:
+        """Build name unless it is built; if someone else is building it, wait for them (wait) or leave it."""
+        built = self.folder / f"{name}.built"
+        with open(self.folder / f"{name}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            if built.exists():
+                return
+            with self.lock:
+                if self.stopped:
+                    return
+                build = Build(self.folder / name, *self.options[name])
+                self.building.append(build)
+            try:
+                build.site()
+                said = ""
+            except RuntimeError as e:
+                said = str(e)
+            if not self.stopped:
+                built.write_text(said, encoding="utf-8")
+
+    def site(self, name: str) -> Path:
+        """name's folder once it is built; raises RuntimeError with what build.py said if it failed."""
+        self.build(name, wait=True)
+        built = self.folder / f"{name}.built"
+        if not built.exists():
+            raise RuntimeError(f"{name} was not built: the run is stopping")
+        if said := built.read_text(encoding="utf-8"):
+            raise RuntimeError(said)
+        return self.folder / name
+
+    def stop(self):
+        """Kill the builds under way here (whoever needs one next builds it) and build nothing more."""
+        with self.lock:
+            self.stopped = True
+            for build in self.building:
+                build.process.kill()
+        self.join()
 
 
 def build_into(out: Path, *options: str) -> Path:
