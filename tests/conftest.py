@@ -77,7 +77,9 @@ def pytest_sessionfinish(session):
         sites.stop()
 
 
-def site(name: str) -> Path:
+def built(name: str) -> Path:
+    """The site name once it is built, here or by another worker; the test fails with what build.py said if
+    that build failed."""
     try:
         return sites.site(name)
     except RuntimeError as e:
@@ -86,7 +88,7 @@ def site(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def built_site() -> Path:
-    return site("built_site")
+    return built("built_site")
 
 
 @pytest.fixture(scope="session")
@@ -96,14 +98,14 @@ def site_url(built_site) -> str:
 
 @pytest.fixture(scope="session")
 def plain_site() -> Path:
-    return site("plain_site")
+    return built("plain_site")
 
 
 @pytest.fixture(scope="session")
 def plain_site_again() -> Path:
-    return site("plain_site_again")
+    return built("plain_site_again")
 
 
 @pytest.fixture(scope="session")
 def cdn_site() -> Path:
-    return site("cdn_site")
+    return built("cdn_site")
