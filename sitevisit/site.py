@@ -49,13 +49,17 @@ class SharedBuilds(threading.Thread):
         self.building: list[Build] = []  # (site() builds one that a stopped process left unbuilt)
         self.stopped, self.lock = False, threading.Lock()
 
+    def ended(self, name: str) -> Path:
+        """name.built: written once name's build has ended."""
+        return self.folder / f"{name}.built"
+
     def run(self):
         for name in self.options:
             self.build(name, wait=False)
 
     def build(self, name: str, wait: bool) -> None:
         """Build name unless it is built; if someone else is building it, wait for them (wait) or leave it."""
-        built = self.folder / f"{name}.built"
+        built = self.ended(name)
         with open(self.folder / f"{name}.lock", "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -79,7 +83,7 @@ class SharedBuilds(threading.Thread):
     def site(self, name: str) -> Path:
         """name's folder once it is built; raises RuntimeError with what build.py said if it failed."""
         self.build(name, wait=True)
-        built = self.folder / f"{name}.built"
+        built = self.ended(name)
         if not built.exists():
             raise RuntimeError(f"{name} was not built: the run is stopping")
         if said := built.read_text(encoding="utf-8"):
