@@ -1,7 +1,7 @@
 """The heads widget in Chromium. Each head's pattern, read from the DOM after a real sentence change,
 follows its rule as stated by tests/oracles.py (not mha_core's code), on the test's own sentence;
 the knock-out removes the induction stripe; reader text stays text; text past 64 tokens is capped with
-a notice, and whatever the sentence, the answer comes within a second. conftest fails a test on any page
+a notice (how fast any of it is answered is bench/browser_budget.py's to say). conftest fails a test on any page
 error, console error, CSP violation or request off 127.0.0.1. Most tests share one page (live_widget), so
 that Python starts once for them."""
 from __future__ import annotations
@@ -20,7 +20,6 @@ from tests.oracles import rule_rows
 
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & "quotes"'
-ANSWER_MS = 1000  # a sentence is answered within a second
 
 
 
@@ -161,7 +160,7 @@ def test_enter_applies_the_sentence_and_shift_enter_starts_a_new_line(live_widge
 @pytest.mark.parametrize("text", [HOSTILE, "שלום עולם, שלום 😀 🇫🇷 e\u0301 !!! ¿?", "!!! ... ???"])
 def test_reader_text_is_shown_as_plain_text(live_widget, text):
     widget = live_widget("heads")
-    assert show_sentence(widget, text) <= ANSWER_MS
+    show_sentence(widget, text)
     check_layout(widget.evaluate(READ), tokens_of(text))
     assert widget.page.evaluate("window.__pwned") is None
     assert widget.locator("img, b, script").count() == 0
@@ -201,7 +200,7 @@ def test_state_is_kept_in_the_link(page, site_url, heads_path):
 def test_text_past_64_tokens_is_cut_with_a_notice(live_widget, words):
     widget = live_widget("heads")
     text = " ".join(f"w{i % 50:03d}" for i in range(words))
-    assert show_sentence(widget, text) <= ANSWER_MS
+    show_sentence(widget, text)
     notice = widget.locator('[data-output="notice"]')
     expect(notice).to_be_visible()
     expect(notice).to_contain_text(f"first 64 of the {words:,} tokens")
@@ -262,7 +261,7 @@ def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_wid
 
 def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recovers(live_widget):
     """The sentence field's bad input: blank text is refused with a message (the patterns shown stay);
-    numbers, signs and letters are words and punctuation like any other; each is answered within a second."""
+    numbers, signs and letters are words and punctuation like any other."""
     widget = live_widget("heads")
     field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-output="error"]')
     show_sentence(widget, SENTENCE)
@@ -275,7 +274,7 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
     show_sentence(widget, SENTENCE)  # the same sentence as before: nothing to compute, the message goes
     expect(error).to_be_hidden()
     for text in ["-5", "0", "3.5", "1e12", "12345678901234567890", "abc def abc"]:
-        assert show_sentence(widget, text) <= ANSWER_MS
+        show_sentence(widget, text)
         check_layout(widget.evaluate(READ), tokens_of(text))
         expect(error).to_be_hidden()
 
