@@ -33,9 +33,14 @@
     const html = document.documentElement;
     const widgets = [...document.querySelectorAll("[data-mha-widget]")];
     const report = { runtime: null, widgets: [], problems: window.__mhaProblems };
-    widgets[0]?.scrollIntoView({ block: "center" });
-    await poll(() => ["ready", "error"].includes(html.dataset.mhaRuntime), timeoutMs);
+    // As a reader keeps the widget in view: the page may still grow above it (its math typeset) as it loads.
+    const started = () => {
+      if (html.dataset.mhaRuntime === "idle") widgets[0]?.scrollIntoView({ block: "center" });
+      return ["ready", "error"].includes(html.dataset.mhaRuntime);
+    };
+    await poll(started, timeoutMs);
     report.runtime = html.dataset.mhaRuntime ?? "absent";
+    report.visibility = document.visibilityState;
     report.status = document.querySelector("[data-mha-status]")?.textContent ?? "";  // what the reader is told
     // Scripts and sub- and superscripts with the wrong number of parts, once the page is whole
     report.mathml = [...document.querySelectorAll("msub, msup, mfrac, munder, mover, msubsup, munderover")]

@@ -25,7 +25,8 @@ def failures(report: dict, widgets_in_html: int) -> list[str]:
     """What went wrong on one page, each as a line naming the page (and the widget)."""
     where = report["path"]
     if report["runtime"] != "ready":
-        return [f"{where}: Python not ready (data-mha-runtime={report['runtime']}: {report['status']!r})",
+        return [f"{where}: Python not ready (data-mha-runtime={report['runtime']}: {report['status']!r}; "
+                f"the page {report['visibility']})",
                 *report["problems"]]
     out = [f"{where}: {p}" for p in report["problems"] if not WHILE_PARSING.match(p)]
     out += [f"{where}: a formula with the wrong number of parts: {m}" for m in report["mathml"]]
