@@ -108,6 +108,18 @@ def watch_context(context, log_now) -> None:
 
 VIEWPORT = {"width": 1200, "height": 900}
 
+# Material eases its header and search between the phone and the desktop layout, and the page scrolls sideways
+# until they land. (Polled: a transition's finished promise may stay pending after it has run.)
+TRANSITIONS_ENDED = "() => !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"
+
+
+def resize(page, viewport: dict) -> None:
+    """Give page the viewport ({"width", "height"}) and wait until its layout has settled: two frames (its
+    ResizeObservers have run), then the CSS transitions under way ended."""
+    page.set_viewport_size(viewport)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.wait_for_function(TRANSITIONS_ENDED, polling=50)
+
 
 @contextlib.contextmanager
 def watched_page(browser, log: PageLog, **options):

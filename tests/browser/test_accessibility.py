@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from conftest import PageLog, hold_python, wait_ready, watched_page
+from conftest import PageLog, hold_python, resize, wait_ready, watched_page
 from sitebuild import CACHE
 from sitebuild.assets import cached, npm_pack, store
 from sitevisit.site import pages_with
@@ -78,7 +78,7 @@ def look(page, scheme: str, viewport: str, subject=None) -> None:
     prefers-color-scheme as a page loads, picked here as its toggle does (a page already shown keeps its
     palette), at that size, with subject (a locator) scrolled back into view."""
     page.emulate_media(color_scheme=scheme)
-    page.set_viewport_size(VIEWPORTS[viewport])
+    resize(page, VIEWPORTS[viewport])
     page.evaluate("""scheme => document.body.dataset.mdColorScheme === scheme ||
       document.querySelector(`input[name="__palette"][data-md-color-scheme="${scheme}"]`).click()""", SCHEMES[scheme])
     assert page.locator("body").get_attribute("data-md-color-scheme") == SCHEMES[scheme]
@@ -182,8 +182,7 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
           .filter(c => c.scrollWidth > c.clientWidth + 1)"""
         assert page.evaluate(f"({wide_code})().length"), "no code block wider than the screen on the page"
         page.wait_for_function(f"({wide_code})().every(c => c.tabIndex === 0)")  # Material makes them focusable
-        page.set_viewport_size(VIEWPORTS["desktop"])  # wide enough: no more tab stops
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        resize(page, VIEWPORTS["desktop"])  # wide enough: no more tab stops
         still = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex[tabindex]")]
           .filter(b => b.scrollWidth <= b.clientWidth + 1).length""")
         assert still == 0

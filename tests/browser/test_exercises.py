@@ -157,8 +157,7 @@ def test_the_code_is_kept_reset_restores_the_skeleton_and_the_solution_shows(sha
     exercise.locator("button[name=solution]").click()
     expect(exercise.locator("[data-output=solution]")).to_be_visible()
     assert exercise.locator("[data-output=solution] code").text_content() == EXERCISES["attention"].solution
-    page.set_viewport_size({"width": 390, "height": 844})  # too narrow: the solution scrolls in a box Tab reaches
-    page.evaluate("() => new Promise(requestAnimationFrame)")
+    conftest.resize(page, {"width": 390, "height": 844})  # too narrow: the solution scrolls in a box Tab reaches
     scrolling = exercise.locator("[data-output=solution]").evaluate("""s => [s, ...s.querySelectorAll("*")]
       .filter(e => ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
       .map(e => [e.tagName, e.tabIndex])""")

@@ -117,8 +117,7 @@ def test_every_buffer_fits_its_box_at_every_width(page, site_url, widget_path):
     1280 px), with no sideways scroll, for the first paint's 3 tokens (24 numbers a row)."""
     widget = conftest.open_widget(page, site_url + widget_path("memory"), "memory")
     for width in (390, 768, 1280, 1920):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        conftest.resize(page, {"width": width, "height": 900})
         assert widget.evaluate(OVERFLOW, width >= 1280) == [], f"at {width} px"
         assert widget.locator('[data-step="merge"] [data-row="memory"] .mha-memory__cell').count() == 24
 
@@ -131,8 +130,7 @@ def test_the_whole_buffer_fits_for_the_longest_choice(live_widget):
     expect(widget).to_have_attribute("data-h", "4")
     expect(widget).to_have_attribute("data-state", "live")
     for width in (390, 1280):
-        widget.page.set_viewport_size({"width": width, "height": 900})
-        widget.page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        conftest.resize(widget.page, {"width": width, "height": 900})
         assert widget.evaluate(OVERFLOW, False) == [], f"at {width} px"
     widget.page.set_viewport_size({"width": 1200, "height": 900})  # as the module's other tests have it
     choose(widget, n=3, h=2, wrong=False)

@@ -115,7 +115,7 @@ def test_a_keyboard_user_sees_where_the_focus_is(live_widget):
 def test_at_390_px_everything_fits_and_works(live_widget):
     widget = live_widget(NAME)
     page = widget.page
-    page.set_viewport_size(VIEWPORTS["phone"])
+    conftest.resize(page, VIEWPORTS["phone"])
     try:
         widget.scroll_into_view_if_needed()
         assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
@@ -142,7 +142,7 @@ def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_pho
 
     def check(state):
         for scheme, viewport in ((s, v) for s in SCHEMES for v in VIEWPORTS):
-            page.set_viewport_size(VIEWPORTS[viewport])
+            conftest.resize(page, VIEWPORTS[viewport])
             if page.locator("body").get_attribute("data-md-color-scheme") != SCHEMES[scheme]:
                 page.locator('label[for^="__palette"]:not([hidden])').click()  # the reader's toggle
             expect(page.locator("body")).to_have_attribute("data-md-color-scheme", SCHEMES[scheme])
