@@ -22,6 +22,23 @@
       note(`Content-Security-Policy violation: ${e.effectiveDirective} blocked ${e.blockedURI || "inline code"}`));
   },
 
+  /** What a start that never came may be owed to: the page's load, its frames, where the widget is and
+   * whether the page's IntersectionObservers see it (the start waits for the load, then for one to). */
+  async whyIdle(widget) {
+    let frames = 0, observed = false, counting = true;
+    const count = () => { frames += 1; if (counting) requestAnimationFrame(count); };
+    requestAnimationFrame(count);
+    const observer = new IntersectionObserver((entries) => { observed ||= entries.some((e) => e.isIntersecting); },
+                                              { rootMargin: "600px" });
+    if (widget) observer.observe(widget);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    observer.disconnect();
+    counting = false;
+    const box = widget?.getBoundingClientRect();
+    return { readyState: document.readyState, widgetTop: box && Math.round(box.top), innerHeight, observed,
+             framesIn1s: frames };
+  },
+
   async visit(timeoutMs) {
     this.watch();
     const until = Date.now() + timeoutMs;
@@ -41,6 +58,7 @@
     await poll(started, timeoutMs);
     report.runtime = html.dataset.mhaRuntime ?? "absent";
     report.visibility = document.visibilityState;
+    if (report.runtime === "idle") report.idle = await this.whyIdle(widgets[0]);
     report.status = document.querySelector("[data-mha-status]")?.textContent ?? "";  // what the reader is told
     // Scripts and sub- and superscripts with the wrong number of parts, once the page is whole
     report.mathml = [...document.querySelectorAll("msub, msup, mfrac, munder, mover, msubsup, munderover")]
