@@ -35,8 +35,9 @@
     observer.disconnect();
     counting = false;
     const box = widget?.getBoundingClientRect();
-    return { readyState: document.readyState, widgetTop: box && Math.round(box.top), innerHeight, observed,
-             framesIn1s: frames };
+    return { url: location.href, title: document.title, readyState: document.readyState,
+             widgets: document.querySelectorAll("[data-mha-widget]").length, widgetTop: box && Math.round(box.top),
+             innerHeight, observed, framesIn1s: frames };
   },
 
   async visit(timeoutMs) {
@@ -48,8 +49,10 @@
       return ok();
     };
     const html = document.documentElement;
+    const report = { runtime: null, widgets: [], problems: window.__mhaProblems, handedOver: document.readyState };
+    // A driver may hand the page over before it is parsed (WebKit's did, under load): its widgets come later.
+    await poll(() => document.readyState === "complete", timeoutMs);
     const widgets = [...document.querySelectorAll("[data-mha-widget]")];
-    const report = { runtime: null, widgets: [], problems: window.__mhaProblems };
     // As a reader keeps the widget in view: the page may still grow above it (its math typeset) as it loads.
     const started = () => {
       if (html.dataset.mhaRuntime === "idle") widgets[0]?.scrollIntoView({ block: "center" });

@@ -26,7 +26,7 @@ def failures(report: dict, widgets_in_html: int) -> list[str]:
     where = report["path"]
     if report["runtime"] != "ready":
         return [f"{where}: Python not ready (data-mha-runtime={report['runtime']}: {report['status']!r}; "
-                f"the page {report['visibility']}; {report.get('idle', '')})",
+                f"the page {report['visibility']}, handed over {report['handedOver']}; {report.get('idle', '')})",
                 *report["problems"]]
     out = [f"{where}: {p}" for p in report["problems"] if not WHILE_PARSING.match(p)]
     out += [f"{where}: a formula with the wrong number of parts: {m}" for m in report["mathml"]]
