@@ -22,22 +22,18 @@
       note(`Content-Security-Policy violation: ${e.effectiveDirective} blocked ${e.blockedURI || "inline code"}`));
   },
 
-  /** What a start that never came may be owed to: the page's load, its frames, where the widget is and
-   * whether the page's IntersectionObservers see it (the start waits for the load, then for one to). */
+  /** What a start that never came may be owed to: the page (which one, whether loaded), its frames, and
+   * where its first widget is (Python starts once a widget is near the screen). */
   async whyIdle(widget) {
-    let frames = 0, observed = false, counting = true;
+    let frames = 0, counting = true;
     const count = () => { frames += 1; if (counting) requestAnimationFrame(count); };
     requestAnimationFrame(count);
-    const observer = new IntersectionObserver((entries) => { observed ||= entries.some((e) => e.isIntersecting); },
-                                              { rootMargin: "600px" });
-    if (widget) observer.observe(widget);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    observer.disconnect();
     counting = false;
     const box = widget?.getBoundingClientRect();
     return { url: location.href, title: document.title, readyState: document.readyState,
              widgets: document.querySelectorAll("[data-mha-widget]").length, widgetTop: box && Math.round(box.top),
-             innerHeight, observed, framesIn1s: frames };
+             innerHeight, framesIn1s: frames };
   },
 
   async visit(timeoutMs) {
