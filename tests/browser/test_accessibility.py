@@ -2,7 +2,9 @@
 scheme (Material follows prefers-color-scheme), on a desktop (1280 × 800) and a phone (390 × 844), and the
 shapes, heads and exercise widgets in each of their states. None may have a serious or critical violation.
 Each page, and each widget, is walked through once; at every moment the walk stops, axe runs in each of the
-four looks, and each look's test asserts its own findings.
+four looks, and each look's test asserts its own findings. The reader of every look has asked for reduced
+motion (MOTION), so that a resize lands at once: the layout each look checks is the one the others reach
+once Material's transitions have eased in.
 
 axe-core comes from npm (`npm pack`), pinned by its sha256 and kept in .cache/; it is injected into the
 pages by the test only, never part of the site."""
@@ -29,6 +31,7 @@ AXE_SHA256 = "e6b0ce02b84d892e2e33e403485e7f3d6c29e2be6df65daf44d89ba564139745" 
 SCHEMES = {"light": "default", "dark": "slate"}  # prefers-color-scheme -> Material's data-md-color-scheme
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 BLOCKING = ("serious", "critical")
+MOTION = {"reduced_motion": "reduce"}  # the browser context's: Material then switches layouts without easing
 
 # Every violation of the page (or of one element), as [rule, impact, [target, ...], summary].
 RUN_AXE = """async (selector) => {
@@ -116,7 +119,7 @@ class Findings:
 def every_page(browser, built_site, site_url, axe_source) -> Findings:
     log = PageLog()
     log.allow(r"Failed to load resource")  # 404.html is served with its status
-    with watched_page(browser, log) as page:
+    with watched_page(browser, log, **MOTION) as page:
         findings = Findings(page, axe_source)
         for path in site_pages(built_site):
             page.goto(site_url + path)
@@ -142,7 +145,7 @@ def widget_walk(browser, url: str, name: str, axe_source: str, selector: str | N
     widget in view; findings.check(moment) runs axe in every look (on the element at selector, or the page)."""
     log = PageLog()
     log.allow(r"Failed to load resource|broken")
-    with watched_page(browser, log) as page:
+    with watched_page(browser, log, **MOTION) as page:
         release = hold_python(page)
         page.goto(url)
         widget = page.locator(f'[data-mha-widget="{name}"]').first
@@ -169,7 +172,7 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
     """On a phone, a display formula or code block wider than the screen scrolls in a box that Tab reaches
     (formulas named as such)."""
     log = PageLog()
-    with watched_page(browser, log) as page:
+    with watched_page(browser, log, **MOTION) as page:
         page.set_viewport_size(VIEWPORTS["phone"])
         page.goto(site_url + "mechanism/")
         settle(page)
