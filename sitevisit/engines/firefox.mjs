@@ -32,10 +32,15 @@ try {
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   page.on("console", (message) => message.type() === "error" && problems.push(`console error: ${message.text()}`));
   await page.evaluateOnNewDocument(`(${probe}).watch()`);
-  for (const path of paths) {
+  for (const [i, path] of paths.entries()) {
     problems = [];
-    await page.goto(base + path, { waitUntil: "load", timeout: timeoutMs });
-    await loaded(page, base + path, timeoutMs);
+    if (i === 0) {
+      await page.goto(base + path, { waitUntil: "load", timeout: timeoutMs });
+      await loaded(page, base + path, timeoutMs);
+    } else {
+      const moved = await page.evaluate(`(${probe}).go(${JSON.stringify(base + path)}, ${timeoutMs})`);
+      if (moved) throw new Error(`Firefox did not move on to ${path}: ${moved.failed}`);
+    }
     const report = await page.evaluate(`(${probe}).visit(${timeoutMs})`);
     report.problems.push(...problems);
     console.log(JSON.stringify({ path, ...report }));

@@ -1,7 +1,7 @@
 // What every engine checks on a page with widgets, run in the page itself so that any driver can run it
 // (its source is evaluated as this one expression). watch() records the page's errors and policy
 // violations; visit(timeoutMs) brings Python up as a reader does (a widget near the screen) and makes each
-// widget compute once, then reports.
+// widget compute once, then reports; go(url, timeoutMs) moves on to the next page by its link.
 //
 // It relies on the widgets' contract only: a widget is an element [data-mha-widget] whose data-state goes
 // "busy" when it asks Python and "live" (or "error") when the answer is shown. Each widget's form controls
@@ -34,6 +34,24 @@
     return { url: location.href, title: document.title, readyState: document.readyState,
              widgets: document.querySelectorAll("[data-mha-widget]").length, widgetTop: box && Math.round(box.top),
              innerHeight, framesIn1s: frames };
+  },
+
+  /** Follow the page's own link to url, as a reader moves on: Material's instant navigation swaps the content in
+   * and the page's Python serves the next page's widgets. Resolves to null once the new content is in (its
+   * address shown, every widget of the page left gone, every new one mounted), or to {failed: why}. */
+  async go(url, timeoutMs) {
+    this.watch();
+    const target = new URL(url, location.href).href;
+    const link = [...document.querySelectorAll("a[href]")].find((a) => a.href === target);
+    if (!link) return { failed: `${location.href} has no link to ${target}` };
+    document.querySelectorAll("[data-mha-widget]").forEach((w) => { w.dataset.probeLeft = "true"; });
+    window.__mhaProblems.length = 0;  // what happens from here on is the next page's
+    link.click();
+    for (const until = Date.now() + timeoutMs; Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+      if (location.href === target && !document.querySelector("[data-probe-left]") &&
+          document.querySelectorAll("[data-mha-widget]:not([data-mounted])").length === 0) return null;
+    }
+    return { failed: `${target} was not shown within ${timeoutMs} ms of following its link (at ${location.href})` };
   },
 
   async visit(timeoutMs) {

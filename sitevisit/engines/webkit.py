@@ -4,6 +4,7 @@ the page's load on; an error before it shows as a widget or a runtime that never
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 
@@ -17,6 +18,7 @@ from sitevisit.engines import PROBE, EngineMissing, webkit
 # without compositing (what Chromium's --disable-gpu does for the browser tests). Script and layout are the same.
 NO_GPU = {"WEBKIT_DISABLE_COMPOSITING_MODE": "1"}
 VISIT = "const done = arguments[arguments.length - 1];\n(%s).visit(%d).then(done, (e) => done({failed: String(e)}));"
+GO = "const done = arguments[arguments.length - 1];\n(%s).go(%s, %d).then(done, (e) => done({failed: String(e)}));"
 
 
 @contextlib.contextmanager
@@ -54,8 +56,13 @@ def visit_in_webkit(base: str, paths: list[str], timeout_s: float) -> list[dict]
             driver.set_script_timeout(timeout_s + 30)  # probe.js's own waits end by timeout_s
             driver.set_page_load_timeout(timeout_s)
             reports = []
-            for path in paths:
-                driver.get(base + path)
+            for i, path in enumerate(paths):
+                if i == 0:
+                    driver.get(base + path)
+                else:
+                    moved = driver.execute_async_script(GO % (PROBE, json.dumps(base + path), timeout_s * 1000))
+                    if moved:
+                        raise RuntimeError(f"WebKit did not move on to {path}: {moved['failed']}")
                 reports.append({"path": path, **driver.execute_async_script(VISIT % (PROBE, timeout_s * 1000))})
             return reports
         finally:

@@ -2,7 +2,9 @@
 Python gets ready, each widget computes once (sitevisit/engines/probe.js: by the widgets' data-state
 contract, so that a widget added later is covered as it comes) and each exercise checks its skeleton in the
 exercises' own Python, the page's formulas are whole, and no
-page error is logged. One browser per engine; Python starts once per page. A missing engine fails."""
+page error is logged. One browser per engine: the first page is loaded, each next one reached by its link, as a
+reader moves on (instant navigation), so that one Python serves them all and the exercises' Python starts from
+the memory the first start kept. A missing engine fails."""
 from __future__ import annotations
 
 import re
