@@ -223,13 +223,27 @@ def come_back(page) -> None:
     """Leave the page by its footer's link and come back by the next page's, as a reader does with instant
     navigation: the page's widgets are mounted afresh, at their defaults, served by the same Python."""
     url = address(page)
-    page.evaluate("() => document.querySelectorAll('[data-mha-widget]').forEach(w => { w.dataset.testLeft = 'true'; })")
     away, back = ("prev", "next") if page.locator("a.md-footer__link--prev").count() else ("next", "prev")
-    page.locator(f"a.md-footer__link--{away}").click()
-    expect(page.locator("[data-test-left]")).to_have_count(0)  # that page's content is in
+    moved_on(page, lambda: page.locator(f"a.md-footer__link--{away}").click())
     page.locator(f"a.md-footer__link--{back}").click()
     expect(page).to_have_url(url)
     expect(page.locator("[data-mha-widget]").first).to_have_attribute("data-mounted", "true")
+
+
+def moved_on(page, follow) -> None:
+    """follow() a link of the page's; return once the next page's content is in (every widget left is gone) and
+    its widgets are mounted."""
+    page.evaluate("() => document.querySelectorAll('[data-mha-widget]').forEach(w => { w.dataset.testLeft = 'true'; })")
+    follow()
+    expect(page.locator("[data-test-left]")).to_have_count(0)
+    expect(page.locator("[data-mha-widget]:not([data-mounted])")).to_have_count(0)
+
+
+def follow_link(page, url: str) -> None:
+    """Go to url (a page of the site) by the page's own link to it (its navigation's, hidden or not), as a reader
+    moves on with instant navigation: the page's Python serves the next page's widgets."""
+    moved_on(page, lambda: page.evaluate("url => [...document.querySelectorAll('a[href]')].find(a => a.href === url).click()", url))
+    expect(page).to_have_url(url)
 
 
 @pytest.fixture

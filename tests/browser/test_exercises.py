@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from urllib.parse import urljoin
 
 import pytest
 from playwright.sync_api import expect
@@ -24,14 +25,18 @@ LOOP = "def merge_heads(z):\n    while True:\n        pass\n"
 @pytest.fixture(scope="session")
 def exercise_url(built_site, site_url):
     """exercise_url(name): the page holding the NAME exercise."""
-    return lambda name: site_url + pages_with(built_site, f'data-exercise="{name}"')[0]
+    return lambda name: urljoin(site_url, pages_with(built_site, f'data-exercise="{name}"')[0])  # "./" resolved
 
 
 def exercise_on(page, exercise_url, name: str):
-    """The NAME exercise on its page (gone to only if the page is elsewhere), its code editor loaded."""
+    """The NAME exercise on its page, its code editor loaded. A page elsewhere on the site follows its link
+    there, as a reader moves on, so that its Pythons (the widgets' and the exercises') serve the next page."""
     url = exercise_url(name)
     if page.url.split("#")[0] != url:
-        page.goto(url)
+        if page.url.startswith("http"):  # on the site (the tests visit no other)
+            conftest.follow_link(page, url)
+        else:
+            page.goto(url)
     exercise = page.locator(f'[data-mha-widget="exercise"][data-exercise="{name}"]')
     exercise.scroll_into_view_if_needed()
     expect(exercise).to_have_attribute("data-editor-loaded", "true")
