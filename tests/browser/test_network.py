@@ -8,12 +8,13 @@ a revisit restores Python from the memory the first visit kept, and a kept memor
 Python cannot restore, costs no more than a fresh start (or an error with the reason, then Retry)."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import READY_TIMEOUT_MS, open_widget, wait_ready, watched_page
+from conftest import READY_TIMEOUT_MS, PageLog, ReturningReader, open_widget, wait_ready, watched_page
 from playwright.sync_api import expect
 
 from sitevisit.network import throttled_site
@@ -207,15 +208,6 @@ ANSWERS = """async ([url, sentence]) => {
 }"""
 
 
-def visit(context, url: str, name: str):
-    """A new page of context at url, its Python ready; returns (page, its widget)."""
-    page = context.new_page()
-    page.set_default_timeout(READY_TIMEOUT_MS)
-    widget = open_widget(page, url, name)
-    wait_ready(page)
-    return page, widget
-
-
 def test_a_revisit_restores_python_from_the_memory_the_first_visit_kept(browser, built_site, shapes_path, page_log):
     """...and, downloading nothing, starts without waiting for the page's own load."""
     with throttled_site(built_site) as (network, url), watched_page(browser, page_log) as first:
@@ -246,21 +238,61 @@ def replace_memory(page, site_url: str, key: str, body: str | None, laid_out=Tru
                                    "memoryJs": site_url + "assets/widgets/runtime/memory.js"})
 
 
+# Copies the memory kept under key into (back: out of) a cache of the tests' own, which the runtime leaves alone.
+COPY_MEMORY = """async ({ key, back }) => {
+  const [from, to] = await Promise.all(["mha-python", "mha-tests"].map((name) => caches.open(name)));
+  const [source, target] = back ? [to, from] : [from, to];
+  await target.put(key, await source.match(key));
+}"""
+BLANK = "blank-page-of-the-tests"  # an empty page at the site's address, to reach its Cache Storage from
+
+
+class FirstVisit:
+    """A reader's context after a first visit to the shapes page, where Python started afresh and kept its memory
+    (under key): what that Python answered (fresh) and the sizes kept. tab(log) is a new tab of that context on
+    an empty page of the site, the memory kept as the first visit left it, whatever a test before did to it."""
+
+    def __init__(self, browser, site_url: str, shapes_path: str):
+        self.reader, self.site_url = ReturningReader(browser), site_url
+        log = PageLog()
+        with self.reader.tab(log) as first:
+            open_widget(first, site_url + shapes_path, "shapes")
+            wait_ready(first)
+            self.fresh = first.evaluate(ANSWERS, [site_url + "assets/widgets/runtime/bridge.js", SENTENCE])
+            self.key = kept_memory(first)
+            self.sizes = first.evaluate(KEPT_SIZES, self.key)
+            first.evaluate(COPY_MEMORY, {"key": self.key, "back": False})
+        log.check()
+
+    @contextlib.contextmanager
+    def tab(self, log: PageLog):
+        with self.reader.tab(log) as page:
+            page.route(self.site_url + BLANK, lambda route: route.fulfill(body="<!doctype html><title>-</title>",
+                                                                          content_type="text/html"))
+            page.goto(self.site_url + BLANK)
+            page.evaluate(COPY_MEMORY, {"key": self.key, "back": True})
+            yield page
+
+
+@pytest.fixture(scope="module")
+def first_visit(browser, site_url, shapes_path) -> FirstVisit:
+    visited = FirstVisit(browser, site_url, shapes_path)
+    yield visited
+    visited.reader.context.close()
+
+
 @pytest.mark.parametrize("laid_out, intact", [(True, False), (False, True)],
                          ids=["sha256 differs", "not laid out as a memory is kept"])
-def test_a_kept_memory_that_is_not_intact_is_dropped_and_python_starts_afresh(browser, site_url, shapes_path,
+def test_a_kept_memory_that_is_not_intact_is_dropped_and_python_starts_afresh(first_visit, site_url, shapes_path,
                                                                               page_log, laid_out, intact):
-    with watched_page(browser, page_log) as first:
-        open_widget(first, site_url + shapes_path, "shapes")
-        wait_ready(first)
-        key = kept_memory(first)
-        replace_memory(first, site_url, key, "not Python's memory", laid_out, intact)
-        first.close()
-        again, widget = visit(first.context, site_url + shapes_path, "shapes")
+    with first_visit.tab(page_log) as again:
+        replace_memory(again, site_url, first_visit.key, "not Python's memory", laid_out, intact)
+        widget = open_widget(again, site_url + shapes_path, "shapes")
+        wait_ready(again)
         expect(status(again)).not_to_contain_text(RESTORED)
         change_batch(widget, 6)
         assert_shows(widget, **form_config(widget))
-        assert kept_memory(again) == key  # a new memory is kept in its place
+        assert kept_memory(again) == first_visit.key  # a new memory is kept in its place
     page_log.check()
 
 
@@ -268,17 +300,13 @@ def test_a_kept_memory_that_is_not_intact_is_dropped_and_python_starts_afresh(br
     ("an intact file that is not a memory", 0, "wasm instantiation failed"),  # too small for Python's memory
     (None, 4, "the kept memory does not hold _multiarray_tests.cpython-312-wasm32-emscripten.so where it says"),
 ], ids=["not a memory", "libraries not where it says"])
-def test_a_kept_memory_python_cannot_restore_is_an_error_then_forgotten(browser, site_url, shapes_path, page_log,
+def test_a_kept_memory_python_cannot_restore_is_an_error_then_forgotten(first_visit, site_url, shapes_path, page_log,
                                                                          body, shift, reason):
     """Intact by its sha256 yet not a memory Pyodide can restore, or one whose libraries are not where it says:
     the start fails with the reason, and Retry starts afresh without it."""
     page_log.allow(rf"{re.escape(reason)}|Python could not start")
-    with watched_page(browser, page_log) as first:
-        open_widget(first, site_url + shapes_path, "shapes")
-        wait_ready(first)
-        replace_memory(first, site_url, kept_memory(first), body, shift=shift)
-        first.close()
-        again = first.context.new_page()
+    with first_visit.tab(page_log) as again:
+        replace_memory(again, site_url, first_visit.key, body, shift=shift)
         widget = open_widget(again, site_url + shapes_path, "shapes")
         expect(again.locator("html")).to_have_attribute("data-mha-runtime", "error", timeout=READY_TIMEOUT_MS)
         expect(status(again)).to_contain_text(f"Python could not start: {reason}")
@@ -290,17 +318,13 @@ def test_a_kept_memory_python_cannot_restore_is_an_error_then_forgotten(browser,
     page_log.check()
 
 
-def test_a_restored_python_answers_as_the_fresh_one_did(browser, site_url, shapes_path, page_log):
+def test_a_restored_python_answers_as_the_fresh_one_did(first_visit, site_url, shapes_path, page_log):
     """NumPy's libraries, loaded again where the kept memory expects them, compute what they computed before."""
-    bridge = [site_url + "assets/widgets/runtime/bridge.js", SENTENCE]
-    with watched_page(browser, page_log) as first:
-        open_widget(first, site_url + shapes_path, "shapes")
-        wait_ready(first)
-        fresh = first.evaluate(ANSWERS, bridge)
-        kept, whole = first.evaluate(KEPT_SIZES, kept_memory(first))
-        assert kept < 0.8 * whole, (kept, whole)  # kept without its pages of zeros
-        first.close()
-        again, _ = visit(first.context, site_url + shapes_path, "shapes")
+    kept, whole = first_visit.sizes
+    assert kept < 0.8 * whole, (kept, whole)  # kept without its pages of zeros
+    with first_visit.tab(page_log) as again:
+        open_widget(again, site_url + shapes_path, "shapes")
+        wait_ready(again)
         expect(status(again)).to_contain_text(RESTORED)
-        assert again.evaluate(ANSWERS, bridge) == fresh
+        assert again.evaluate(ANSWERS, [site_url + "assets/widgets/runtime/bridge.js", SENTENCE]) == first_visit.fresh
     page_log.check()
