@@ -35,6 +35,7 @@ def assert_shows(widget, seed: int, tokens=TOKENS) -> None:
     assert widget.locator('[data-output="seed"]').text_content() == str(seed)
 
 
+@pytest.mark.returning_reader
 def test_first_paint_then_new_numbers_from_python(page, site_url, widget_path):
     widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
     assert widget.get_attribute("data-state") == "initial"
