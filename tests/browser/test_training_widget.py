@@ -296,8 +296,9 @@ def expect_settled(widget, run_shown: str) -> None:
         expect(widget).not_to_have_attribute("data-run", "reader")
 
 
+@pytest.mark.returning_reader
 def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(page, training_url, run):
-    page.context.add_init_script(RECORD_CALLS)
+    page.add_init_script(RECORD_CALLS)  # this tab's only: its context is the returning reader's
     widget = conftest.open_widget(page, training_url, "training")
     conftest.wait_ready(page)
     start_training(widget)
