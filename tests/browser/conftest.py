@@ -147,8 +147,10 @@ class ReturningReader:
 
     @contextlib.contextmanager
     def tab(self, log: PageLog):
-        """A new tab watched by log (which also hears the context's requests until the tab closes)."""
+        """A new tab watched by log (which also hears the context's requests until the tab closes); closed on
+        exit with any other tab the test opened in the context meanwhile."""
         earlier, self.log = self.log, log
+        opened = set(self.context.pages)
         page = self.context.new_page()
         log.watch_page(page)
         page.set_default_timeout(READY_TIMEOUT_MS)
@@ -157,7 +159,8 @@ class ReturningReader:
         finally:
             if page.url.startswith("http"):
                 page.evaluate("() => localStorage.clear()")
-            page.close()
+            for tab in set(self.context.pages) - opened:  # this one, and any the test opened beside it
+                tab.close()
             self.context.clear_permissions()
             self.log = earlier
 

@@ -238,6 +238,11 @@ def replace_memory(page, site_url: str, key: str, body: str | None, laid_out=Tru
                                    "memoryJs": site_url + "assets/widgets/runtime/memory.js"})
 
 
+def answers(page, site_url: str) -> str:
+    """What the page's Python answers to ANSWERS's calls (JSON)."""
+    return page.evaluate(ANSWERS, [site_url + "assets/widgets/runtime/bridge.js", SENTENCE])
+
+
 # Copies the memory kept under key into (back: out of) a cache of the tests' own, which the runtime leaves alone.
 COPY_MEMORY = """async ({ key, back }) => {
   const [from, to] = await Promise.all(["mha-python", "mha-tests"].map((name) => caches.open(name)));
@@ -258,7 +263,7 @@ class FirstVisit:
         with self.reader.tab(log) as first:
             open_widget(first, site_url + shapes_path, "shapes")
             wait_ready(first)
-            self.fresh = first.evaluate(ANSWERS, [site_url + "assets/widgets/runtime/bridge.js", SENTENCE])
+            self.fresh = answers(first, site_url)
             self.key = kept_memory(first)
             self.sizes = first.evaluate(KEPT_SIZES, self.key)
             first.evaluate(COPY_MEMORY, {"key": self.key, "back": False})
@@ -326,5 +331,5 @@ def test_a_restored_python_answers_as_the_fresh_one_did(first_visit, site_url, s
         open_widget(again, site_url + shapes_path, "shapes")
         wait_ready(again)
         expect(status(again)).to_contain_text(RESTORED)
-        assert again.evaluate(ANSWERS, [site_url + "assets/widgets/runtime/bridge.js", SENTENCE]) == first_visit.fresh
+        assert answers(again, site_url) == first_visit.fresh
     page_log.check()

@@ -327,35 +327,32 @@ def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(p
 
 @pytest.mark.returning_reader
 def test_two_tabs_train_at_once_each_with_its_own_python(page, page_log, training_url):
-    second = page.context.new_page()  # of the returning reader's context: closed here
-    try:
-        page_log.watch_page(second, "second tab")
-        tabs = [page, second]
-        widgets = [conftest.open_widget(tab, training_url, "training") for tab in tabs]  # both start Python at once
-        for tab in tabs:
-            conftest.wait_ready(tab)
-        workers = [[w for w in tab.workers if w.url.endswith("/runtime/worker.js")] for tab in tabs]
-        assert [len(w) for w in workers] == [1, 1] and workers[0][0] != workers[1][0]
-        for widget in widgets:
-            widget.locator('button[name="train"]').click()
-        for widget in widgets:  # both train at once
-            expect(widget).to_have_attribute("data-state", "training")
-            expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
-        first, other = widgets
-        first.locator('button[name="stop"]').click()
-        expect_settled(first, "reader")
-        expect(other).to_have_attribute("data-state", "training")  # the other tab's run goes on
-        # the first tab is used while the second trains: knock out a head of its stopped run
-        first.locator('button[data-layer="0"][data-head="0"]').click()
-        first.locator('button[name="knockout"]').click()
-        expect(first.locator('[data-output="knockout"]')).to_contain_text("→")
-        expect_settled(first, "reader")
-        expect(other).to_have_attribute("data-state", "training")
-        other.locator('button[name="stop"]').click()
-        expect_settled(other, "reader")
-        expect(other.locator('[data-output="run"]')).to_contain_text("stopped at step")
-    finally:
-        second.close()
+    second = page.context.new_page()  # the returning reader's: closed with the test's tab
+    page_log.watch_page(second, "second tab")
+    tabs = [page, second]
+    widgets = [conftest.open_widget(tab, training_url, "training") for tab in tabs]  # both start Python at once
+    for tab in tabs:
+        conftest.wait_ready(tab)
+    workers = [[w for w in tab.workers if w.url.endswith("/runtime/worker.js")] for tab in tabs]
+    assert [len(w) for w in workers] == [1, 1] and workers[0][0] != workers[1][0]
+    for widget in widgets:
+        widget.locator('button[name="train"]').click()
+    for widget in widgets:  # both train at once
+        expect(widget).to_have_attribute("data-state", "training")
+        expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
+    first, other = widgets
+    first.locator('button[name="stop"]').click()
+    expect_settled(first, "reader")
+    expect(other).to_have_attribute("data-state", "training")  # the other tab's run goes on
+    # the first tab is used while the second trains: knock out a head of its stopped run
+    first.locator('button[data-layer="0"][data-head="0"]').click()
+    first.locator('button[name="knockout"]').click()
+    expect(first.locator('[data-output="knockout"]')).to_contain_text("→")
+    expect_settled(first, "reader")
+    expect(other).to_have_attribute("data-state", "training")
+    other.locator('button[name="stop"]').click()
+    expect_settled(other, "reader")
+    expect(other.locator('[data-output="run"]')).to_contain_text("stopped at step")
 
 
 # ---------------------------------------------------------------- the lesson's controls: charts, layers, experiments
