@@ -127,7 +127,7 @@ def layer_heads(W_Q, W_K, W_V, W_O, n_heads: int) -> tuple[np.ndarray, ...]:
     """layer_matrices' inverse: [d_model, h·d_k] -> [h, d_model, d_k] for W_Q, W_K, W_V, [h·d_k, d_model] ->
     [h, d_k, d_model] for W_O (views where NumPy can make them)."""
     d_model = W_Q.shape[0]
-    per_head = [W.reshape(d_model, n_heads, -1).transpose(1, 0, 2) for W in (W_Q, W_K, W_V)]  # [d, h, d_k] -> [h, d, d_k]
+    per_head = [W.reshape(d_model, n_heads, -1).transpose(1, 0, 2) for W in (W_Q, W_K, W_V)]  # -> [h, d, d_k]
     return (*per_head, W_O.reshape(n_heads, -1, d_model))  # [h·d_k, d_model] -> [h, d_k, d_model]
 
 
@@ -157,7 +157,7 @@ def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate
         dead = [head for l, head in ablate if l == layer]
         if dead:
             W_O = without_heads(W_O, dead)
-        W_Q, W_K, W_V, W_O = layer_matrices(W_Q, W_K, W_V, W_O)  # every head at once: [d_model, h·d_k], [h·d_k, d_model]
+        W_Q, W_K, W_V, W_O = layer_matrices(W_Q, W_K, W_V, W_O)  # every head at once: [d_model, h·d_k], ...
         steps = attention_steps(resid, W_Q, W_K, W_V, W_O, config.n_heads, None, None, True)
         cache[f"blocks.{layer}.hook_resid_pre"] = resid
         for name, step in (("q", "q_heads"), ("k", "k_heads"), ("v", "v_heads"), ("pattern", "weights")):

@@ -148,8 +148,8 @@ def test_float32_weights_give_float32_gradients_close_to_float64():
         assert np.linalg.norm(single[name] - exact[name]) <= 1e-4 * np.linalg.norm(exact[name]), name
 
 
-def torch_loss(params: dict, tokens: np.ndarray, config: TrainConfig) -> torch.Tensor:
-    """The same model in torch, per head, with torch's softmax and cross-entropy."""
+def torch_logits(params: dict, tokens: np.ndarray, config: TrainConfig) -> torch.Tensor:
+    """The same model in torch, per head, with torch's softmax: logits [B, n, V]."""
     t = torch.as_tensor(tokens)
     n = t.shape[1]
     x = params["W_E"][t] + params["W_pos"][:n]
@@ -162,7 +162,12 @@ def torch_loss(params: dict, tokens: np.ndarray, config: TrainConfig) -> torch.T
             weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
             heads.append(weights @ (x @ W_V[head]) @ W_O[head])
         x = x + sum(heads)
-    logits = x @ params["W_U"]
+    return x @ params["W_U"]
+
+
+def torch_loss(params: dict, tokens: np.ndarray, config: TrainConfig) -> torch.Tensor:
+    """torch_logits' mean next-token cross-entropy, by torch."""
+    logits, t = torch_logits(params, tokens, config), torch.as_tensor(tokens)
     return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, config.vocab), t[:, 1:].reshape(-1))
 
 
