@@ -15,6 +15,8 @@ n positions.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .detectors import evaluate
@@ -38,7 +40,7 @@ def check_params(params: dict, config: TrainConfig) -> None:
 def check_layer(params: dict, config: TrainConfig, layer) -> None:
     """check_params, then a ValueError if layer is not one of config's layers."""
     check_params(params, config)
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < config.n_layers:
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= layer < config.n_layers:
         raise ValueError(f"layer must be a whole number from 0 to {config.n_layers - 1}, got {layer!r:.40}.")
 
 
@@ -92,7 +94,7 @@ def copying_scores(full_ov: np.ndarray) -> np.ndarray:
 def positional_qk_circuits(params: dict, config: TrainConfig, layer: int) -> np.ndarray:
     """W_pos W_QK W_posᵀ of every head of layer, [h, n, n] (n = seq_len): entry [i, j] is the score query position
     i gives key position j from the positions alone. Only j ≤ i is ever used (causal attention); a previous-token
-    head's largest entries lie on the sub-diagonal j = i − 1."""
+    head shows a stripe on the sub-diagonal j = i − 1."""
     W_pos = params["W_pos"]  # [n, d_model]
     return W_pos @ qk_circuits(params, config, layer) @ W_pos.T  # [n, d] @ [h, d, d] @ [d, n] -> [h, n, n]
 
@@ -123,7 +125,7 @@ def k_composition(params: dict, config: TrainConfig) -> np.ndarray:
 def random_k_composition(config: TrainConfig, samples: int = BASELINE_SAMPLES, seed: int = 0) -> np.ndarray:
     """[samples]: the K-composition score of random heads, W_V, W_O, W_Q, W_K of config's shapes with independent
     normal entries (seeded): what a score is worth by chance. (The score does not depend on the weights' scale.)"""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+    if isinstance(samples, bool) or not isinstance(samples, numbers.Integral) or samples < 1:
         raise ValueError(f"samples must be a whole number of at least 1, got {samples!r:.40}.")
     rng = Random([seed, 3])
     d, d_k = config.d_model, config.d_head
