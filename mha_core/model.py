@@ -1,10 +1,13 @@
 """A small attention-only transformer: its configuration, its weights, its forward and backward passes.
 
-The model (no MLPs, no LayerNorm, no biases), x @ W convention, TransformerLens's names:
+The model (no MLPs, no LayerNorm, no biases), x @ W convention, TransformerLens's names and weight layout:
     resid_pre_0 = W_E[tokens] + W_pos[:n]                  # [B, n, d_model]: the embeddings
     resid_post_l = resid_pre_l + attn_out_l                # attn_out_l: attention.py's causal layer, blocks.<l>.attn
     logits = resid_final @ W_U                             # [B, n, V]
     loss = mean over positions t < n - 1 of −log softmax(logits[t])[tokens[t + 1]]
+Each layer's weights are held per head, as TransformerLens holds them: W_Q, W_K, W_V [h, d_model, d_k] and
+W_O [h, d_k, d_model], so head i is W_Q[i], W_K[i], W_V[i], W_O[i] and knocking it out zeroes W_O[i]. A layer
+runs every head at once: side by side (layer_matrices), its weights are attention.py's one big projection.
 The backward pass is the chain rule run back through these lines, one gradient per line, each beside the formula
 it differentiates. NumPy only (it runs in the browser under Pyodide). Every function keeps the weights' dtype:
 float32 in, float32 out. Inputs are trusted: what a browser sends is checked by mha_core.bridge first.
@@ -65,24 +68,38 @@ class TrainConfig:
         return 3 * (self.n_layers * per_layer + B * n * d * self.vocab)
 
     @property
-    def param_shapes(self) -> dict[str, tuple[int, int]]:
-        """Every weight's shape, by TransformerLens's name, in a fixed order."""
-        d, hd = self.d_model, self.n_heads * self.d_head
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every weight's shape, by TransformerLens's name, in a fixed order: the attention weights per head."""
+        d, h, d_k = self.d_model, self.n_heads, self.d_head
         shapes = {"W_E": (self.vocab, d), "W_pos": (self.seq_len, d)}
         for layer in range(self.n_layers):
-            shapes.update({f"blocks.{layer}.attn.W_Q": (d, hd), f"blocks.{layer}.attn.W_K": (d, hd),
-                           f"blocks.{layer}.attn.W_V": (d, hd), f"blocks.{layer}.attn.W_O": (hd, d)})
+            shapes.update({f"blocks.{layer}.attn.W_Q": (h, d, d_k), f"blocks.{layer}.attn.W_K": (h, d, d_k),
+                           f"blocks.{layer}.attn.W_V": (h, d, d_k), f"blocks.{layer}.attn.W_O": (h, d_k, d)})
         shapes["W_U"] = (d, self.vocab)
         return shapes
 
 
 def init_params(config: TrainConfig, seed: int) -> dict[str, np.ndarray]:
-    """float64 weights, each normal(0, init_scale / √fan_in): fan_in is W's rows in x @ W, d_model for embeddings."""
+    """float64 weights, each normal(0, init_scale / √fan_in): fan_in is the rows of the matrix x @ W multiplies
+    by (d_model for W_Q, W_K, W_V, h·d_k for W_O), d_model for the embeddings.
+
+    A layer's weights are drawn as the matrices x @ W multiplies by, all heads side by side, then split into heads
+    (layer_heads): the numbers a seed draws do not depend on how the heads are held.
+    """
     rng = Random([seed, 0])
-    fan_in = {name: config.d_model if name in ("W_E", "W_pos") else shape[0]  # embeddings: unit-size vectors
-              for name, shape in config.param_shapes.items()}
-    return {name: rng.normal(0.0, config.init_scale / math.sqrt(fan_in[name]), shape)
-            for name, shape in config.param_shapes.items()}
+    params = {}
+    for name, shape in config.param_shapes.items():
+        if name.endswith(("W_Q", "W_K", "W_V")):
+            shape = (shape[1], shape[0] * shape[2])  # [h, d_model, d_k] drawn as [d_model, h·d_k]
+        elif name.endswith("W_O"):
+            shape = (shape[0] * shape[1], shape[2])  # [h, d_k, d_model] drawn as [h·d_k, d_model]
+        fan_in = config.d_model if name in ("W_E", "W_pos") else shape[0]  # embeddings: unit-size vectors
+        params[name] = rng.normal(0.0, config.init_scale / math.sqrt(fan_in), shape)
+    for layer in range(config.n_layers):
+        names = [f"blocks.{layer}.attn.{w}" for w in ("W_Q", "W_K", "W_V", "W_O")]
+        heads = layer_heads(*(params[name] for name in names), config.n_heads)
+        params.update((name, np.ascontiguousarray(W)) for name, W in zip(names, heads))
+    return params
 
 
 def unflatten(flat: np.ndarray, config: TrainConfig) -> dict[str, np.ndarray]:
@@ -93,17 +110,33 @@ def unflatten(flat: np.ndarray, config: TrainConfig) -> dict[str, np.ndarray]:
 
 
 def block_weights(params: dict, layer: int) -> tuple[np.ndarray, ...]:
-    """(W_Q, W_K, W_V [d_model, h·d_k], W_O [h·d_k, d_model]) of one layer."""
+    """(W_Q, W_K, W_V [h, d_model, d_k], W_O [h, d_k, d_model]) of one layer, per head."""
     return tuple(params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
+
+
+def layer_matrices(W_Q, W_K, W_V, W_O) -> tuple[np.ndarray, ...]:
+    """A layer's per-head weights side by side, the matrices x @ W multiplies by (new arrays):
+    W_Q, W_K, W_V [h, d_model, d_k] -> [d_model, h·d_k] (head i in columns i·d_k to (i + 1)·d_k − 1),
+    W_O [h, d_k, d_model] -> [h·d_k, d_model] (head i in the same rows)."""
+    d_model = W_Q.shape[1]
+    side_by_side = [W.transpose(1, 0, 2).reshape(d_model, -1) for W in (W_Q, W_K, W_V)]  # [h, d, d_k] -> [d, h·d_k]
+    return (*side_by_side, W_O.reshape(-1, d_model))  # [h, d_k, d_model] -> [h·d_k, d_model]
+
+
+def layer_heads(W_Q, W_K, W_V, W_O, n_heads: int) -> tuple[np.ndarray, ...]:
+    """layer_matrices' inverse: [d_model, h·d_k] -> [h, d_model, d_k] for W_Q, W_K, W_V, [h·d_k, d_model] ->
+    [h, d_k, d_model] for W_O (views where NumPy can make them)."""
+    d_model = W_Q.shape[0]
+    per_head = [W.reshape(d_model, n_heads, -1).transpose(1, 0, 2) for W in (W_Q, W_K, W_V)]  # -> [h, d, d_k]
+    return (*per_head, W_O.reshape(n_heads, -1, d_model))  # [h·d_k, d_model] -> [h, d_k, d_model]
 
 
 # ---------------------------------------------------------------- forward
 
-def without_heads(W_O: np.ndarray, heads, d_head: int) -> np.ndarray:
-    """W_O with the rows of each head in heads zeroed: a head's output is z_head @ W_O[its rows]."""
+def without_heads(W_O: np.ndarray, heads) -> np.ndarray:
+    """W_O [h, d_k, d_model] with each head in heads zeroed (a copy): head i writes z_i @ W_O[i], now nothing."""
     W_O = W_O.copy()
-    for head in heads:
-        W_O[head * d_head:(head + 1) * d_head] = 0.0
+    W_O[list(heads)] = 0.0
     return W_O
 
 
@@ -123,7 +156,8 @@ def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate
         W_Q, W_K, W_V, W_O = block_weights(params, layer)
         dead = [head for l, head in ablate if l == layer]
         if dead:
-            W_O = without_heads(W_O, dead, config.d_head)
+            W_O = without_heads(W_O, dead)
+        W_Q, W_K, W_V, W_O = layer_matrices(W_Q, W_K, W_V, W_O)  # every head at once: [d_model, h·d_k], ...
         steps = attention_steps(resid, W_Q, W_K, W_V, W_O, config.n_heads, None, None, True)
         cache[f"blocks.{layer}.hook_resid_pre"] = resid
         for name, step in (("q", "q_heads"), ("k", "k_heads"), ("v", "v_heads"), ("pattern", "weights")):
@@ -161,8 +195,8 @@ def weight_grad(x: np.ndarray, d_y: np.ndarray) -> np.ndarray:
 
 
 def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tuple, n_heads: int):
-    """(d_resid_pre [B, n, d_model], {"W_Q", "W_K", "W_V", "W_O": gradients}) of one causal attention layer,
-    from d_out [B, n, d_model], the gradient of its output attn_out."""
+    """(d_resid_pre [B, n, d_model], {"W_Q", "W_K", "W_V", "W_O": gradients, per head}) of one causal attention
+    layer, from d_out [B, n, d_model], the gradient of its output attn_out; weights are layer_matrices'."""
     x = cache[f"blocks.{layer}.hook_resid_pre"]  # [B, n, d_model]
     q, k, v, pattern, z = (cache[f"blocks.{layer}.attn.hook_{name}"] for name in ("q", "k", "v", "pattern", "z"))
     W_Q, W_K, W_V, W_O = weights
@@ -180,7 +214,8 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     d_k_heads = d_scores.mT @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
     # Q = x @ W_Q, K = x @ W_K, V = x @ W_V (all heads side by side), then split into heads
     d_Q, d_K, d_V = (merge_heads(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
-    grads = {"W_Q": weight_grad(x, d_Q), "W_K": weight_grad(x, d_K), "W_V": weight_grad(x, d_V), "W_O": d_W_O}
+    side_by_side = (weight_grad(x, d_Q), weight_grad(x, d_K), weight_grad(x, d_V), d_W_O)  # every head at once
+    grads = dict(zip(("W_Q", "W_K", "W_V", "W_O"), layer_heads(*side_by_side, n_heads)))  # -> [h, d_model, d_k], ...
     d_x = project(d_Q, W_Q.T) + project(d_K, W_K.T) + project(d_V, W_V.T)  # [B, n, h·d_k] @ [h·d_k, d_model]
     return d_x, grads
 
@@ -198,7 +233,7 @@ def loss_and_grads(params: dict, tokens: np.ndarray, config: TrainConfig) -> tup
     d_resid = project(d_logits, params["W_U"].T)  # [B, n, V] @ [V, d_model] -> [B, n, d_model]
     for layer in reversed(range(config.n_layers)):
         # resid_post = resid_pre + attn_out(resid_pre): the gradient reaches resid_pre both ways
-        weights = block_weights(params, layer)
+        weights = layer_matrices(*block_weights(params, layer))
         d_x, layer_grads = attention_backward(cache, layer, d_resid, weights, config.n_heads)
         d_resid = d_resid + d_x
         grads.update({f"blocks.{layer}.attn.{name}": g for name, g in layer_grads.items()})

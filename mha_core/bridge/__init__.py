@@ -23,6 +23,7 @@ from ..one_vs_many import MAX_WEIGHT, one_vs_many
 from ..presets import presets
 from ..shapes import param_count, shape_report
 from ..worked import MAX_SEED, TOKENS, VOCAB, worked_example
+from .circuits import MAX_CHECKPOINTS, circuits_at, circuits_over_training
 from .fields import Between, Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens, Whole
 from .training_views import training_advance, training_evaluate, training_start, training_stop
 
@@ -81,6 +82,9 @@ FUNCTIONS = {
     "training_stop": declare(training_stop, run=RUN),
     "training_evaluate": declare(training_evaluate, config=TRAIN_CONFIG, seed=SEED, params=Text(MAX_PARAMS_CHARS),
                                  ablate=TRAIN_ABLATE, text=Maybe(Text(MAX_TEXT_CHARS))),
+    "circuits_at": declare(circuits_at, config=TRAIN_CONFIG, params=Text(MAX_PARAMS_CHARS)),
+    "circuits_over_training": declare(circuits_over_training, config=TRAIN_CONFIG, seed=SEED, steps=ListOf(
+        Whole(0, 2**31), MAX_CHECKPOINTS), params=ListOf(Text(MAX_PARAMS_CHARS), MAX_CHECKPOINTS)),
 }
 
 

@@ -21,7 +21,8 @@ def call(fn, args):
 def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shape_report", "param_count", "presets",
                                     "head_patterns", "head_weights", "worked_example", "memory_steps", "one_vs_many",
-                                    "training_start", "training_advance", "training_stop", "training_evaluate"}
+                                    "training_start", "training_advance", "training_stop", "training_evaluate",
+                                    "circuits_at", "circuits_over_training"}
 
 
 def test_shape_report_round_trip():
