@@ -177,6 +177,7 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "diverge_step": str(diverge_step),
         "init_std": f2(init_std),
         "uniform_loss": f2(math.log(run["config"]["vocab"])),
+        "best_first_loss": f2(training.best_first_loss(model.TrainConfig(**run["config"]))),
         "vocab": str(run["config"]["vocab"]),
         "role_min": f"{views.ROLE_MIN:g}",
         "first_loss_start": f2(first[0]),
