@@ -179,6 +179,7 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "uniform_loss": f2(math.log(run["config"]["vocab"])),
         "best_first_loss": f2(training.best_first_loss(model.TrainConfig(**run["config"]))),
         "vocab": str(run["config"]["vocab"]),
+        "min_period": str(run["config"]["min_period"]),
         "max_period": str(run["config"]["max_period"]),
         "role_min": f"{views.ROLE_MIN:g}",
         "first_loss_start": f2(first[0]),
