@@ -583,6 +583,7 @@ SYMBOLS = {
     "W^O": (r"W\^O|W_O", r"an \*\*output projection\*\* \$W\^O\$"),
     "d_k": (r"d_k|d_head", r"Here \$W\^Q\$ and \$W\^K\$ are\n\$d_\\text\{model\} \\times d_k\$"),
     "h_kv": (r"h_\{kv\}|h_kv|n_kv_heads", r"gives keys and values only\n\$h_\{kv\}\$ heads"),
+    "B": (r"(?<![\w\\])B(?=\s*(?:,|=|\\times|n\b|\$|\\cdot))", r"over a batch of \$B\$ sequences of \$n\$ tokens costs"),
 }
 
 
@@ -612,6 +613,8 @@ def test_the_symbol_check_can_fail():
     assert not uses("[GQA](mechanism.md#h_kv)", use)
     assert uses("$q_i \\cdot k_j$", SYMBOLS["q"][0]) and uses("$q_i \\cdot k_j$", SYMBOLS["k"][0])
     assert not uses("quick kettle", SYMBOLS["q"][0]) and not uses("\\qquad", SYMBOLS["q"][0])
+    assert uses("$B \\times n$", SYMBOLS["B"][0]) and uses("`[B, n, d_model]`", SYMBOLS["B"][0])
+    assert not uses("the token $[B]$ and Bob", SYMBOLS["B"][0])
 
 
 def test_the_memory_section_quotes_numpy():

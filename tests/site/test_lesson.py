@@ -326,6 +326,24 @@ def test_the_split_is_a_view_and_the_merge_a_copy_as_the_reveal_answers():
     assert not np.shares_memory(mha_core.merge_heads(z), z)
 
 
+def test_the_one_vs_many_score_is_what_the_page_says():
+    """The number feature's signs, one head delivering each relationship at its share (narrow or wide) and a
+    number that is the weighted sum, three heads delivering each whole."""
+    from mha_core import one_vs_many as ovm
+
+    number = ovm.embed()[:, ovm.CONTENT][:, ovm.NUMBER_FEATURE]  # [n]
+    signs = {t: number[i] for i, t in enumerate(ovm.TOKENS) if t in ("report", "committee", "members", "rules")}
+    assert signs == {"report": 1, "committee": 1, "members": -1, "rules": -1}
+    assert set(number[[i for i, t in enumerate(ovm.TOKENS) if t not in signs]]) == {0}
+    for wide in (False, True):
+        r = ovm.one_vs_many(50, 20, 30, wide=wide)
+        np.testing.assert_allclose(r["one"]["arrives"], r["shares"], atol=1e-9)
+        means = [number[list(keys)].mean() for keys in r["relationships"].values()]
+        assert r["one"]["number"] == pytest.approx(float(np.dot(r["shares"], means)), abs=1e-9)
+        np.testing.assert_allclose(r["many"]["arrives"], 1, atol=1e-9)
+        assert r["many"]["number"] == pytest.approx(1, abs=1e-9) and r["many"]["verb_form"] == "was"
+
+
 def test_the_knock_out_question_s_answer_holds():
     """With the previous-token head zeroed, the induction head's queries at the repeat rest on themselves."""
     sentence = "the cat sat on the mat . the cat sat"
