@@ -305,9 +305,10 @@ def block() -> Figure:
             "x double prime equals x prime plus FFN of Norm of x prime, which goes on to the next block with the "
             "same shape. After the last block, each position's row is multiplied by the unembedding W_U and a "
             "softmax turns the result into that position's next-token probabilities.")
-    caption = ("The pre-norm block around the layer (GPT-2 and later): each sub-layer reads a normalised copy of the "
-               "residual stream and adds its output back, so the stream keeps its shape, n × d_model, and is only "
-               "ever added to.")
+    caption = ("The pre-norm block around the layer (GPT-2 and later): the first block reads X, the embeddings; each "
+               "sub-layer reads a normalised copy of the residual stream and adds its output back, so the stream keeps "
+               "its shape, n × d_model, and is only ever added to. After the last block, the unembedding W_U and a "
+               "softmax turn each position's row into next-token probabilities.")
     return Figure("A pre-norm transformer block: residual connections, normalisation, attention, feed-forward",
                   desc, caption, 518, "\n".join(body))
 
