@@ -47,6 +47,10 @@ TERMS = {
     "phase change": (r"\bphase changes?\b", False, "phase-change"),
     "loss": (r"\bloss(?:es)?\b", False, "loss"),
     "logit": (r"\blogits?\b", False, "logit"),
+    "unembedding": (r"\bunembedding\b", False, "unembedding"),
+    "nats": (r"\bnats?\b", False, "nats"),
+    "learning rate": (r"\blearning rates?\b", False, "learning-rate"),
+    "Adam": (r"\bAdam\b", True, "adam"),
 }
 
 DEFINITION = re.compile(r"\*\*([^*]+)\*\*\{#([a-z0-9-]+)\}")
