@@ -404,12 +404,14 @@ def prediction() -> Figure:
                      data_value="loss"))
     body.append(text(8, base + 64, f"a uniform guess: ln {V} = {math.log(V):.2f} nats", "muted small",
                      data_value="uniform"))
+    best = int(logits.argmax())
+    largest = "the largest" if best == target else f"below token {best}'s {float(logits[best]):.2f}"
     desc = (f"One prediction of the trained two-layer model, on a sequence of its task. The tokens at positions "
             f"{t - SHOWN + 1} to {t} are {', '.join(str(x) for x in tokens[t - SHOWN + 1:t + 1])}; the next is to be "
             f"predicted. Token {tokens[t]} at position {t} is embedded (its row of W_E plus row {t} of W_pos), the "
             f"blocks add their attention outputs to it, and the last residual vector times the unembedding W_U gives "
             f"{V} logits, one per vocabulary entry, from {float(logits.min()):.2f} to {float(logits.max()):.2f}; token "
-            f"{target}'s is {float(logits[target]):.2f}, the largest. Softmax over the vocabulary turns them into "
+            f"{target}'s is {float(logits[target]):.2f}, {largest}. Softmax over the vocabulary turns them into "
             f"probabilities that sum to 1: token {target} gets {float(probs[target]):.2f}. It is the correct next "
             f"token, so the loss is minus the log of {float(probs[target]):.2f}, {e['loss']:.2f} nats, against "
             f"{math.log(V):.2f} for a uniform guess.")
