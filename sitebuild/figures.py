@@ -1,5 +1,6 @@
 """Figures: a line `<!-- figure: NAME -->` of a page becomes figure NAME, an inline SVG with its title,
-description and caption, drawn at build time (from mha_core's numbers where it shows any).
+description and caption, drawn at build time (from mha_core's numbers, or the shipped training run's, where it
+shows any).
 
 Inline, not an <img>, so that it follows the reader's scheme toggle: every colour is a class that
 docs/stylesheets/figures.css styles from Material's --md-* variables. Each drawn number carries a data-*
@@ -9,6 +10,8 @@ units wide and scale with their viewBox: text of 14 units or more stays 11 px or
 from __future__ import annotations
 
 import html
+import json
+import math
 from dataclasses import dataclass
 
 from sitebuild import BuildError
@@ -321,10 +324,6 @@ SEQUENCE, SHOWN = 0, 6  # the evaluation batch's sequence drawn, and how many of
 def prediction_example() -> dict:
     """The shipped run's last checkpoint predicting the last token of one evaluation sequence:
     {"tokens" [n], "t" (the position that predicts), "target", "logits" [V], "probs" [V], "loss"}."""
-    import json
-
-    import numpy as np
-
     from mha_core import model, training
     from mha_core.bridge import training_views
     from sitebuild import widgets
@@ -341,8 +340,6 @@ def prediction_example() -> dict:
 
 
 def prediction() -> Figure:
-    import math
-
     e = prediction_example()
     tokens, t, target, logits, probs = e["tokens"], e["t"], e["target"], e["logits"], e["probs"]
     V, mid = len(logits), WIDTH / 2
@@ -375,10 +372,10 @@ def prediction() -> Figure:
 
     def columns(values, base, scale, label_value, kind):
         out = []
-        for v_, value in enumerate(values):
+        for entry, value in enumerate(values):
             h = value * scale
-            out.append(rect(left + v_ * step + 1, base - max(h, 0), step - 2, abs(h), "col" + (" a" if v_ == target else ""),
-                            rx=0))
+            out.append(rect(left + entry * step + 1, base - max(h, 0), step - 2, abs(h),
+                            "col" + (" a" if entry == target else ""), rx=0))
         x = left + target * step + step / 2
         top = base - max(values[target] * scale, 0)
         out.append(text(x, top - 6, label_value, "small a-text strong halo", "middle" if 60 < x < WIDTH - 60 else
@@ -390,14 +387,14 @@ def prediction() -> Figure:
     body.append(line(left, zero, WIDTH - left, zero, "axis"))
     body += columns([float(x) for x in logits], zero, span, f"{target}: {float(logits[target]):.2f}", "logit")
     body.append(text(left - 4, zero + 5, "0", "muted small", "end"))
-    body.append(text(left, 256, "logits", "muted small"))
+    body.append(text(left - 4, zero - 14, "logits", "muted small", "end"))
     body.append(down(352, 368))
     body.append(text(mid + 8, 364, "softmax over the vocabulary", "small"))
     # the probabilities
     base = 450
     body.append(line(left, base, WIDTH - left, base, "axis"))
-    body += columns([float(p_) for p_ in probs], base, 60, f"p({target}) = {float(probs[target]):.2f}", "probability")
-    body.append(text(left, 384, "probabilities", "muted small"))
+    body += columns([float(p) for p in probs], base, 60, f"p({target}) = {float(probs[target]):.2f}", "probability")
+    body.append(text(mid, base + 18, "probabilities", "muted small", "middle"))
     body.append(text(left, base + 18, "token 0", "muted small"))
     body.append(text(WIDTH - left, base + 18, str(V - 1), "muted small", "end"))
     body.append(text(8, base + 44, f"loss = −ln {float(probs[target]):.2f} = {e['loss']:.2f} nats", "strong",
