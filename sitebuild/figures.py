@@ -217,8 +217,11 @@ def induction() -> Figure:
     col = [44 + i * (WIDTH - 88) / (n - 1) for i in range(n)]
     out, layer1, written, layer0, base = 74, 196, 262, 356, 400  # heights, top to bottom
     body = [arrowheads("induction", "a", "c", "muted")]
-    for i, t in enumerate(tokens):  # each position's residual stream, from its embedding upwards
-        body.append(line(col[i], base - 24, col[i], out + 18, "stream"))
+    bands = [(layer1 - 92, layer1 - 52), (layer1 + 6, layer1 + 28), (layer0 - 78, layer0 - 40)]  # the labels' rows
+    stops = [out + 18] + [y for band in sorted(bands) for y in band] + [base - 24]
+    for i, t in enumerate(tokens):  # each position's residual stream, from its embedding upwards, under no label
+        for top, bottom in zip(stops[::2], stops[1::2]):
+            body.append(line(col[i], bottom, col[i], top, "stream"))
         body.append(rect(col[i] - 30, base - 24, 60, 26, "chip" + (" focus" if i in (B, A_AGAIN) else "")))
         body.append(text(col[i], base - 6, t, "word", "middle"))
         body.append(text(col[i], base + 18, str(i), "muted small", "middle"))
