@@ -583,7 +583,7 @@ SYMBOLS = {
     "W^O": (r"W\^O|W_O", r"an \*\*output projection\*\* \$W\^O\$"),
     "d_k": (r"d_k|d_head", r"Here \$W\^Q\$ and \$W\^K\$ are\n\$d_\\text\{model\} \\times d_k\$"),
     "h_kv": (r"h_\{kv\}|h_kv|n_kv_heads", r"gives keys and values only\n\$h_\{kv\}\$ heads"),
-    "B": (r"(?<![\w\\])B(?=\s*(?:,|=|\\times|n\b|\$|\\cdot))", r"over a batch of \$B\$ sequences of \$n\$ tokens costs"),
+    "B": (r"(?<![\w\\])B(?=\s*(?:,|=|\\times|n\b|\$|\\cdot))", r"over a batch of \$B\$ sequences of \$n\$ tokens\s+costs"),
 }
 
 
