@@ -233,7 +233,8 @@ EXERCISES = {e.name: e for e in [
     Exercise(
         name="attention", signature="attention(q, k, v, causal=False)",
         task="Write attention(q, k, v, causal=False): softmax(q kᵀ / √d_k) v over the last two axes, with any "
-             "leading axes; with causal=True, query i sees keys 0 to i only.",
+             "leading axes; with causal=True (a causal mask: no token reads a later one), query i sees keys 0 to i "
+             "only. float32 in gives float32 out.",
         skeleton="import numpy as np\n\n\ndef attention(q, k, v, causal=False):\n"
                  "    # q: [..., n_q, d_k], k: [..., n_k, d_k], v: [..., n_k, d_v] -> [..., n_q, d_v]\n    ...\n",
         solution="import numpy as np\n\n\ndef attention(q, k, v, causal=False):\n    d_k = q.shape[-1]\n"

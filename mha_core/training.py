@@ -40,6 +40,29 @@ def sample_batch(config: TrainConfig, rng: Random) -> np.ndarray:
     return np.take_along_axis(blocks, positions, axis=1)  # [B, n]
 
 
+def best_first_loss(config: TrainConfig) -> float:
+    """The lowest expected loss any predictor can reach on the predictions made from a token seen for the first
+    time (evaluate's loss_first), pooled over sequences as evaluate pools them; in nats.
+
+    Having seen k distinct tokens and no repeat, every period from max(k, min_period) to max_period is equally
+    likely (each block's first k tokens are equally likely whatever its length), so the block ends now with
+    probability q_k = 1 / #{periods ≥ k} (0 below min_period) and the next token is token 0; otherwise it is one
+    of the vocab − k unseen tokens, each equally likely. Predicting exactly that costs, on average,
+    ℓ_k = −q_k ln q_k − (1 − q_k) ln((1 − q_k) / (vocab − k)). A sequence of period P makes P such
+    predictions (k = 1..P), so the pooled mean is Σ_k Pr(P ≥ k) ℓ_k / E[P].
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, not {type(config).__name__}.")
+    periods = np.arange(config.min_period, config.max_period + 1)  # [m]: equally likely
+    k = np.arange(1, config.max_period + 1)  # [K]: tokens seen, all distinct
+    left = (periods[None, :] >= k[:, None]).sum(axis=1)  # [K]: periods still possible
+    q = np.where(k >= config.min_period, 1 / left, 0.0)  # [K]: the block ends after k tokens
+    with np.errstate(divide="ignore", invalid="ignore"):  # q = 0 or 1: the term vanishes
+        loss = -np.nan_to_num(q * np.log(q)) - np.nan_to_num((1 - q) * np.log((1 - q) / (config.vocab - k)))
+    reached = left / len(periods)  # [K]: Pr(P ≥ k), the share of sequences that make prediction k
+    return float((reached * loss).sum() / periods.mean())
+
+
 def eval_batch(config: TrainConfig, seed: int) -> np.ndarray:
     """[batch, seq_len] tokens a run with this seed is measured on (never trained on)."""
     return sample_batch(config, Random([seed, 2]))
