@@ -25,6 +25,7 @@ import unicodedata
 import numpy as np
 
 from .attention import multi_head_attention
+from .fields import Choice, ListOf, Text, TextOrTokens, arguments
 from .tokens import first_tokens, token_key
 
 MAX_TOKENS = 64
@@ -88,6 +89,11 @@ HEAD_INFO = {
 }
 
 
+TEXT = TextOrTokens(MAX_TEXT_CHARS)
+ABLATE = ListOf(Choice(tuple(kind for kind in HEAD_KINDS if kind != "averaged")), max_items=4)
+
+
+@arguments(text=Text(MAX_TEXT_CHARS, blank=True))
 def tokenize(text: str) -> list[str]:
     """The text's first MAX_TOKENS tokens: words, abbreviations, CJK characters one by one, and every other
     grapheme cluster (punctuation, an emoji with its joins, a flag) alone (mha_core.tokens)."""
@@ -235,6 +241,7 @@ def _notice(shown: int, given: int) -> str:
         if given > shown else ""
 
 
+@arguments(text_or_tokens=TEXT, ablate=ABLATE)
 def head_patterns(text_or_tokens, ablate=()) -> dict:
     """Attention patterns of the constructed heads on a text (or a list of tokens).
 
@@ -251,6 +258,7 @@ def head_patterns(text_or_tokens, ablate=()) -> dict:
             "first_query": first_query(tokens), "notice": _notice(len(tokens), given)}
 
 
+@arguments(text_or_tokens=TEXT, ablate=ABLATE)
 def head_weights(text_or_tokens, ablate=()) -> dict:
     """The embeddings and constructed weights behind head_patterns, to recompute any pattern by hand.
 

@@ -19,17 +19,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from .attention import attention_steps, matmul_2d, merge_heads, project, split_heads
+from .fields import Array, ArraysByName, Fields, Instance, ListOf, Number, Pair, Whole, arguments
 from .rng import Random
 
 MAX_STEP_FLOPS = 60_000_000  # about 10 times the default model's step: a browser must finish one in milliseconds
+MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS, MAX_TRAIN_SEQ = 4, 8, 64
+TRAIN_CONFIG = Fields({  # each field's own range; how they fit together is TrainConfig's own check
+    "vocab": Whole(1, 64), "d_model": Whole(1, 128), "n_layers": Whole(1, MAX_TRAIN_LAYERS),
+    "n_heads": Whole(1, MAX_TRAIN_HEADS), "d_head": Whole(1, 64), "seq_len": Whole(1, MAX_TRAIN_SEQ),
+    "batch": Whole(1, 64), "lr": Number(0, 10.0), "init_scale": Number(0, 10.0),
+    "min_period": Whole(2, MAX_TRAIN_SEQ - 2), "max_period": Whole(2, MAX_TRAIN_SEQ - 2),  # a block, then a repeat
+})
+SEED = Whole(0, 2**32 - 1)
+ABLATE = ListOf(Pair(Whole(0, MAX_TRAIN_LAYERS - 1), Whole(0, MAX_TRAIN_HEADS - 1), ("layer", "head")),
+                max_items=MAX_TRAIN_LAYERS * MAX_TRAIN_HEADS)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """The model's sizes, the task's period range and the optimiser's learning rate.
 
-    Checks the rules that tie its fields together (each field's own range is declared where the browser's
-    arguments arrive, mha_core.bridge): raises ValueError naming the numbers.
+    Checks each field's range (TRAIN_CONFIG), then the rules that tie them together: raises ValueError naming
+    the numbers.
     """
 
     vocab: int = 32
@@ -45,6 +56,8 @@ class TrainConfig:
     init_scale: float = 1.0  # weights start as normal(0, init_scale / √fan_in)
 
     def __post_init__(self):
+        for name, value in TRAIN_CONFIG.check("config", self.__dict__.copy()).items():
+            object.__setattr__(self, name, value)
         if self.max_period < self.min_period:
             raise ValueError(f"max_period={self.max_period} is below min_period={self.min_period}.")
         if self.max_period > self.vocab:
@@ -76,6 +89,30 @@ class TrainConfig:
         return shapes
 
 
+CONFIG, PARAMS, TOKENS = Instance(TrainConfig), ArraysByName(Array(ndim=(2,))), Array(ndim=(2,), kind="i")
+
+
+def fits_model(args: dict) -> None:
+    """params, tokens and ablate fit config: its weights' shapes, 2 to seq_len tokens from its vocabulary, its heads."""
+    config = args["config"]
+    shapes = {name: w.shape for name, w in args.get("params", {}).items()}
+    if "params" in args and shapes != config.param_shapes:
+        wrong = next((n for n in config.param_shapes if shapes.get(n) != config.param_shapes[n]), sorted(shapes)[0])
+        raise ValueError(f"params[{wrong!r}] must have shape {config.param_shapes.get(wrong, 'none (no such weight)')}, "
+                         f"got {shapes.get(wrong, 'none')}.")
+    tokens = args.get("tokens")
+    if tokens is not None and not 2 <= tokens.shape[1] <= config.seq_len:
+        raise ValueError(f"tokens must hold 2 to seq_len={config.seq_len} positions, got shape {tokens.shape}.")
+    if tokens is not None and tokens.size and not 0 <= tokens.min() <= tokens.max() < config.vocab:
+        raise ValueError(f"tokens must be ids from 0 to vocab - 1 = {config.vocab - 1}, got {tokens.min()} to "
+                         f"{tokens.max()}.")
+    for layer, head in args.get("ablate", ()):
+        if layer >= config.n_layers or head >= config.n_heads:
+            raise ValueError(f"ablate holds (layer, head) pairs with layer < {config.n_layers} and "
+                             f"head < {config.n_heads}, got {(layer, head)}.")
+
+
+@arguments(config=CONFIG, seed=SEED)
 def init_params(config: TrainConfig, seed: int) -> dict[str, np.ndarray]:
     """float64 weights, each normal(0, init_scale / √fan_in): fan_in is W's rows in x @ W, d_model for embeddings."""
     rng = Random([seed, 0])
@@ -107,6 +144,7 @@ def without_heads(W_O: np.ndarray, heads, d_head: int) -> np.ndarray:
     return W_O
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG, ablate=ABLATE)
 def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, dict]:
     """(logits [B, n, V], cache): every activation by TransformerLens's hook name, the heads in ablate
     ((layer, head) pairs) writing nothing. tokens is [B, n] ints, 2 <= n <= seq_len.
@@ -134,6 +172,7 @@ def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate
     return project(resid, params["W_U"]), cache  # [B, n, d_model] @ [d_model, V] -> [B, n, V]
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG, ablate=ABLATE)
 def forward(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, list[np.ndarray]]:
     """(logits [B, n, V], patterns): patterns[layer] is [B, h, n, n], each query's attention pattern.
 
@@ -185,6 +224,7 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     return d_x, grads
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG)
 def loss_and_grads(params: dict, tokens: np.ndarray, config: TrainConfig) -> tuple[float, dict[str, np.ndarray]]:
     """(mean next-token cross-entropy over every position but the last, its gradient for each weight)."""
     logits, cache = run_with_cache(params, tokens, config)

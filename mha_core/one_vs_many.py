@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from .attention import multi_head_attention
+from .fields import Between, Flag, arguments
 
 TOKENS = ("The", "report", "that", "the", "committee", "members", "wrote", "about", "the", "rules", "was")
 VERB = len(TOKENS) - 1
@@ -195,6 +196,8 @@ def _summary(one: dict, many: dict) -> str:
             f"{many['shown']['number']['text']}, so “{many['verb_form']}”.")
 
 
+@arguments(subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT), previous=Between(0, MAX_WEIGHT),
+           wide=Flag())
 def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> dict:
     """One head with the reader's weights against three heads, one per relationship, at the verb.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..exercises import EXERCISES, run_exercise
 from . import call as bridge_call, declare
-from .fields import Choice, Text
+from ..fields import Choice, Text
 
 MAX_CODE_CHARS = 100_000  # far more than any answer needs; bounds what compile() is handed
 

@@ -1,4 +1,4 @@
-"""bridge/fields.py: each kind of declared field accepts its values (as the function wants them) and refuses the
+"""fields.py: each kind of declared field accepts its values (as the function wants them) and refuses the
 rest with the argument's name and the reason."""
 
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from mha_core.bridge.fields import (Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens,
-                                    Whole, shown)
+from mha_core.fields import (Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens,
+                             Whole, shown)
 
 
 @pytest.mark.parametrize("value, words", [
