@@ -222,11 +222,11 @@ def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[
     if b_QKV is not None:
         qkv += b_QKV
     q, k, v = qkv[..., :d_q], qkv[..., d_q:d_q + d_kv], qkv[..., d_q + d_kv:]  # views: [B, n, d_q], [B, n, d_kv] ×2
-    q_heads = split_heads(q, n_heads)  # [B, n, h·d_k] -> [B, h, n, d_k]
-    k_heads = split_heads(k, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
-    v_heads = split_heads(v, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
+    q_heads = split_heads.fn(q, n_heads)  # [B, n, h·d_k] -> [B, h, n, d_k]; .fn: without the argument checks
+    k_heads = split_heads.fn(k, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
+    v_heads = split_heads.fn(v, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
     z, weights = _grouped_attention(q_heads, k_heads, v_heads, causal)  # [B, h, n, d_k], [B, h, n, n]
-    merged = merge_heads(z)  # [B, h, n, d_k] -> [B, n, h·d_k]
+    merged = merge_heads.fn(z)  # [B, h, n, d_k] -> [B, n, h·d_k]
     out = project(merged, W_O)  # [B, n, h·d_k] @ [h·d_k, d_model] -> [B, n, d_model]
     if b_O is not None:
         out += b_O

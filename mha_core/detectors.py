@@ -73,7 +73,7 @@ def evaluate(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -
     sequence (an induction head can copy the answer); loss_first averages the others (the block's
     first occurrence, which nothing can predict); scores as detector_scores.
     """
-    logits, patterns = forward(params, tokens, config, ablate)
+    logits, patterns = forward.fn(params, tokens, config, ablate)  # .fn: the arguments are checked already
     losses, _ = next_token_losses(logits, tokens)  # [B, n-1]
     repeat = seen_before(tokens)[1][:, :-1]  # [B, n-1]
 
@@ -81,4 +81,4 @@ def evaluate(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -
         return float(losses[mask].mean()) if mask.any() else float("nan")
 
     return {"loss": float(losses.mean()), "loss_first": mean(~repeat), "loss_repeat": mean(repeat),
-            "scores": detector_scores(patterns, tokens)}
+            "scores": detector_scores.fn(patterns, tokens)}

@@ -7,7 +7,7 @@ The model (no MLPs, no LayerNorm, no biases), x @ W convention, TransformerLens'
     loss = mean over positions t < n - 1 of −log softmax(logits[t])[tokens[t + 1]]
 The backward pass is the chain rule run back through these lines, one gradient per line, each beside the formula
 it differentiates. NumPy only (it runs in the browser under Pyodide). Every function keeps the weights' dtype:
-float32 in, float32 out. Inputs are trusted: what a browser sends is checked by mha_core.bridge first.
+float32 in, float32 out. The public functions check their arguments (@arguments); what they call trusts them.
 Shapes: B batch, n seq, d_model, h n_heads, d_k d_head, V vocab.
 """
 
@@ -178,7 +178,7 @@ def forward(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) ->
 
     ablate is a list of (layer, head) whose output is zeroed (the head still attends).
     """
-    logits, cache = run_with_cache(params, tokens, config, ablate)
+    logits, cache = run_with_cache.fn(params, tokens, config, ablate)
     return logits, [cache[f"blocks.{layer}.attn.hook_pattern"] for layer in range(config.n_layers)]
 
 
@@ -207,7 +207,7 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     W_Q, W_K, W_V, W_O = weights
     # attn_out = merge(z) @ W_O
     d_W_O = weight_grad(z.reshape(*z.shape[:2], -1), d_out)  # [B, n, h, d_k] -> [B, n, h·d_k]; -> [h·d_k, d_model]
-    d_z = split_heads(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
+    d_z = split_heads.fn(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
     # z = pattern @ v
     d_pattern = d_z @ v.mT  # [B, h, n, d_k] @ [B, h, d_k, n] -> [B, h, n_q, n_k]
     d_v_heads = pattern.mT @ d_z  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
@@ -218,7 +218,7 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     d_q_heads = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
     d_k_heads = d_scores.mT @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
     # Q = x @ W_Q, K = x @ W_K, V = x @ W_V (all heads side by side), then split into heads
-    d_Q, d_K, d_V = (merge_heads(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
+    d_Q, d_K, d_V = (merge_heads.fn(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
     grads = {"W_Q": weight_grad(x, d_Q), "W_K": weight_grad(x, d_K), "W_V": weight_grad(x, d_V), "W_O": d_W_O}
     d_x = project(d_Q, W_Q.T) + project(d_K, W_K.T) + project(d_V, W_V.T)  # [B, n, h·d_k] @ [h·d_k, d_model]
     return d_x, grads
@@ -227,7 +227,7 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
 @arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG)
 def loss_and_grads(params: dict, tokens: np.ndarray, config: TrainConfig) -> tuple[float, dict[str, np.ndarray]]:
     """(mean next-token cross-entropy over every position but the last, its gradient for each weight)."""
-    logits, cache = run_with_cache(params, tokens, config)
+    logits, cache = run_with_cache.fn(params, tokens, config)
     losses, probs = next_token_losses(logits, tokens)  # [B, n-1], [B, n-1, V]
     # loss = mean of −log softmax(logits)[target]: d_logits = (softmax − one_hot(target)) / count
     d_logits = np.zeros_like(logits)  # [B, n, V]; the last position predicts nothing

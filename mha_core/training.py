@@ -7,8 +7,8 @@ token before me" into the residual stream, and a layer-1 induction head matches 
 against it and copies what followed. The period varies, so position alone does not give the answer.
 
 The model and its gradients are model.py's; the heads' scores are detectors.py's. A run keeps every weight in
-one flat array, so each of Adam's operations is one NumPy call. Inputs are trusted (mha_core.bridge checks
-what a browser sends). Shapes: B batch, n seq_len, V vocab, P the number of weights.
+one flat array, so each of Adam's operations is one NumPy call. The public functions check their arguments
+(@arguments); the run inside trusts them. Shapes: B batch, n seq_len, V vocab, P the number of weights.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ class Trainer:
         for taken in range(n_steps):
             if budget_s is not None and taken and time.perf_counter() - start >= budget_s:
                 return taken
-            tokens = sample_batch(self.config, self.batches)
-            loss, grads = loss_and_grads(self.params, tokens, self.config)
+            tokens = sample_batch.fn(self.config, self.batches)  # .fn: the kernel, without the argument checks
+            loss, grads = loss_and_grads.fn(self.params, tokens, self.config)
             self._check_loss(loss)
             g = np.concatenate([grads[name].reshape(-1) for name in self.config.param_shapes])  # [P]
             flat, moments = adam_update(self.flat, g, self.moments, self.step + 1, self.config.lr)
