@@ -208,6 +208,9 @@ def _grouped_attention(q_heads, k_heads, v_heads, causal: bool):
 # --8<-- [end:grouped_attention]
 
 
+WEIGHT, BIAS = Array(ndim=(2,)), Maybe(Array())  # a bias of the wrong shape: _weights_fit says which
+
+
 # --8<-- [start:multi_head_attention]
 def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[str, np.ndarray]:
     """Every intermediate array of one forward pass, by name (arguments already checked).
@@ -232,9 +235,6 @@ def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[
         out += b_O
     return {"x": x, "q": q, "k": k, "v": v, "q_heads": q_heads, "k_heads": k_heads, "v_heads": v_heads,
             "scores": weights, "weights": weights, "z": z, "merged": merged, "out": out}
-
-
-WEIGHT, BIAS = Array(ndim=(2,)), Maybe(Array())  # a bias of the wrong shape: _weights_fit says which
 
 
 @arguments(_weights_fit, x=Array(ndim=(2, 3)), W_Q=WEIGHT, W_K=WEIGHT, W_V=WEIGHT, W_O=WEIGHT,

@@ -10,7 +10,6 @@ declaration checks a Python user's call. Answers are {"ok": true, "result": ...}
 
 from __future__ import annotations
 
-import inspect
 import json
 
 import numpy as np
@@ -74,7 +73,7 @@ def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
     if not isinstance(args, dict):
         return error(f"arguments must be a JSON object of named arguments, got {type(args).__name__}")
     try:
-        inspect.signature(declared.fn).bind(**args)
+        declared.signature.bind(**args)
         args = declared.checked(args)
     except TypeError as problem:
         return error(f"{fn_name}: {problem}")
