@@ -286,9 +286,9 @@ class Anything:
 class Declared:
     """A function with the declaration of each of its arguments: calling it checks them, then runs fn.
 
-    fn is the function itself, which trusts its input; args maps each argument to its field; relations are
-    functions of the checked arguments (a dict of those given: defaults left out) that raise ValueError when the arguments do not fit together.
-    Only the arguments given are checked: a default is trusted. As a class attribute it binds like a method.
+    fn is the function itself, which trusts its input (the kernel calls it); args maps each argument to its field;
+    relations are functions of the checked arguments (a dict of those given: defaults are trusted and left out)
+    that raise ValueError when the arguments do not fit together. As a class attribute it binds like a method.
     """
 
     def __init__(self, fn, args: dict, relations: tuple = ()):

@@ -215,9 +215,10 @@ def _run(tokens: list[str], ablate: tuple[str, ...]):
     layer0 = {name: np.concatenate([W[kind][name] for kind in LAYER0], axis=1)  # [d_model, 3·d_head]
               for name in ("W_Q", "W_K", "W_V")}
     layer0["W_O"] = np.concatenate([W[kind]["W_O"] for kind in LAYER0])  # [3·d_head, d_model]
-    out0, weights0 = multi_head_attention(x, **layer0, n_heads=len(LAYER0), causal=True)  # [n, d_model], [3, n, n]
+    # .fn: multi_head_attention without its argument checks (the weights are built here)
+    out0, weights0 = multi_head_attention.fn(x, **layer0, n_heads=len(LAYER0), causal=True)  # [n, d_model], [3, n, n]
     residual = x + out0  # [n, d_model]: layer 1 reads the embeddings plus layer 0's output
-    _, weights1 = multi_head_attention(residual, **W["induction"], n_heads=1, causal=True)  # [1, n, n]
+    _, weights1 = multi_head_attention.fn(residual, **W["induction"], n_heads=1, causal=True)  # [1, n, n]
     patterns = dict(zip(LAYER0, weights0))
     patterns["induction"] = weights1[0]
     patterns = {kind: patterns[kind] for kind in HEAD_KINDS[:-1]}

@@ -99,9 +99,11 @@ def fits_model(args: dict) -> None:
     if "params" in args and shapes != config.param_shapes:
         unknown = sorted(set(shapes) - set(config.param_shapes))
         if unknown:
-            raise ValueError(f"params holds {unknown[0]!r}, not a weight of this model ({', '.join(config.param_shapes)}).")
+            raise ValueError(f"params holds {unknown[0]!r}, not a weight of this model "
+                             f"({', '.join(config.param_shapes)}).")
         wrong = next(n for n in config.param_shapes if shapes.get(n) != config.param_shapes[n])
-        raise ValueError(f"params[{wrong!r}] must have shape {config.param_shapes[wrong]}, got {shapes.get(wrong, 'none')}.")
+        raise ValueError(f"params[{wrong!r}] must have shape {config.param_shapes[wrong]}, "
+                         f"got {shapes.get(wrong, 'none')}.")
     tokens = args.get("tokens")
     if tokens is not None and not 2 <= tokens.shape[1] <= config.seq_len:
         raise ValueError(f"tokens must hold 2 to seq_len={config.seq_len} positions, got shape {tokens.shape}.")

@@ -133,7 +133,7 @@ def layer(shares_by_head, d_k: int) -> dict:
 
 def received_blocks(x: np.ndarray, W: dict) -> tuple[np.ndarray, np.ndarray]:
     """(the verb's output in blocks [3, d_content], the verb's attention [h, n]) from real attention."""
-    out, weights = multi_head_attention(x, **W, causal=True)  # [n, d_model], [h, n, n]
+    out, weights = multi_head_attention.fn(x, **W, causal=True)  # [n, d_model], [h, n, n]; .fn: weights built here
     return out[VERB, RECEIVED].reshape(N_BLOCKS, D_CONTENT), weights[:, VERB]  # [3·d_content] -> [3, d_content]
 
 
