@@ -276,6 +276,18 @@ class Instance:
 
 
 @dataclass(frozen=True)
+class Having:
+    """An object with these methods, what it is said in words (a random generator: mha_core.rng.Random or NumPy's)."""
+    methods: tuple
+    what: str
+
+    def check(self, name: str, value):
+        if not all(callable(getattr(value, method, None)) for method in self.methods):
+            raise Invalid(f"{name} must be {self.what} (with {', '.join(self.methods)}), got {type(value).__name__}.")
+        return value
+
+
+@dataclass(frozen=True)
 class Anything:
     """Any value: what the function's own checks or a relation look at (a Random, an axis checked against x)."""
 

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .detectors import evaluate
-from .fields import Choice, Instance, Maybe, Number, Whole, arguments
+from .fields import Choice, Having, Maybe, Number, Whole, arguments
 from .model import CONFIG, SEED, TrainConfig, init_params, loss_and_grads, unflatten
 from .rng import Random
 
@@ -36,7 +36,7 @@ class TrainingDiverged(ValueError):
 STEPS = Whole(0, 10**9)
 
 
-@arguments(config=CONFIG, rng=Instance((Random, np.random.Generator)))
+@arguments(config=CONFIG, rng=Having(("integers", "permuted"), "a random generator such as mha_core.rng.Random"))
 def sample_batch(config: TrainConfig, rng: Random) -> np.ndarray:
     """[batch, seq_len] int tokens: each row a block of distinct random tokens, repeated to fill it."""
     periods = rng.integers(config.min_period, config.max_period + 1, size=config.batch)  # [B]

@@ -106,7 +106,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import mha_core  # noqa: E402
 from mha_core import bridge  # noqa: E402
-from mha_core.fields import Array, ArraysByName, Declared, Instance, arguments  # noqa: E402
+from mha_core.fields import Array, ArraysByName, Declared, Having, Instance, arguments  # noqa: E402
 
 
 @pytest.mark.parametrize("field, value, words", [
@@ -121,6 +121,7 @@ from mha_core.fields import Array, ArraysByName, Declared, Instance, arguments  
     (ArraysByName(Array(ndim=(2,))), {"W_Q": np.zeros(2)}, "x['W_Q'] must have 2 dimensions"),
     (Instance(dict), [], "x must be a dict, got list."),
     (Instance((dict, tuple)), [], "x must be a dict or tuple, got list."),
+    (Having(("integers",), "a generator"), 3, "x must be a generator (with integers), got int."),
 ])
 def test_the_array_kinds_refuse_with_the_name(field, value, words):
     with pytest.raises(Invalid) as refused:

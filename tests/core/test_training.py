@@ -159,7 +159,7 @@ def test_ablation_shows_the_circuit(run):
 
 @pytest.mark.parametrize("call, message", [
     (lambda: sample_batch({"batch": 2}, np.random.default_rng(0)), "config must be a TrainConfig, got dict."),
-    (lambda: sample_batch(TrainConfig(), 0), "rng must be a Random or Generator, got int."),
+    (lambda: sample_batch(TrainConfig(), 0), "rng must be a random generator such as mha_core.rng.Random (with integers, permuted), got int."),
     (lambda: train(steps=-1), "steps must be at least 0, got -1."),
     (lambda: train(log_every=0), "log_every must be at least 1, got 0."),
     (lambda: train(seed=2**32), "seed must be at most 4,294,967,295"),
