@@ -14,13 +14,13 @@ import sys
 
 import numpy as np
 
-from .config import LIMITS
 from .fields import Anything, Array, Flag, Maybe, Whole, arguments
 
 # Pyodide's NumPy is built without BLAS: its matmul is a plain strided loop there.
 NO_BLAS = sys.platform == "emscripten"
 
 
+HEADS = Whole(1, 2**63 - 1)  # any number of heads: x's last axis must divide by it (_heads_divide, _weights_fit)
 X = Array(values="no +inf")  # -inf marks a masked score
 MOVED = Array(values="any")  # split and merge only move the numbers
 
@@ -57,7 +57,7 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     return _softmax_(x.copy(), axis=axis)
 
 
-@arguments(_heads_divide, x=Array(ndim=(2, 3), values="any"), n_heads=Whole(1, LIMITS["n_heads"]))
+@arguments(_heads_divide, x=Array(ndim=(2, 3), values="any"), n_heads=HEADS)
 # --8<-- [start:split_heads]
 def split_heads(x, n_heads: int) -> np.ndarray:
     """[B, n, d_model] -> [B, h, n, d_k], a view of x (no data is copied).
@@ -238,7 +238,7 @@ def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[
 
 
 @arguments(_weights_fit, x=Array(ndim=(2, 3)), W_Q=WEIGHT, W_K=WEIGHT, W_V=WEIGHT, W_O=WEIGHT,
-           n_heads=Whole(1, LIMITS["n_heads"]), b_Q=BIAS, b_K=BIAS, b_V=BIAS, b_O=BIAS, causal=Flag())
+           n_heads=HEADS, b_Q=BIAS, b_K=BIAS, b_V=BIAS, b_O=BIAS, causal=Flag())
 def multi_head_attention(x, W_Q, W_K, W_V, W_O, n_heads: int, b_Q=None, b_K=None, b_V=None, b_O=None,
                          causal: bool = False):
     """Multi-head self-attention -> (out [B, n, d_model], weights [B, h, n, n]).

@@ -26,10 +26,9 @@ import numpy as np
 
 from .attention import multi_head_attention
 from .fields import Choice, ListOf, Text, TextOrTokens, arguments
-from .tokens import first_tokens, token_key
+from .tokens import MAX_TEXT_CHARS, first_tokens, token_key
 
 MAX_TOKENS = 64
-MAX_TEXT_CHARS = 100_000
 HEAD_KINDS = ("previous_token", "positional", "induction", "content", "averaged")
 LAYER0 = ("previous_token", "positional", "content")  # the heads of layer 0, in order
 

@@ -16,10 +16,9 @@ import numpy as np
 
 from ..detectors import DETECTORS, evaluate
 from ..fields import Maybe, Number, Text, Whole, arguments
-from ..heads import MAX_TEXT_CHARS
 from ..model import ABLATE, MAX_STEP_FLOPS, SEED, TRAIN_CONFIG, TrainConfig, forward, unflatten
 from ..rng import Random
-from ..tokens import first_tokens, token_key
+from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
 from ..training import Trainer, TrainingDiverged, eval_batch
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
