@@ -265,7 +265,7 @@ class ArraysByName:
 
 @dataclass(frozen=True)
 class Instance:
-    """An instance of cls, or of one of a tuple of classes (a configuration object, a random generator)."""
+    """An instance of cls, or of one of a tuple of classes (a configuration object)."""
     cls: type | tuple
 
     def check(self, name: str, value):
@@ -289,7 +289,7 @@ class Having:
 
 @dataclass(frozen=True)
 class Anything:
-    """Any value: what the function's own checks or a relation look at (a Random, an axis checked against x)."""
+    """Any value: what a relation looks at (softmax's axis, checked against x's dimensions)."""
 
     def check(self, name: str, value):
         return value
@@ -307,9 +307,10 @@ class Declared:
         functools.update_wrapper(self, fn)
         self.fn, self.args, self.relations = fn, args, relations
         self.signature = inspect.signature(fn)
-        undeclared = set(self.signature.parameters) - set(args) - {"self"}
-        if undeclared or set(args) - set(self.signature.parameters):
-            raise TypeError(f"{fn.__qualname__}: declare each argument once: {sorted(undeclared)} not declared")
+        undeclared = sorted(set(self.signature.parameters) - set(args) - {"self"})
+        unknown = sorted(set(args) - set(self.signature.parameters))
+        if undeclared or unknown:  # a mistake in mha_core itself, found when it is imported
+            raise TypeError(f"{fn.__qualname__}: declare each argument once: undeclared {undeclared}, unknown {unknown}")
 
     def checked(self, args: dict) -> dict:
         """args as the declarations read them; Invalid names the first that is not, ValueError a misfit."""
