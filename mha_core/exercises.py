@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .fields import Choice, Text, arguments
 from .presets import PRESETS
 from .rng import Random
 from .shapes import shape_report
@@ -28,6 +29,7 @@ from .shapes import shape_report
 FILENAME = "<your code>"  # how the reader's code is named in its errors
 PRINT_LIMIT = 4000  # characters of print output kept; the rest is counted, not kept
 SEED = 2024
+MAX_CODE_CHARS = 100_000  # far more than any answer needs; bounds what compile() is handed
 
 
 class Failed(Exception):
@@ -316,6 +318,7 @@ def answer(status: str, message: str, output: BoundedText) -> dict:
     return {"status": status, "message": message, "output": output.text()}
 
 
+@arguments(name=Choice(tuple(EXERCISES)), code=Text(MAX_CODE_CHARS))
 def run_exercise(name: str, code: str) -> dict:
     """Run the reader's code for exercise name and check the function it defines, case by case.
 

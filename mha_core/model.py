@@ -10,7 +10,7 @@ W_O [h, d_k, d_model], so head i is W_Q[i], W_K[i], W_V[i], W_O[i] and knocking 
 runs every head at once: side by side (layer_matrices), its weights are attention.py's one big projection.
 The backward pass is the chain rule run back through these lines, one gradient per line, each beside the formula
 it differentiates. NumPy only (it runs in the browser under Pyodide). Every function keeps the weights' dtype:
-float32 in, float32 out. Inputs are trusted: what a browser sends is checked by mha_core.bridge first.
+float32 in, float32 out. The public functions check their arguments (@arguments); what they call trusts them.
 Shapes: B batch, n seq, d_model, h n_heads, d_k d_head, V vocab.
 """
 
@@ -22,17 +22,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from .attention import attention_steps, matmul_2d, merge_heads, project, split_heads
+from .fields import Array, ArraysByName, Fields, Instance, ListOf, Number, Pair, Whole, arguments
 from .rng import Random
 
 MAX_STEP_FLOPS = 60_000_000  # about 10 times the default model's step: a browser must finish one in milliseconds
+MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS, MAX_TRAIN_SEQ = 4, 8, 64
+TRAIN_CONFIG = Fields({  # each field's own range; how they fit together is TrainConfig's own check
+    "vocab": Whole(1, 64), "d_model": Whole(1, 128), "n_layers": Whole(1, MAX_TRAIN_LAYERS),
+    "n_heads": Whole(1, MAX_TRAIN_HEADS), "d_head": Whole(1, 64), "seq_len": Whole(1, MAX_TRAIN_SEQ),
+    "batch": Whole(1, 64), "lr": Number(0, 10.0), "init_scale": Number(0, 10.0),
+    "min_period": Whole(2, MAX_TRAIN_SEQ - 2), "max_period": Whole(2, MAX_TRAIN_SEQ - 2),  # a block, then a repeat
+})
+SEED = Whole(0, 2**32 - 1)
+ABLATE = ListOf(Pair(Whole(0, MAX_TRAIN_LAYERS - 1), Whole(0, MAX_TRAIN_HEADS - 1), ("layer", "head")),
+                max_items=MAX_TRAIN_LAYERS * MAX_TRAIN_HEADS)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """The model's sizes, the task's period range and the optimiser's learning rate.
 
-    Checks the rules that tie its fields together (each field's own range is declared where the browser's
-    arguments arrive, mha_core.bridge): raises ValueError naming the numbers.
+    Checks each field's range (TRAIN_CONFIG), then the rules that tie them together: raises ValueError naming
+    the numbers.
     """
 
     vocab: int = 32
@@ -48,6 +59,8 @@ class TrainConfig:
     init_scale: float = 1.0  # weights start as normal(0, init_scale / √fan_in)
 
     def __post_init__(self):
+        for name, value in TRAIN_CONFIG.check("config", self.__dict__.copy()).items():
+            object.__setattr__(self, name, value)
         if self.max_period < self.min_period:
             raise ValueError(f"max_period={self.max_period} is below min_period={self.min_period}.")
         if self.max_period > self.vocab:
@@ -79,6 +92,34 @@ class TrainConfig:
         return shapes
 
 
+CONFIG, PARAMS, TOKENS = Instance(TrainConfig), ArraysByName(Array()), Array(ndim=(2,), kind="i")
+
+
+def fits_model(args: dict) -> None:
+    """params, tokens and ablate fit config: its weights' shapes, 2 to seq_len tokens from its vocabulary, its heads."""
+    config = args["config"]
+    shapes = {name: w.shape for name, w in args.get("params", {}).items()}
+    if "params" in args and shapes != config.param_shapes:
+        unknown = sorted(set(shapes) - set(config.param_shapes))
+        if unknown:
+            raise ValueError(f"params holds {unknown[0]!r}, not a weight of this model "
+                             f"({', '.join(config.param_shapes)}).")
+        wrong = next(n for n in config.param_shapes if shapes.get(n) != config.param_shapes[n])
+        raise ValueError(f"params[{wrong!r}] must have shape {config.param_shapes[wrong]}, "
+                         f"got {shapes.get(wrong, 'none')}.")
+    tokens = args.get("tokens")
+    if tokens is not None and not 2 <= tokens.shape[1] <= config.seq_len:
+        raise ValueError(f"tokens must hold 2 to seq_len={config.seq_len} positions, got shape {tokens.shape}.")
+    if tokens is not None and tokens.size and not 0 <= tokens.min() <= tokens.max() < config.vocab:
+        raise ValueError(f"tokens must be ids from 0 to vocab - 1 = {config.vocab - 1}, got {tokens.min()} to "
+                         f"{tokens.max()}.")
+    for layer, head in args.get("ablate", ()):
+        if layer >= config.n_layers or head >= config.n_heads:
+            raise ValueError(f"ablate holds (layer, head) pairs with layer < {config.n_layers} and "
+                             f"head < {config.n_heads}, got {(layer, head)}.")
+
+
+@arguments(config=CONFIG, seed=SEED)
 def init_params(config: TrainConfig, seed: int) -> dict[str, np.ndarray]:
     """float64 weights, each normal(0, init_scale / √fan_in): fan_in is the rows of the matrix x @ W multiplies
     by (d_model for W_Q, W_K, W_V, h·d_k for W_O), d_model for the embeddings.
@@ -140,6 +181,7 @@ def without_heads(W_O: np.ndarray, heads) -> np.ndarray:
     return W_O
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG, ablate=ABLATE)
 def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, dict]:
     """(logits [B, n, V], cache): every activation by TransformerLens's hook name, the heads in ablate
     ((layer, head) pairs) writing nothing. tokens is [B, n] ints, 2 <= n <= seq_len.
@@ -168,12 +210,13 @@ def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate
     return project(resid, params["W_U"]), cache  # [B, n, d_model] @ [d_model, V] -> [B, n, V]
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG, ablate=ABLATE)
 def forward(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, list[np.ndarray]]:
     """(logits [B, n, V], patterns): patterns[layer] is [B, h, n, n], each query's attention pattern.
 
     ablate is a list of (layer, head) whose output is zeroed (the head still attends).
     """
-    logits, cache = run_with_cache(params, tokens, config, ablate)
+    logits, cache = run_with_cache.fn(params, tokens, config, ablate)
     return logits, [cache[f"blocks.{layer}.attn.hook_pattern"] for layer in range(config.n_layers)]
 
 
@@ -202,7 +245,7 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     W_Q, W_K, W_V, W_O = weights
     # attn_out = merge(z) @ W_O
     d_W_O = weight_grad(z.reshape(*z.shape[:2], -1), d_out)  # [B, n, h, d_k] -> [B, n, h·d_k]; -> [h·d_k, d_model]
-    d_z = split_heads(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
+    d_z = split_heads.fn(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
     # z = pattern @ v
     d_pattern = d_z @ v.mT  # [B, h, n, d_k] @ [B, h, d_k, n] -> [B, h, n_q, n_k]
     d_v_heads = pattern.mT @ d_z  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
@@ -213,16 +256,17 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     d_q_heads = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
     d_k_heads = d_scores.mT @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
     # Q = x @ W_Q, K = x @ W_K, V = x @ W_V (all heads side by side), then split into heads
-    d_Q, d_K, d_V = (merge_heads(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
+    d_Q, d_K, d_V = (merge_heads.fn(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
     side_by_side = (weight_grad(x, d_Q), weight_grad(x, d_K), weight_grad(x, d_V), d_W_O)  # every head at once
     grads = dict(zip(("W_Q", "W_K", "W_V", "W_O"), layer_heads(*side_by_side, n_heads)))  # -> [h, d_model, d_k], ...
     d_x = project(d_Q, W_Q.T) + project(d_K, W_K.T) + project(d_V, W_V.T)  # [B, n, h·d_k] @ [h·d_k, d_model]
     return d_x, grads
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG)
 def loss_and_grads(params: dict, tokens: np.ndarray, config: TrainConfig) -> tuple[float, dict[str, np.ndarray]]:
     """(mean next-token cross-entropy over every position but the last, its gradient for each weight)."""
-    logits, cache = run_with_cache(params, tokens, config)
+    logits, cache = run_with_cache.fn(params, tokens, config)
     losses, probs = next_token_losses(logits, tokens)  # [B, n-1], [B, n-1, V]
     # loss = mean of −log softmax(logits)[target]: d_logits = (softmax − one_hot(target)) / count
     d_logits = np.zeros_like(logits)  # [B, n, V]; the last position predicts nothing

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import circuits
-from ..model import TrainConfig
+from ..fields import ListOf, Text, Whole, arguments
+from ..model import SEED, TRAIN_CONFIG, TrainConfig
 from ..training import eval_batch
-from .training_views import SCHEDULE, decode_params, display_tokens
+from .training_views import MAX_PARAMS_CHARS, SCHEDULE, decode_params, display_tokens
 
 MAX_CHECKPOINTS = SCHEDULE["steps"] // SCHEDULE["checkpoint_every"] + 1  # a whole run on the widget's schedule
 
@@ -22,6 +23,7 @@ def k_baseline(config: TrainConfig) -> dict:
     return {"mean": float(scores.mean()), "std": float(scores.std())}
 
 
+@arguments(config=TRAIN_CONFIG, params=Text(MAX_PARAMS_CHARS))
 def circuits_at(config: dict, params: str) -> dict:
     """One checkpoint's weights (encode_params' form) -> circuits.circuits' arrays ("full_ov", "copying",
     "positional_qk", "k_composition"), "k_baseline", and "position_losses" on "tokens", display_tokens' sequence."""
@@ -32,6 +34,8 @@ def circuits_at(config: dict, params: str) -> dict:
             "position_losses": circuits.position_losses(weights, tokens, config)}
 
 
+@arguments(config=TRAIN_CONFIG, seed=SEED, steps=ListOf(Whole(0, 2**31), MAX_CHECKPOINTS),
+           params=ListOf(Text(MAX_PARAMS_CHARS), MAX_CHECKPOINTS))
 def circuits_over_training(config: dict, seed: int, steps: list, params: list) -> dict:
     """A run's checkpoints (steps[i] and its weights params[i]) -> {"checkpoints": circuits.over_training's entries,
     losses on the evaluation batch of the run with this seed, position losses on "tokens"; "k_baseline"}."""

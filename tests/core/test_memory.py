@@ -92,3 +92,16 @@ def test_the_patterns_are_the_constructed_heads_and_the_wrong_split_breaks_them(
 def test_through_the_bridge():
     answer = json.loads(bridge.call("memory_steps", json.dumps({"n_tokens": 2, "n_heads": 4, "wrong": False})))
     assert answer["ok"] and answer["result"] == json.loads(json.dumps(bridge.plain(memory_steps(2, 4))))
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"n_tokens": 0}, "n_tokens must be at least 1, got 0."),
+    ({"n_tokens": 5}, "n_tokens must be at most 4, got 5."),
+    ({"n_heads": 3}, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
+    ({"wrong": "no"}, "wrong must be true or false, got 'no'."),
+])
+def test_memory_steps_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError) as refused:
+        memory_steps(**args)
+    assert str(refused.value) == message
+    assert json.dumps(memory_steps(n_tokens=2, n_heads=4), default=str) == json.dumps(memory_steps.fn(2, 4), default=str)

@@ -196,3 +196,81 @@ def test_gradients_match_torch_autograd(seed):
 def test_configs_whose_fields_do_not_fit_together_are_refused(fields, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**fields)
+
+
+# ---------------------------------------------------------------- the public door
+
+@pytest.mark.parametrize("fields, message", [
+    ({"n_heads": 0}, "n_heads must be at least 1, got 0."),
+    ({"d_model": 2.5}, "d_model must be a whole number, got 2.5."),
+    ({"lr": -1}, "lr must be a number above 0 and at most 10, got -1."),
+    ({"vocab": "32"}, "vocab must be a whole number, got '32'."),
+])
+def test_a_field_out_of_its_range_is_refused_by_name(fields, message):
+    with pytest.raises(ValueError) as refused:
+        TrainConfig(**fields)
+    assert str(refused.value) == message
+
+
+SMALL = TrainConfig(vocab=8, d_model=8, n_heads=2, d_head=4, seq_len=8, batch=2, min_period=2, max_period=6)
+
+
+def model_args():
+    return {"params": init_params(SMALL, 0), "tokens": np.array([[0, 1, 2, 0, 1, 2], [3, 4, 3, 4, 3, 4]]),
+            "config": SMALL}
+
+
+def with_weight(name, value):
+    return {**model_args()["params"], name: value}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"config": {"vocab": 8}}, "config must be a TrainConfig, got dict."),
+    ({"params": [np.zeros((8, 8))]}, "params must be a dict of arrays by name, got list."),
+    ({"params": with_weight("W_E", np.zeros((7, 8)))}, "params['W_E'] must have shape (8, 8), got (7, 8)."),
+    ({"params": {k: v for k, v in model_args()["params"].items() if k != "W_U"}},
+     "params['W_U'] must have shape (8, 8), got none."),
+    ({"params": with_weight("W_in", np.zeros((8, 8)))}, "params holds 'W_in', not a weight of this model (W_E, W_pos,"),
+    ({"params": with_weight("W_U", np.zeros(8))}, "params['W_U'] must have shape (8, 8), got (8,)."),
+    ({"params": with_weight("W_pos", np.full((8, 8), np.nan))}, "params['W_pos'] contains NaN"),
+    ({"tokens": np.array([[0.0, 1.0]])}, "tokens must hold integers, got dtype float64."),
+    ({"tokens": np.array([0, 1, 2])}, "tokens must have 2 dimensions, got shape (3,)."),
+    ({"tokens": np.array([[0]])}, "tokens must hold 2 to seq_len=8 positions, got shape (1, 1)."),
+    ({"tokens": np.zeros((1, 9), dtype=int)}, "tokens must hold 2 to seq_len=8 positions"),
+    ({"tokens": np.array([[0, 8]])}, "tokens must be ids from 0 to vocab - 1 = 7, got 0 to 8."),
+    ({"tokens": np.array([[-1, 2]])}, "tokens must be ids from 0 to vocab - 1 = 7, got -1 to 2."),
+])
+@pytest.mark.parametrize("fn", [forward, run_with_cache, loss_and_grads])
+def test_the_model_refuses_what_does_not_fit_by_name(fn, change, message):
+    with pytest.raises(ValueError) as refused:
+        fn(**{**model_args(), **change})
+    assert str(refused.value).startswith(message)
+
+
+@pytest.mark.parametrize("ablate, message", [
+    ([(2, 0)], "ablate holds (layer, head) pairs with layer < 2 and head < 2, got (2, 0)."),
+    ([(0, 5)], "ablate holds (layer, head) pairs with layer < 2 and head < 2, got (0, 5)."),
+    ([(0, -1)], "ablate[0]'s head must be at least 0, got -1."),
+    ([0], "ablate[0] must be a pair [layer, head], got 0."),
+])
+def test_ablating_a_head_the_model_lacks_is_refused(ablate, message):
+    with pytest.raises(ValueError) as refused:
+        forward(**model_args(), ablate=ablate)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize("args, message", [
+    ((SMALL, -1), "seed must be at least 0, got -1."),
+    ((None, 0), "config must be a TrainConfig, got NoneType."),
+])
+def test_init_params_refuses_by_name(args, message):
+    with pytest.raises(ValueError, match=f"^{message}$".replace(".", r"\.")):
+        init_params(*args)
+
+
+def test_valid_calls_answer_as_the_functions_themselves():
+    args = model_args()
+    loss, grads = loss_and_grads(**args)
+    loss_fn, grads_fn = loss_and_grads.fn(**args)
+    assert loss == loss_fn and all(np.array_equal(grads[k], grads_fn[k]) for k in grads)
+    assert np.array_equal(forward(**args, ablate=[(1, 1)])[0], forward.fn(**args, ablate=[(1, 1)])[0])

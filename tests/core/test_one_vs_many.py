@@ -151,3 +151,17 @@ def test_through_the_bridge():
     assert r["tokens"] == WORDS and r["verb"] == 10 and r["wide"] is True
     assert r["one"]["d_k"] == D_MODEL and len(r["one"]["weights"]) == 1 and len(r["many"]["weights"]) == 3
     assert r["one"]["arrives"] == pytest.approx([0.5, 0.25, 0.25])
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"subject": -1}, "subject must be a number from 0 to 100, got -1."),
+    ({"clause": float("nan")}, "clause must be a number from 0 to 100, got nan."),
+    ({"previous": "1"}, "previous must be a number from 0 to 100, got '1'."),
+    ({"wide": "yes"}, "wide must be true or false, got 'yes'."),
+    ({"subject": 0, "clause": 0, "previous": 0}, "give at least one relationship some weight"),
+])
+def test_one_vs_many_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError) as refused:
+        one_vs_many(**args)
+    assert str(refused.value).startswith(message)
+    assert one_vs_many(2, 1, 0.5)["summary"] == one_vs_many.fn(2, 1, 0.5)["summary"]

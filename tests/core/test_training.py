@@ -192,3 +192,28 @@ def test_ablation_shows_the_circuit(run):
     assert no_prev["loss_repeat"] - base["loss_repeat"] > 3 * (no_other["loss_repeat"] - base["loss_repeat"])
     # the induction head still attends, but without the previous-token head its keys say nothing
     assert no_prev["scores"]["induction"][1][induction] < 0.5 * base["scores"]["induction"][1][induction]
+
+
+# ---------------------------------------------------------------- the public door
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sample_batch({"batch": 2}, np.random.default_rng(0)), "config must be a TrainConfig, got dict."),
+    (lambda: sample_batch(TrainConfig(), 0), "rng must be a random generator such as mha_core.rng.Random (with integers, permuted), got int."),
+    (lambda: train(steps=-1), "steps must be at least 0, got -1."),
+    (lambda: train(log_every=0), "log_every must be at least 1, got 0."),
+    (lambda: train(seed=2**32), "seed must be at most 4,294,967,295"),
+    (lambda: Trainer(TrainConfig(), dtype=np.int32), "dtype must be one of float32, float64"),
+    (lambda: Trainer(TrainConfig(), checkpoint_every=-2), "checkpoint_every must be at least 0, got -2."),
+    (lambda: Trainer(TrainConfig()).run(-1), "n_steps must be at least 0, got -1."),
+    (lambda: Trainer(TrainConfig()).run(1, budget_s=0), "budget_s must be a number above 0"),
+])
+def test_the_training_functions_refuse_nonsense_by_name(call, message):
+    with pytest.raises(ValueError) as refused:
+        call()
+    assert str(refused.value).startswith(message)
+
+
+def test_a_checked_run_is_the_same_run():
+    config = TrainConfig(batch=2, seq_len=8, max_period=6, min_period=2, d_model=8, d_head=4)
+    a, b = train(config, steps=3, seed=5), train.fn(config, 3, 5, 10, 0)
+    assert all(np.array_equal(a["params"][k], b["params"][k]) for k in a["params"])
