@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..attention import _grouped_attention, merge_heads, project, split_heads
+from ..attention import merge_heads, project, scaled_dot_product_attention, split_heads
 from .gguf import GGUFFile, tensor, tensor_rows
 
 ARCHITECTURE = "llama"
@@ -136,9 +136,13 @@ def attention(x: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin:
     q_heads = rotate(split_heads(q, config.n_heads), cos, sin)  # [n, h·d_head] -> [h, n, d_head]
     k_heads = rotate(split_heads(k, config.n_kv_heads), cos, sin)  # [n, h_kv·d_head] -> [h_kv, n, d_head]
     v_heads = split_heads(v, config.n_kv_heads)  # [n, h_kv·d_head] -> [h_kv, n, d_head]
-    z, pattern = _grouped_attention(q_heads[None], k_heads[None], v_heads[None], causal=True)  # [1, h, n, ...]
-    merged = merge_heads(z[0])  # [h, n, d_head] -> [n, h·d_head]
-    return project(merged, w["W_O"]), pattern[0]  # [n, h·d_head] @ [h·d_head, d_model] -> [n, d_model]
+    h, n, d_head = q_heads.shape
+    q_groups = q_heads.reshape(config.n_kv_heads, -1, n, d_head)  # [h, n, d_head] -> [h_kv, g, n, d_head]
+    # Query heads g·j .. g·j + g − 1 share key/value head j: its keys and values broadcast over the group's axis.
+    z, pattern = scaled_dot_product_attention(q_groups, k_heads[:, None], v_heads[:, None], causal=True)
+    z, pattern = z.reshape(h, n, d_head), pattern.reshape(h, n, n)  # [h_kv, g, n, ...] -> [h, n, ...]
+    merged = merge_heads(z)  # [h, n, d_head] -> [n, h·d_head]
+    return project(merged, w["W_O"]), pattern  # [n, h·d_head] @ [h·d_head, d_model] -> [n, d_model]
 
 
 def mlp(x: np.ndarray, w: dict) -> np.ndarray:
