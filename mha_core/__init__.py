@@ -8,6 +8,7 @@ Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the stan
     memory, worked                     the split and merge in memory; the first page's worked example
     model, detectors, training         a two-layer attention-only transformer, its heads' scores, its training
     rng                                seeded random numbers without numpy.random
+    llama/                             a real model (SmolLM2-135M) from its GGUF file: its block, tokenizer, heads' scores
     bridge/                            what the browser calls: arguments declared and checked, the widgets' views
 
 The numerical modules trust their input; the bridge checks what a browser sends.
