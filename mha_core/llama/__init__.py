@@ -8,7 +8,7 @@ llama.cpp's GGUF file with NumPy alone, its attention the one attention.py teach
 
     >>> from mha_core.llama import read_gguf, tokenizer_from_gguf, forward, head_scores
     >>> model = read_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")
-    >>> ids = tokenizer_from_gguf(model).encode("red green blue yellow purple orange red green blue yellow purple orange")
+    >>> ids = tokenizer_from_gguf(model).encode("red green blue yellow purple orange " * 2)
     >>> logits, patterns = forward(model, ids)       # [n, 49152], [30 layers, 9 heads, n, n]
     >>> head_scores(patterns, ids)["induction"]      # [30, 9]
 """
