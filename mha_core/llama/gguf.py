@@ -233,3 +233,74 @@ def tensor_rows(gguf: GGUFFile, name: str, rows) -> np.ndarray:
         raise ValueError(f"rows must be a sequence of row indices in [0, {info.shape[0]}), got {rows!r:.80}")
     stored = gguf.data[info.offset:info.offset + info.n_bytes].reshape(info.shape[0], -1)  # [rows, row_bytes]
     return _DEQUANTIZE[info.ggml_type](stored[rows].reshape(-1)).reshape(len(rows), info.shape[1])
+
+
+# ---------------------------------------------------------------- writing (at build time: a model cut into files)
+
+def _value_type(values: list) -> int | None:
+    """The one GGUF type all of values are written with, read back as themselves (None: there is none)."""
+    kinds = {type(v) for v in values}
+    if kinds == {str}:
+        return STRING
+    if kinds == {bool}:
+        return 7
+    if kinds == {int}:
+        low, high = min(values), max(values)
+        return next((t for t, fits in ((4, low >= 0 and high < 2**32), (5, low >= -2**31 and high < 2**31),
+                                       (10, low >= 0 and high < 2**64), (11, low >= -2**63 and high < 2**63)) if fits),
+                    None)
+    if kinds == {float}:
+        return 6 if all(float(np.float32(v)) == v or v != v for v in values) else 12
+    return None
+
+
+def _pack_string(text: str) -> bytes:
+    data = text.encode("utf-8", "surrogateescape")
+    return struct.pack("<Q", len(data)) + data
+
+
+def _pack_value(key: str, value) -> bytes:
+    """A metadata value's type, then its bytes; a list's items all take one type."""
+    items = value if isinstance(value, list) else [value]
+    value_type = _value_type(items) if items else STRING
+    if value_type is None:
+        raise ValueError(f"metadata[{key!r}] holds {sorted({type(v).__name__ for v in items})}, which GGUF cannot "
+                         "write as one value or one array")
+    if value_type == STRING:
+        data = b"".join(map(_pack_string, items))
+    else:
+        data = np.asarray(items, np.dtype(SCALARS[value_type])).tobytes()
+    if isinstance(value, list):
+        return struct.pack("<IIQ", ARRAY, value_type, len(value)) + data
+    return struct.pack("<I", value_type) + data
+
+
+def gguf_bytes(metadata: dict, tensors: dict) -> bytes:
+    """A GGUF file (version 3) holding metadata {key: value} and tensors {name: (ggml_type, shape, raw bytes)},
+    the raw blocks copied as they are: read_gguf reads back the same values and the same bytes."""
+    if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
+        raise ValueError("metadata must be a dict with str keys")
+    if not isinstance(tensors, dict):
+        raise ValueError("tensors must be a dict {name: (ggml_type, shape, raw bytes)}")
+    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    header = [MAGIC, struct.pack("<IQQ", 3, len(tensors), len(metadata))]
+    header += [_pack_string(key) + _pack_value(key, value) for key, value in metadata.items()]
+    body, offset = [], 0
+    for name, (ggml_type, shape, raw) in tensors.items():
+        raw = bytes(raw)
+        if len(raw) != _n_bytes(name, tuple(shape), ggml_type):
+            raise ValueError(f"tensors[{name!r}] holds {len(raw)} bytes, not those of a "
+                             f"{GGML_TYPES[ggml_type][0]} tensor {tuple(shape)}")
+        dims = tuple(reversed(shape))  # NumPy's outermost-first -> ggml's innermost-first
+        header.append(_pack_string(name) + struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims, ggml_type, offset))
+        padding = -len(raw) % alignment
+        body += [raw, bytes(padding)]
+        offset += len(raw) + padding
+    head = b"".join(header)
+    return head + bytes(-len(head) % alignment) + b"".join(body)
+
+
+def raw_tensor(gguf: GGUFFile, name: str) -> tuple[int, tuple[int, ...], np.ndarray]:
+    """(ggml_type, shape, raw bytes) of the tensor called name, as stored: what gguf_bytes takes."""
+    info = _info(gguf, name)
+    return info.ggml_type, info.shape, gguf.data[info.offset:info.offset + info.n_bytes]

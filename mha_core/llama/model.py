@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..attention import merge_heads, project, scaled_dot_product_attention, split_heads
-from .gguf import GGUFFile, tensor, tensor_rows
+from .gguf import GGUFFile, gguf_bytes, raw_tensor, tensor, tensor_rows
 
 ARCHITECTURE = "llama"
 UNEMBED_ROWS = 8192  # vocabulary rows dequantized at a time for the logits (18 MB of float32)
@@ -64,7 +64,8 @@ def llama_config(gguf) -> LlamaConfig:
     return LlamaConfig(
         n_layers=meta[key("block_count")], d_model=meta[key("embedding_length")],
         n_heads=meta[key("attention.head_count")], n_kv_heads=meta[key("attention.head_count_kv")],
-        d_mlp=meta[key("feed_forward_length")], d_vocab=len(meta["tokenizer.ggml.tokens"]),
+        d_mlp=meta[key("feed_forward_length")],
+        d_vocab=meta.get(key("vocab_size")) or len(meta["tokenizer.ggml.tokens"]),
         n_ctx=meta[key("context_length")], rope_base=meta[key("rope.freq_base")],
         eps=meta[key("attention.layer_norm_rms_epsilon")])
 
@@ -167,15 +168,25 @@ def embed(gguf, tokens) -> np.ndarray:
     return tensor_rows(gguf, "token_embd.weight", tokens)  # [n, d_model]
 
 
-def run_layers(gguf, tokens):
+def run_layers(gguf, tokens, layers=None):
     """Yield (layer, resid_post [n, d_model], pattern [h, n, n]) after each block, one layer's weights
-    unpacked at a time (a caller reports progress between layers, or stops early)."""
+    unpacked at a time (a caller reports progress between layers, or stops early).
+
+    layers: where each block's tensors are, one GGUFFile per layer in order (split_model's layer files, which
+    a caller may read only as their turn comes); by default gguf itself.
+    """
     config = llama_config(gguf)
     resid = embed(gguf, tokens)  # [n, d_model]
     cos, sin = rope_angles(len(resid), config.d_head, config.rope_base)  # [n, d_head/2] each
-    for layer in range(config.n_layers):
-        resid, pattern = block(resid, layer_weights(gguf, layer), config, cos, sin)
+    sources = [gguf] * config.n_layers if layers is None else layers
+    layer = -1
+    for layer, source in enumerate(sources):
+        if layer == config.n_layers:
+            raise ValueError(f"layers holds more than the model's {config.n_layers} layers")
+        resid, pattern = block(resid, layer_weights(source, layer), config, cos, sin)
         yield layer, resid, pattern
+    if layer + 1 < config.n_layers:
+        raise ValueError(f"layers holds {layer + 1} layers, not the model's {config.n_layers}")
 
 
 def unembed(gguf, resid) -> np.ndarray:
@@ -191,9 +202,36 @@ def unembed(gguf, resid) -> np.ndarray:
     return logits
 
 
-def forward(gguf, tokens) -> tuple[np.ndarray, np.ndarray]:
-    """tokens [n] -> (logits [n, V], patterns [n_layers, h, n, n]): the whole model, layer by layer."""
+def forward(gguf, tokens, layers=None) -> tuple[np.ndarray, np.ndarray]:
+    """tokens [n] -> (logits [n, V], patterns [n_layers, h, n, n]): the whole model, layer by layer (layers: as
+    run_layers takes them)."""
     patterns = []
-    for _, resid, pattern in run_layers(gguf, tokens):
+    for _, resid, pattern in run_layers(gguf, tokens, layers):
         patterns.append(pattern)
     return unembed(gguf, resid), np.stack(patterns)
+
+
+# ---------------------------------------------------------------- the model cut into files, for a browser
+
+def split_model(gguf) -> dict[str, bytes]:
+    """{file name: bytes}: the model cut into GGUF files that read_gguf reads, the blocks as stored (never
+    re-quantized), each with the model's sizes (general.architecture and the llama.* keys):
+
+        model.gguf       all the metadata (the tokenizer's vocabulary and merges among it), no tensor
+        embedding.gguf   token_embd (Q8_0, 30 MB) and output_norm: embed, and unembed for the logits
+        layer-00.gguf …  each block's nine tensors (Q4_1 and its two norms, 2.2 MB)
+
+    A browser fetches model.gguf and embedding.gguf, then each layer file as its turn comes, and runs
+    forward(read_gguf(embedding), tokens, layers=(read_gguf(layer file) for each layer)).
+    """
+    config = llama_config(gguf)
+    sizes = {k: v for k, v in gguf.metadata.items() if k == "general.architecture" or k.startswith(f"{ARCHITECTURE}.")}
+
+    def file(names):
+        return gguf_bytes(sizes, {name: raw_tensor(gguf, name) for name in names})
+
+    files = {"model.gguf": gguf_bytes(gguf.metadata, {}),
+             "embedding.gguf": file(["token_embd.weight", "output_norm.weight"])}
+    for layer in range(config.n_layers):
+        files[f"layer-{layer:02d}.gguf"] = file([name for name in gguf.tensors if name.startswith(f"blk.{layer}.")])
+    return files

@@ -10,7 +10,8 @@ import pytest
 from gguf.quants import dequantize as reference_dequantize
 from gguf.quants import quantize
 
-from mha_core.llama.gguf import F32, GGML_TYPES, Q4_1, Q8_0, GGUFFile, dequantize, read_gguf, tensor, tensor_rows
+from mha_core.llama.gguf import (F32, GGML_TYPES, Q4_1, Q8_0, GGUFFile, dequantize, gguf_bytes, raw_tensor, read_gguf,
+                                 tensor, tensor_rows)
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +132,31 @@ def test_nonsense_is_refused_with_the_argument_named(tmp_path):
             call()
     assert set(GGML_TYPES) == {F32, Q4_1, Q8_0}
     assert isinstance(small, GGUFFile)
+
+
+def test_a_file_written_here_reads_back_here_and_in_gguf(gguf, tmp_path):
+    """The model's whole metadata and one block's tensors, copied: the same values and bytes, by both readers."""
+    names = [name for name in gguf.tensors if name.startswith("blk.7.")] + ["output_norm.weight"]
+    extra = {"test.negative": -5, "test.big": 2**40, "test.float64": 0.1, "test.floats": [0.5, 2.0], "test.empty": []}
+    data = gguf_bytes(gguf.metadata | extra, {name: raw_tensor(gguf, name) for name in names})
+    copy = read_gguf(data)
+    assert copy.metadata == gguf.metadata | extra
+    assert list(copy.tensors) == names
+    for name in names:
+        assert copy.tensors[name].shape == gguf.tensors[name].shape
+        assert np.array_equal(raw_tensor(copy, name)[2], raw_tensor(gguf, name)[2]), name
+    path = tmp_path / "copy.gguf"
+    path.write_bytes(data)
+    theirs = reference.GGUFReader(path)
+    assert {k: f.contents() for k, f in theirs.fields.items() if not k.startswith("GGUF.")} == copy.metadata
+    for t in theirs.tensors:
+        np.testing.assert_array_equal(reference_dequantize(t.data, t.tensor_type), tensor(copy, t.name))
+
+
+def test_what_gguf_cannot_hold_is_refused():
+    for metadata, said in [({"a": {"b": 1}}, r"metadata\['a'\] holds \['dict'\]"), ({"a": [1, "x"]}, "metadata"),
+                           ({"a": 2**64}, "metadata"), ({1: 2}, "metadata must be a dict with str keys")]:
+        with pytest.raises(ValueError, match=said):
+            gguf_bytes(metadata, {})
+    with pytest.raises(ValueError, match=r"tensors\['w'\] holds 3 bytes"):
+        gguf_bytes({}, {"w": (F32, (2,), b"abc")})

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import torch
 
+from mha_core.llama.gguf import read_gguf
 from mha_core.llama.model import (LlamaConfig, embed, forward, layer_weights, llama_config, rms_norm, rope_angles,
-                                  rotate, run_layers)
+                                  rotate, run_layers, split_model)
+from mha_core.llama.tokenizer import tokenizer_from_gguf
 from mha_core.llama.scores import head_scores
 
 LOGITS_TOLERANCE = 2e-3  # in logits: ~5e-5 of the largest
@@ -106,6 +108,27 @@ def test_layer_by_layer_is_the_whole_forward(gguf, tokenizer):
     steps = list(run_layers(gguf, ids))
     assert [layer for layer, _, _ in steps] == list(range(30))
     np.testing.assert_array_equal(np.stack([pattern for _, _, pattern in steps]), forward(gguf, ids)[1])
+
+
+def test_the_model_cut_into_files_runs_as_the_whole(gguf, tokenizer):
+    files = split_model(gguf)
+    assert list(files) == ["model.gguf", "embedding.gguf", *(f"layer-{i:02d}.gguf" for i in range(30))]
+    sizes = {name: len(data) / 1e6 for name, data in files.items()}
+    assert 1 < sizes["model.gguf"] < 2.5 and 30 < sizes["embedding.gguf"] < 31
+    assert all(2.2 < sizes[f"layer-{i:02d}.gguf"] < 2.3 for i in range(30))
+    ids = tokenizer_from_gguf(read_gguf(files["model.gguf"])).encode("Cut into files, run as one.")
+    assert ids == tokenizer.encode("Cut into files, run as one.")
+    embedding = read_gguf(files["embedding.gguf"])
+    logits, patterns = forward(embedding, ids, layers=(read_gguf(files[f"layer-{i:02d}.gguf"]) for i in range(30)))
+    whole = forward(gguf, ids)
+    np.testing.assert_array_equal(logits, whole[0])
+    np.testing.assert_array_equal(patterns, whole[1])
+    layers = [read_gguf(files[f"layer-{i:02d}.gguf"]) for i in range(30)]
+    for wrong, said in [(layers[:29], "layers holds 29 layers, not the model's 30"),
+                        (layers + layers[:1], "more than the model's 30"),
+                        (layers[1:] + layers[:1], "name 'blk.0.attn_norm.weight' is not a tensor")]:
+        with pytest.raises(ValueError, match=said):
+            forward(embedding, ids, layers=wrong)
 
 
 def test_the_config_is_the_model_s(gguf):
