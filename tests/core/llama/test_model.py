@@ -58,6 +58,7 @@ TEXTS = {
 def reference(gguf_path):
     from transformers import AutoModelForCausalLM
 
+    torch.set_num_threads(1)  # see conftest.one_thread
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
                                                  attn_implementation="eager")
     return model.eval()
