@@ -127,7 +127,8 @@ def test_the_model_cut_into_files_runs_as_the_whole(gguf, tokenizer):
     layers = [read_gguf(files[f"layer-{i:02d}.gguf"]) for i in range(30)]
     for wrong, said in [(layers[:29], "layers holds 29 layers, not the model's 30"),
                         (layers + layers[:1], "more than the model's 30"),
-                        (layers[1:] + layers[:1], "name 'blk.0.attn_norm.weight' is not a tensor")]:
+                        (layers[1:] + layers[:1], "name 'blk.0.attn_norm.weight' is not a tensor"),
+                        (["layer-00.gguf"], "layers must hold GGUFFiles")]:
         with pytest.raises(ValueError, match=said):
             forward(embedding, ids, layers=wrong)
 
