@@ -229,7 +229,8 @@ def tensor_rows(gguf: GGUFFile, name: str, rows) -> np.ndarray:
     if len(info.shape) != 2:
         raise ValueError(f"name {name!r} is a tensor of shape {info.shape}, not a matrix")
     rows = np.asarray(rows)
-    if rows.ndim != 1 or rows.dtype.kind not in "iu" or (rows.size and not 0 <= rows.min() <= rows.max() < info.shape[0]):
+    in_range = rows.size == 0 or 0 <= rows.min() <= rows.max() < info.shape[0]
+    if rows.ndim != 1 or rows.dtype.kind not in "iu" or not in_range:
         raise ValueError(f"rows must be a sequence of row indices in [0, {info.shape[0]}), got {rows!r:.80}")
     stored = gguf.data[info.offset:info.offset + info.n_bytes].reshape(info.shape[0], -1)  # [rows, row_bytes]
     return _DEQUANTIZE[info.ggml_type](stored[rows].reshape(-1)).reshape(len(rows), info.shape[1])
