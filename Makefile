@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test build fetch bench chromium engines
+.PHONY: serve test test-core build fetch bench chromium engines
 
 $(VENV)/.site: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,13 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 TEST_WORKERS ?= 2
 test: $(VENV)/.test chromium engines
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The quick loop: mha_core's tests, the build's checks that need neither a browser nor a built site, and the
+# widgets' pure modules under node --test (tests/site/test_widget_scripts.py); about a minute, in one process.
+CORE_TESTS := tests/core $(addprefix tests/site/test_,bench.py figures.py sources.py training_facts.py \
+	widget_modules.py widget_scripts.py pyodide_internals.py material_internals.py)
+test-core: $(VENV)/.test
+	$(PY) -m pytest -p no:xdist -q $(CORE_TESTS)
 
 # Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
 # them; fails if any target was missed.
