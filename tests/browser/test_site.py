@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from conftest import LOCAL_HOSTS, wait_ready
+from sitebuild import serving
 from tests.helpers import ask, check_answered
 
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
@@ -179,3 +180,23 @@ def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path)
     page.keyboard.press("/")
     page.keyboard.type("softmax")
     expect(page.locator(".md-search-result__meta")).to_have_text(re.compile(r"\d+ matching documents?"))
+
+
+def test_a_build_without_a_site_address_navigates_instantly_served_on_port_8000(page, plain_site):
+    """A build made as `make build` makes it (no site address) names its pages at 127.0.0.1:8000 in its sitemap,
+    where Material's instant navigation looks for them: served there, a link changes the page without loading a
+    new document. (Served by the test's own routing: the port may be busy on this machine.)"""
+    def from_site(route):
+        path = urlsplit(route.request.url).path.lstrip("/")
+        file = plain_site / path / "index.html" if not path or path.endswith("/") else plain_site / path
+        route.fulfill(path=file) if file.is_file() else route.fulfill(status=404)
+
+    page.context.route(f"{serving.LOCAL_URL}**", from_site)
+    with page.expect_response(f"{serving.LOCAL_URL}sitemap.xml"):  # read by Material as the page starts
+        page.goto(f"{serving.LOCAL_URL}references/")
+    page.wait_for_load_state("load")
+    page.evaluate("window.__sameDocument = true")
+    page.locator("a.md-footer__link--prev").click()
+    expect(page).to_have_url(f"{serving.LOCAL_URL}caveats-and-the-block/")
+    expect(page.locator("h1")).to_have_text(re.compile("Caveats"))
+    assert page.evaluate("window.__sameDocument === true"), "the link loaded a new document"
