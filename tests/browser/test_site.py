@@ -180,6 +180,9 @@ def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path)
     page.keyboard.press("/")
     page.keyboard.type("softmax")
     expect(page.locator(".md-search-result__meta")).to_have_text(re.compile(r"\d+ matching documents?"))
+    # The previews show formulas as text with sub- and superscripts, not as TeX.
+    expect(page.locator(".md-search-result__article sub").first).to_be_attached()
+    assert not re.search(r"\\[(\[]|\\frac", page.locator(".md-search-result__list").inner_text())
 
 
 def test_a_build_without_a_site_address_navigates_instantly_served_on_port_8000(page, plain_site):
