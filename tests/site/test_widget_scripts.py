@@ -1,5 +1,5 @@
 """The widgets' pure ES modules (those that need no page: numbers, the heads widget's URL state, the palette, the
-wheels' unpacking) under Node's own test runner, from tests/widgets/*.test.mjs, one folder per folder of widgets/;
+wheels' unpacking, the kept memory's layout) under Node's own test runner, from tests/widgets/*.test.mjs, one folder per folder of widgets/;
 and palette.js against its twin in Python, widgets/palette.py's colour(). Run from pytest so that `make test`
 and `make test-core` report them in one summary; `node --test tests/widgets/` runs them alone."""
 from __future__ import annotations
