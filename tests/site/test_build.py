@@ -252,13 +252,14 @@ def test_formulas_are_typeset_with_their_markup_unescaped_and_a_bad_one_stops_th
 
 def test_the_search_index_shows_formulas_as_text_with_sub_and_sup(tmp_path):
     """Search previews show the index's text: each formula there becomes text with the <sub> and <sup> that
-    Material's search keeps, its markup escaped, in titles too; the rest of the index is left as it was."""
+    Material's search keeps, its markup escaped, in titles too; code, and the rest of the index, left as written."""
     index = tmp_path / "search_index.json"
     docs = [{"location": "a/", "title": "The matrix \\(W_E\\)",
              "text": "<p>Rows of \\(W^Q_i\\), \\(a &lt; b\\)</p>"},
             {"location": "b/", "title": "Scores",
              "text": "\\[ \\frac{QK^\\top}{\\sqrt{d_k}}, \\underbrace{x}_{W^O} \\]"},
-            {"location": "c/", "title": "No math", "text": "<p>(a) [b] \\ c</p>"}]
+            {"location": "c/", "title": "No math",
+             "text": "<p>(a) [b] \\ c</p><pre><code>re.compile(r'\\(\\w\\)')</code></pre>"}]
     index.write_text(json.dumps({"config": {"lang": ["en"]}, "docs": docs}), encoding="utf-8")
     typeset.search_previews(index, assets.temml_module())
     done = json.loads(index.read_text(encoding="utf-8"))
