@@ -146,13 +146,12 @@ def test_the_formulas_are_laid_out_as_math_in_a_math_font(page, site_url):
 
 
 def search_worker(page):
-    """Material's search worker, started through search-on-demand.js."""
-    for _ in range(40):
-        found = [w for w in page.workers if "/workers/search-on-demand.js?material=search." in w.url]
-        if found:
-            return found[0]
-        page.wait_for_timeout(250)
-    raise AssertionError(f"no search-on-demand worker: {[w.url for w in page.workers]}")
+    """Material's search worker, started through search-on-demand.js (now, or the next worker the page starts:
+    Playwright reports no event between the look and the wait)."""
+    def is_search(worker) -> bool:
+        return "/workers/search-on-demand.js?material=search." in worker.url
+    found = [w for w in page.workers if is_search(w)]
+    return found[0] if found else page.wait_for_event("worker", is_search)
 
 
 def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path):
@@ -162,11 +161,9 @@ def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path)
     page.goto(site_url)
     page.wait_for_load_state("load")
     worker = search_worker(page)
-    for _ in range(40):
-        if worker.evaluate("kept !== null"):
-            break
-        page.wait_for_timeout(250)
-    assert worker.evaluate("kept !== null && waiting === null"), "the site's text did not arrive, or was indexed"
+    worker.evaluate("new Promise((arrived) => { const check = () => kept !== null ? arrived() : setTimeout(check, 20);"
+                    " check(); })")  # the site's text
+    assert worker.evaluate("kept !== null && waiting === null"), "the site's text was indexed before a search"
     expect(page.locator(".md-search-result__meta")).to_have_text("Type to start searching")
     page.keyboard.press("/")
     page.keyboard.type("induction")
