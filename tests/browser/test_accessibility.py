@@ -14,15 +14,13 @@ import contextlib
 
 import re
 import tarfile
-import tempfile
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from conftest import PageLog, hold_python, resize, wait_ready, watched_page
-from sitebuild import CACHE
-from sitebuild.assets import cached, npm_pack, store
+from sitebuild.assets import npm_tarball
 from sitevisit.site import pages_with
 from tests.helpers import form_config
 
@@ -44,11 +42,7 @@ RUN_AXE = """async (selector) => {
 @pytest.fixture(scope="session")
 def axe_source() -> str:
     """axe.min.js of axe-core AXE_VERSION, fetched once with npm and checked by sha256."""
-    tarball = CACHE / f"axe-core-{AXE_VERSION}.tgz"
-    if not cached(tarball, AXE_SHA256):
-        with tempfile.TemporaryDirectory() as tmp:
-            store(npm_pack(f"axe-core@{AXE_VERSION}", Path(tmp)).read_bytes(), tarball, AXE_SHA256)
-    with tarfile.open(tarball) as tar:
+    with tarfile.open(npm_tarball("axe-core", AXE_VERSION, AXE_SHA256)) as tar:
         return tar.extractfile("package/axe.min.js").read().decode()
 
 

@@ -10,13 +10,12 @@ import re
 import shutil
 import subprocess
 import tarfile
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from sitebuild import CACHE
-from sitebuild.assets import cached, npm_pack, store
+from sitebuild.assets import npm_tarball
 
 VNU_VERSION = "26.9.27"
 VNU_SHA256 = "5970d3ffca91a627cf0965e5d91bb2e4242307c29292998de0b419d6a901b2b7"  # npm pack tarball
@@ -50,10 +49,7 @@ KNOWN = {
 @pytest.fixture(scope="module")
 def vnu_jar() -> Path:
     """vnu.jar of vnu-jar VNU_VERSION, fetched once with npm and checked by sha256."""
-    tarball = CACHE / f"vnu-jar-{VNU_VERSION}.tgz"
-    if not cached(tarball, VNU_SHA256):
-        with tempfile.TemporaryDirectory() as tmp:
-            store(npm_pack(f"vnu-jar@{VNU_VERSION}", Path(tmp)).read_bytes(), tarball, VNU_SHA256)
+    tarball = npm_tarball("vnu-jar", VNU_VERSION, VNU_SHA256)
     jar = CACHE / f"vnu-{VNU_VERSION}.jar"
     if not jar.exists():
         with tarfile.open(tarball) as tar:
