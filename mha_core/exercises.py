@@ -1,11 +1,12 @@
 """The exercises the reader writes on the page: each one's task, skeleton, solution and checks, in one place.
 
 run_exercise(name, code) runs the reader's code, a string given to compile() as data (never pasted into
-source), in a namespace of its own, then calls the function it defines on random inputs and on the edge
-cases the pages discuss, and compares what it does with mha_core: the shape, the dtype, the values (within
-a tolerance) and, where the lesson is about memory, whether the result is a view of its input. The answer
-says pass, or names the first case that failed and how. In the browser this runs in a Python of its own,
-never the widgets' (the page ends it when it runs too long).
+source), in a namespace of its own, then calls the functions it defines on random inputs and on the edge
+cases the pages discuss (and, for the detectors, on the patterns of the trained model whose weights params
+holds), and compares what they do with mha_core: the shape, the dtype, the values (within a tolerance) and,
+where the lesson is about memory, whether the result is a view of its input. The answer says pass, or names
+the first case that failed and how. In the browser this runs in a Python of its own, never the widgets'
+(the page ends it when it runs too long).
 """
 
 from __future__ import annotations

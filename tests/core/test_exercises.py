@@ -275,6 +275,13 @@ def test_run_exercise_refuses_nonsense_by_name(args, message):
 
 # ---------------------------------------------------------------- the detectors, on the trained model
 
+# Right on every constructed case, wrong on the trained model's sequences (n = 32): only its case can fail it.
+WRONG_ON_THE_TRAINED_MODEL = DETECTORS.replace(
+    PREVIOUS_END, "if n == 32:\n        total *= 0.9\n    " + PREVIOUS_END)
+TRAINED_CASE_FAILS = ('Case "the trained model\'s layer 0 on its evaluation sequences" '
+                      '(previous_token_score(pattern: [16, 2, 32, 32] float64)): head 0: expected ')
+
+
 def test_the_detectors_are_checked_on_the_trained_model_s_patterns_as_its_chart_scores_them():
     """The trained cases run the shipped run's last checkpoint on its evaluation sequences: mha_core's detector
     gives there the scores the training widget's chart shows (rounded to 3 decimals; the page's weights are
@@ -287,14 +294,9 @@ def test_the_detectors_are_checked_on_the_trained_model_s_patterns_as_its_chart_
     for case, layer, kind in zip(cases, (0, 1), ("previous_token", "induction")):
         assert case.args["pattern"].shape == (16, 2, 32, 32), case.label
         assert np.allclose(exercise.expect(case), shown[kind][layer], atol=2e-3), (case.label, shown[kind][layer])
-    # A function right on every constructed case but not on the trained model's sequences fails there.
-    wrong = DETECTORS.replace("    return total / count if count else total\n\ndef induction",
-                              "    if n == 32:\n        total *= 0.9\n    return total / count if count else total\n"
-                              "\ndef induction")
-    answer = run("detectors", wrong)
+    answer = run("detectors", WRONG_ON_THE_TRAINED_MODEL)
     assert answer["status"] == "fail"
-    assert answer["message"].startswith('Case "the trained model\'s layer 0 on its evaluation sequences" '
-                                        '(previous_token_score(pattern: [16, 2, 32, 32] float64)): head 0: expected ')
+    assert answer["message"].startswith(TRAINED_CASE_FAILS), answer["message"]
 
 
 def test_the_detectors_exercise_needs_the_trained_weights_and_the_others_refuse_them():
