@@ -308,3 +308,18 @@ def test_the_detectors_exercise_needs_the_trained_weights_and_the_others_refuse_
         run_exercise("detectors", DETECTORS, "AAAAAAAA")
     with pytest.raises(ValueError, match="^params must be a string"):
         run_exercise("detectors", DETECTORS, 3)
+
+
+@pytest.mark.parametrize("n, P", [(32, 5), (32, 16), (9, 3)])
+def test_a_perfect_induction_head_scores_1_and_n_minus_p_over_n_counting_every_query(n, P):
+    """What-heads-learn's question: its score counts the queries with a target; TransformerLens's, every query."""
+    from mha_core.detectors import detector_scores
+    from mha_core.exercises import ideal_pattern, repeated
+    tokens = np.array([repeated(list(range(P)), n)])  # [1, n]: a block of P distinct tokens, repeated
+    perfect = ideal_pattern("induction", tokens, 1)  # [1, 1, n, n]
+    assert detector_scores([perfect], tokens)["induction"][0][0] == pytest.approx(1.0)
+    after = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        for j in range(i):
+            after[i, j + 1] |= bool(tokens[0, j] == tokens[0, i])  # the key after an earlier occurrence
+    assert (perfect[0, 0] * after).sum() / n == pytest.approx((n - P) / n)
