@@ -1,11 +1,12 @@
 """The exercises the reader writes on the page: each one's task, skeleton, solution and checks, in one place.
 
 run_exercise(name, code) runs the reader's code, a string given to compile() as data (never pasted into
-source), in a namespace of its own, then calls the function it defines on random inputs and on the edge
-cases the pages discuss, and compares what it does with mha_core: the shape, the dtype, the values (within
-a tolerance) and, where the lesson is about memory, whether the result is a view of its input. The answer
-says pass, or names the first case that failed and how. In the browser this runs in a Python of its own,
-never the widgets' (the page ends it when it runs too long).
+source), in a namespace of its own, then calls the functions it defines on random inputs and on the edge
+cases the pages discuss (and, for the detectors, on the patterns of the trained model whose weights params
+holds), and compares what they do with mha_core: the shape, the dtype, the values (within a tolerance) and,
+where the lesson is about memory, whether the result is a view of its input. The answer says pass, or names
+the first case that failed and how. In the browser this runs in a Python of its own, never the widgets'
+(the page ends it when it runs too long).
 """
 
 from __future__ import annotations
@@ -20,11 +21,15 @@ from typing import Callable
 
 import numpy as np
 
-from .attention import merge_heads, scaled_dot_product_attention, split_heads
-from .fields import Choice, Text, arguments
+from .attention import merge_heads, scaled_dot_product_attention, softmax, split_heads
+from .bridge.training_views import MAX_PARAMS_CHARS, decode_params
+from .detectors import detector_scores, ideal_patterns
+from .fields import Choice, Maybe, Text, arguments
+from .model import TrainConfig, forward
 from .presets import PRESETS
 from .rng import Random
 from .shapes import shape_report
+from .training import eval_batch
 
 FILENAME = "<your code>"  # how the reader's code is named in its errors
 PRINT_LIMIT = 4000  # characters of print output kept; the rest is counted, not kept
@@ -41,6 +46,7 @@ class Case:
     label: str  # the edge case it stands for, as the pages name it
     args: dict  # the reader's function's arguments, in order (passed by position), named for the messages
     causal: bool | None = None  # attention's keyword, when the case passes it
+    function: str = ""  # the reader's function it calls, where the exercise asks for more than one
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,12 @@ class Exercise:
     cases: Callable[[Random], list[Case]]
     expect: Callable[[Case], object]  # mha_core's answer, computed before the reader's function sees the inputs
     check: Callable[[Case, object, object], None]  # (case, expected, received); raises Failed
+    trained_cases: Callable[[dict], list[Case]] | None = None  # cases on a trained model, given its weights
+
+    @property
+    def functions(self) -> dict[str, str]:
+        """Each function the reader writes, by name: its signature (signature lists them, "; " between)."""
+        return {s.split("(")[0]: s for s in self.signature.split("; ")}
 
 
 # ---------------------------------------------------------------- describing inputs and results
@@ -68,6 +80,8 @@ def describe(value) -> str:
 def case_name(case: Case) -> str:
     args = ", ".join(f"{k}: {describe(v)}" for k, v in case.args.items())
     causal = "" if case.causal is None else f", causal={case.causal}"
+    if case.function:
+        return f'Case "{case.label}" ({case.function}({args}))'
     return f'Case "{case.label}" ({args}{causal})'
 
 
@@ -211,6 +225,140 @@ def kv_check(case: Case, expected: int, received) -> None:
     raise Failed(f"expected {expected:,} bytes ({expected / 2**30:.3g} GiB), received {received:,}.{hint}")
 
 
+# ---------------------------------------------------------------- the detectors
+
+SCORED = {"previous_token_score": "previous_token", "induction_score": "induction"}  # function -> detector
+TRAINED_SEED = 0  # the seed of the run the page ships: its evaluation batch is what its chart's scores measure
+
+
+def causal_pattern(scores: np.ndarray) -> np.ndarray:
+    """[B, h, n, n] attention weights from scores: softmax over the keys at or before each query."""
+    n = scores.shape[-1]
+    return softmax(np.where(np.tri(n, dtype=bool), scores, -np.inf))
+
+
+def random_pattern(rng, B: int, h: int, n: int) -> np.ndarray:
+    return causal_pattern(2 * random_array(rng, (B, h, n, n)))
+
+
+def even_pattern(B: int, h: int, n: int) -> np.ndarray:
+    """Every query's weight spread evenly over its keys: each row's largest weights tie."""
+    return causal_pattern(np.zeros((B, h, n, n)))
+
+
+def ideal_pattern(kind: str, tokens: np.ndarray, h: int) -> np.ndarray:
+    """[B, h, n, n]: a perfect head of kind, its weight spread over the targets; a query with none reads itself."""
+    targets = ideal_patterns(tokens)[kind]  # [B, n, n]
+    ideal = targets | (np.eye(tokens.shape[1], dtype=bool) & ~targets.any(-1, keepdims=True))
+    return np.repeat((ideal / ideal.sum(-1, keepdims=True))[:, None], h, axis=1)
+
+
+def repeated(block: list[int], n: int) -> list[int]:
+    return [block[t % len(block)] for t in range(n)]
+
+
+def detector_cases(rng) -> list[Case]:
+    def previous(label, pattern):
+        return Case(label, {"pattern": pattern}, function="previous_token_score")
+
+    def induction(label, pattern, tokens):
+        return Case(label, {"pattern": pattern, "tokens": np.array(tokens, dtype=np.int64)}, function="induction_score")
+
+    block = repeated([3, 1, 4, 0], 8)  # A B C D A B C D: queries 4 to 7 have a target each
+    three = repeated([5, 2, 7], 9)  # A B C three times: queries 6 to 8 have two targets each
+    return [
+        previous("a perfect previous-token head (the first token has no previous token)",
+                 ideal_pattern("previous_token", np.zeros((2, 5), dtype=np.int64), 2)),
+        previous("ties: each query's weight spread evenly", even_pattern(1, 2, 6)),
+        previous("random patterns", random_pattern(rng, 2, 3, 6)),
+        previous("one token: no query has a target", random_pattern(rng, 1, 2, 1)),
+        induction("a perfect induction head", ideal_pattern("induction", np.array([block]), 2), [block]),
+        induction("ties on a repeated block: each query's weight spread evenly", even_pattern(1, 2, 8), [block]),
+        induction("random patterns on a repeated block", random_pattern(rng, 1, 2, 8), [block]),
+        induction("a block seen three times: two targets for a query", random_pattern(rng, 1, 2, 9), [three]),
+        induction("B = 2, blocks of different lengths", random_pattern(rng, 2, 2, 8),
+                  [repeated([1, 2, 3, 4, 5, 6], 8), repeated([6, 0, 2], 8)]),
+        induction("no repeat: no query has a target", random_pattern(rng, 2, 2, 6), [[0, 1, 2, 3, 4, 5]] * 2),
+    ]
+
+
+def detector_trained_cases(params: dict) -> list[Case]:
+    """The trained model's patterns (its weights as the page ships them) on the sequences its scores are
+    measured on: blocks of varied lengths, repeated."""
+    config = TrainConfig()
+    tokens = eval_batch(config, TRAINED_SEED).astype(np.int64)  # [B, n]
+    patterns = forward(params, tokens, config)[1]  # [L] × [B, h, n, n]
+    return [
+        Case("the trained model's layer 0 on its evaluation sequences", {"pattern": patterns[0]},
+             function="previous_token_score"),
+        Case("the trained model's layer 1 on its evaluation sequences", {"pattern": patterns[1], "tokens": tokens},
+             function="induction_score"),
+    ]
+
+
+def case_targets(case: Case) -> tuple[str, np.ndarray, np.ndarray]:
+    """(detector, tokens [B, n], targets [B, n_q, n_k]) of a case; previous-token targets need no tokens."""
+    kind = SCORED[case.function]
+    pattern = case.args["pattern"]
+    tokens = case.args.get("tokens", np.zeros(pattern.shape[:1] + pattern.shape[-1:], dtype=np.int64))
+    return kind, tokens, ideal_patterns(tokens)[kind]
+
+
+def detector_expect(case: Case) -> np.ndarray:
+    kind, tokens, _ = case_targets(case)
+    return np.array(detector_scores.fn([case.args["pattern"].copy()], tokens)[kind][0])  # [h]
+
+
+def detector_mistakes(case: Case) -> list[tuple[np.ndarray, str]]:
+    """(the scores [h] a mistake gives, what the message says of it), for the mistakes the task warns of."""
+    kind, tokens, targets = case_targets(case)
+    pattern = case.args["pattern"]  # [B, h, n, n]
+    has = targets.any(-1)  # [B, n]: the queries with a target
+    count = max(int(has.sum()), 1)
+    on = (pattern * targets[:, None]).sum(-1)  # [B, h, n]: each query's attention on its targets
+    top = np.take_along_axis(targets[:, None], pattern.argmax(-1)[..., None], -1)[..., 0]  # [B, h, n]
+    own = (on.sum(-1) / np.maximum(has.sum(-1), 1)[:, None]).mean(0)  # [h]: each sequence's score, averaged
+    found = [(on.sum((0, 2)) / has.size, f"You divided by every query, as TransformerLens does; divide by the "
+                                         f"queries that have a target ({int(has.sum())} of {has.size} here)."),
+             (own, "You averaged each sequence's own score; pool the queries with a target of every sequence, "
+                   "each counting once."),
+             ((top & has[:, None]).sum((0, 2)) / count, "The score is the attention on the targets, not whether "
+                                                        "a query's largest weight is on one.")]
+    if kind == "induction":
+        duplicate = ideal_patterns(tokens)["duplicate_token"]  # [B, n, n]: the earlier occurrences themselves
+        last = np.cumsum(duplicate[..., ::-1], -1)[..., ::-1] == 1  # [B, n, n]: at or before the latest one
+        latest = np.zeros_like(duplicate)
+        latest[..., 1:] = (duplicate & last)[..., :-1]  # the key after the latest earlier occurrence only
+        found += [((pattern * duplicate[:, None]).sum((0, 2, 3)) / count,
+                   "You scored the earlier occurrence itself; the target is the key right after it."),
+                  ((pattern * latest[:, None]).sum((0, 2, 3)) / count,
+                   "A token seen more than once before has a target after each of its earlier occurrences.")]
+    return found
+
+
+def detector_check(case: Case, expected: np.ndarray, received) -> None:
+    h = expected.shape[0]
+    try:
+        got = None if received is None else np.asarray(received, dtype=np.float64)
+    except (TypeError, ValueError):
+        got = None
+    if got is None:
+        what = "None (is a `return` missing?)" if received is None else f"a {type(received).__name__}"
+        raise Failed(f"expected {h} scores, one per head, received {what}.")
+    if got.shape != (h,):
+        pooled = " Pool the queries of every sequence: the batch axis goes too." if got.shape[-1:] == (h,) else ""
+        raise Failed(f"expected shape [{h}], one score per head, received {list(got.shape)}.{pooled}")
+    close = np.isclose(got, expected, rtol=1e-7, atol=1e-10)
+    if close.all():
+        return
+    head = int(np.argmin(close))
+    hint = next((f" {words}" for scores, words in detector_mistakes(case)
+                 if np.allclose(got, scores) and not np.allclose(scores, expected)), "")
+    if not case_targets(case)[2].any():
+        hint = " No query here has a target, and then the score is 0 (not a division by zero)."
+    raise Failed(f"head {head}: expected {expected[head]:.6g}, received {got[head]:.6g}.{hint}")
+
+
 # ---------------------------------------------------------------- the exercises
 
 EXERCISES = {e.name: e for e in [
@@ -259,8 +407,32 @@ EXERCISES = {e.name: e for e in [
                  "    per_token = 2 * n_kv_heads * d_head  # a key and a value for each key/value head\n"
                  "    return n_layers * batch * seq_len * per_token * bytes_per_number\n",
         cases=kv_cases, expect=kv_expect, check=kv_check),
+    Exercise(
+        name="detectors", signature="previous_token_score(pattern); induction_score(pattern, tokens)",
+        task="Write previous_token_score(pattern) and induction_score(pattern, tokens): pattern is one layer's "
+             "attention, [B, h, n, n] (a row per query, a column per key), tokens [B, n]. Each returns h scores, "
+             "one per head: the attention its queries put on their targets, summed, divided by the number of "
+             "queries, in all B sequences, that have a target. Query i's previous-token target is key i − 1 (the "
+             "first token has none); its induction targets are the keys right after each earlier occurrence of "
+             "its token. Divide by those queries only, not by every query as TransformerLens does; with none, "
+             "the score is 0.",
+        skeleton="import numpy as np\n\n\ndef previous_token_score(pattern):\n"
+                 "    # pattern: [B, h, n, n] -> [h]: attention on key i - 1, per query that has one\n    ...\n\n\n"
+                 "def induction_score(pattern, tokens):\n"
+                 "    # pattern: [B, h, n, n], tokens: [B, n] -> [h]: attention on the keys right after\n"
+                 "    # earlier occurrences of the query's token, per query that has such a key\n    ...\n",
+        solution="import numpy as np\n\n\ndef previous_token_score(pattern):\n    B, h, n, _ = pattern.shape\n"
+                 "    on_target = np.diagonal(pattern, offset=-1, axis1=-2, axis2=-1)  # [B, h, n - 1]: key i - 1\n"
+                 "    return on_target.sum(axis=(0, 2)) / max(B * (n - 1), 1)  # queries 1 to n - 1 have one\n\n\n"
+                 "def induction_score(pattern, tokens):\n"
+                 "    same = tokens[:, :, None] == tokens[:, None, :]  # [B, n, n]: query i's token at key j\n"
+                 "    earlier = np.tril(same, k=-1)  # keys j < i only\n"
+                 "    targets = np.zeros_like(earlier)\n"
+                 "    targets[:, :, 1:] = earlier[:, :, :-1]  # key j + 1 follows an earlier occurrence j\n"
+                 "    on_target = (pattern * targets[:, None]).sum(axis=(0, 2, 3))  # [B, h, n, n] -> [h]\n"
+                 "    return on_target / max(targets.any(axis=-1).sum(), 1)  # queries with a target\n",
+        cases=detector_cases, expect=detector_expect, check=detector_check, trained_cases=detector_trained_cases),
 ]}
-FUNCTION_NAMES = {"kv_cache": "kv_cache_bytes"}  # the function an exercise asks for, where not its name
 
 
 # ---------------------------------------------------------------- running the reader's code
@@ -318,27 +490,49 @@ def answer(status: str, message: str, output: BoundedText) -> dict:
     return {"status": status, "message": message, "output": output.text()}
 
 
-@arguments(name=Choice(tuple(EXERCISES)), code=Text(MAX_CODE_CHARS))
-def run_exercise(name: str, code: str) -> dict:
-    """Run the reader's code for exercise name and check the function it defines, case by case.
+def _params_fit(args: dict) -> None:
+    """params are given exactly when the exercise checks a trained model."""
+    wanted = EXERCISES[args["name"]].trained_cases is not None
+    if wanted and args.get("params") is None:
+        raise ValueError(f"params is needed: the {args['name']} exercise checks your functions on the trained "
+                         "model's patterns too (its weights, as the page's training widget ships them).")
+    if not wanted and args.get("params") is not None:
+        raise ValueError(f"params is for an exercise on the trained model; {args['name']} takes none.")
+
+
+def exercise_cases(exercise: Exercise, params: str | None) -> list[Case]:
+    """The exercise's cases: random and edge cases, then those on the trained model whose weights params holds."""
+    cases = exercise.cases(Random(SEED))
+    if exercise.trained_cases is not None:
+        cases += exercise.trained_cases(decode_params(params, TrainConfig()))
+    return cases
+
+
+@arguments(_params_fit, name=Choice(tuple(EXERCISES)), code=Text(MAX_CODE_CHARS),
+           params=Maybe(Text(MAX_PARAMS_CHARS)))
+def run_exercise(name: str, code: str, params: str | None = None) -> dict:
+    """Run the reader's code for exercise name and check the functions it defines, case by case.
 
     Returns {status, message, output}: status "pass", "fail" (a case's result is wrong: the message names
     the case, its inputs, what was expected and what was received) or "error" (the code could not run: a
     syntax error or an exception, with the line in the reader's code); output is what the code printed.
+    params: the trained model's weights (mha_core.bridge.training_views.encode_params' form, the default
+    TrainConfig), for an exercise that checks the reader's functions on its patterns; None for the others.
     """
     exercise, output = EXERCISES[name], BoundedText()
-    function = FUNCTION_NAMES.get(name, name)
+    cases = exercise_cases(exercise, params)  # a misfit params is refused before the reader's code runs
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
         try:
             exec(compile(code, FILENAME, "exec"), namespace)
         except BaseException as error:  # the reader's error, reported; nothing is raised past here
             return answer("error", error_message(error, code), output)
-        fn = namespace.get(function)
-        if not callable(fn):
-            return answer("error", f"Your code does not define {exercise.signature}.", output)
-        cases = exercise.cases(Random(SEED))
+        missing = [sig for function, sig in exercise.functions.items() if not callable(namespace.get(function))]
+        if missing:
+            return answer("error", f"Your code does not define {missing[0]}.", output)
+        default = next(iter(exercise.functions))
         for case in cases:
+            fn = namespace[case.function or default]
             kwargs = {} if case.causal is None else {"causal": case.causal}
             expected = exercise.expect(case)
             try:

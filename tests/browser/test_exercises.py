@@ -3,7 +3,8 @@ insertion), Run, and the answer mha_core.exercises gives in the exercises' own P
 differently from the shipped one passes, wrong ones fail naming the case, a copy is refused as a copy, a syntax
 error and an exception show the reader's line, a huge print is cut, an endless loop is stopped within a few
 seconds (by the time limit, or by Stop) after which the same exercise passes and the page's widgets still
-compute. The code is kept across a reload; Reset restores the skeleton; the editor is keyboard-usable."""
+compute. The detectors are checked on the trained model the page carries. The code is kept across a reload; Reset
+restores the skeleton; the editor is keyboard-usable."""
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ from playwright.sync_api import expect
 
 import conftest
 from mha_core.exercises import EXERCISES
-from tests.core.test_exercises import RIGHT, WRONG
+from tests.core.test_exercises import RIGHT, TRAINED_CASE_FAILS, WRONG, WRONG_ON_THE_TRAINED_MODEL, trained_params
 from sitevisit.site import pages_with
 
 FIRST_RUN_MS = 120_000  # a first run starts the widgets' Python, then the exercises' own: slow on a busy machine
@@ -89,6 +90,15 @@ def test_a_right_solution_passes_and_wrong_ones_fail_naming_the_case(shared, nam
 
 def run_message(exercise) -> str:
     return exercise.locator("[data-output=result]").text_content()
+
+
+def test_the_detectors_are_checked_on_the_trained_model_the_page_carries(shared):
+    """The page hands the checks the weights of the run its training widget ships: a function wrong only on the
+    trained model's sequences fails on that case."""
+    exercise = shared("detectors")
+    assert exercise.get_attribute("data-params") == trained_params()
+    status, message = run(exercise, WRONG_ON_THE_TRAINED_MODEL)
+    assert status == "fail" and message.startswith(TRAINED_CASE_FAILS), message
 
 
 def test_a_copy_is_refused_and_errors_show_the_reader_s_line(shared):

@@ -67,7 +67,7 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
             live += use_widgets(page)
         else:
             assert_no_python(page, page_log.requests[before:])
-    assert sorted(live) == ["exercise"] * 4 + ["heads", "memory", "one-vs-many", "shapes", "training", "worked"]
+    assert sorted(live) == ["exercise"] * 5 + ["heads", "memory", "one-vs-many", "shapes", "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 

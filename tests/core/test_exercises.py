@@ -1,13 +1,26 @@
 """mha_core.exercises: the checks the browser runs on the reader's code. Each shipped solution passes, and so do
 right solutions written differently; wrong ones fail with a message that names the case, its inputs and what
 differed; a copy where a view is asked for is refused as a copy; errors point at the reader's line; print output
-is kept, bounded; the widgets' bridge cannot run code."""
+is kept, bounded; the widgets' bridge cannot run code. The detectors exercise is checked on the weights of the run
+the page ships, as the page hands them over."""
 
+import json
 
 import numpy as np
 import pytest
 
 from mha_core.exercises import EXERCISES, PRINT_LIMIT, run_exercise
+from widgets.training.widget import asset_bytes as training_run
+
+
+def trained_params() -> str:
+    """The trained model's weights as the page carries them: the shipped run's last checkpoint."""
+    return json.loads(training_run())["checkpoints"][-1]["params"]
+
+
+def run(name: str, code: str) -> dict:
+    """run_exercise as the page calls it: with the trained model's weights for an exercise checked on them."""
+    return run_exercise(name, code, trained_params() if EXERCISES[name].trained_cases else None)
 
 # Right, and written unlike the shipped solutions.
 RIGHT = {
@@ -45,7 +58,45 @@ def kv_cache_bytes(n_layers, batch, seq_len, n_heads, n_kv_heads, d_head, bytes_
     keys = values = batch * seq_len * n_kv_heads * d_head
     return n_layers * (keys + values) * bytes_per_number
 """,
+    "detectors": """
+import numpy as np
+
+def previous_token_score(pattern):
+    B, h, n, _ = pattern.shape
+    total, count = np.zeros(h), 0
+    for b in range(B):
+        for i in range(1, n):
+            total += pattern[b, :, i, i - 1]
+            count += 1
+    return total / count if count else total
+
+def induction_score(pattern, tokens):
+    B, h, n, _ = pattern.shape
+    total, count = np.zeros(h), 0
+    for b in range(B):
+        for i in range(n):
+            keys = [j + 1 for j in range(i) if tokens[b, j] == tokens[b, i]]
+            if keys:
+                total += pattern[b, :, i, keys].sum(axis=0)
+                count += 1
+    return total / count if count else total
+""",
 }
+DETECTORS = RIGHT["detectors"]
+PREVIOUS_END = "return total / count if count else total\n\ndef induction"
+PER_SEQUENCE = """def induction_score(pattern, tokens):
+    B, h, n, _ = pattern.shape
+    scores = np.zeros((B, h))
+    for b in range(B):
+        count = 0
+        for i in range(n):
+            keys = [j + 1 for j in range(i) if tokens[b, j] == tokens[b, i]]
+            if keys:
+                scores[b] += pattern[b, :, i, keys].sum(axis=0)
+                count += 1
+        scores[b] /= max(count, 1)
+    return scores.mean(axis=0)
+"""
 
 # Wrong, each in one way: (exercise, code, words the message must hold).
 WRONG = [
@@ -75,32 +126,62 @@ WRONG = [
      ['Case "Llama 3 8B', "n_kv_heads: 8", "expected 1,073,741,824 bytes", "every query head"]),
     ("kv_cache", RIGHT["kv_cache"].replace("(keys + values)", "keys"),
      ['Case "GPT-2 small', "Both keys and values"]),
+    ("detectors", DETECTORS.replace(PREVIOUS_END, "return total / (B * n)\n\ndef induction"),
+     ['Case "a perfect previous-token head', "previous_token_score(pattern: [2, 2, 5, 5] float64)",
+      "head 0: expected 1, received 0.8.", "as TransformerLens does", "(8 of 10 here)"]),
+    ("detectors", DETECTORS.replace("pattern[b, :, i, i - 1]", "pattern[b, :, i - 1, i]"),
+     ['Case "a perfect previous-token head', "head 0: expected 1, received 0."]),
+    ("detectors", DETECTORS.replace("total += pattern[b, :, i, i - 1]",
+                                    "total += pattern[b, :, i].argmax(-1) == i - 1"),
+     ['Case "ties: each query\'s weight spread evenly"', "not whether a query's largest weight is on one"]),
+    ("detectors", DETECTORS.replace(PREVIOUS_END, "return total / count\n\ndef induction"),
+     ['Case "one token: no query has a target"', "expected 0, received nan", "the score is 0"]),
+    ("detectors", DETECTORS.replace("keys = [j + 1 for", "keys = [j for"),
+     ['Case "a perfect induction head" (induction_score(pattern: [1, 2, 8, 8] float64, tokens: [1, 8] int64))',
+      "head 0: expected 1, received 0.", "the earlier occurrence itself"]),
+    ("detectors", DETECTORS.replace("total += pattern[b, :, i, keys].sum(axis=0)",
+                                    "total += np.isin(pattern[b, :, i].argmax(-1), keys)"),
+     ['Case "ties on a repeated block', "not whether a query's largest weight is on one"]),
+    ("detectors", DETECTORS.rsplit("return total / count if count else total", 1)[0] + "return total / (B * n)\n",
+     ['Case "a perfect induction head"', "as TransformerLens does", "(4 of 8 here)"]),
+    ("detectors", DETECTORS.replace("if tokens[b, j] == tokens[b, i]]", "if tokens[b, j] == tokens[b, i]][-1:]"),
+     ['Case "a block seen three times', "a target after each of its earlier occurrences"]),
+    ("detectors", DETECTORS.split("def induction_score")[0] + PER_SEQUENCE,
+     ['Case "B = 2, blocks of different lengths"', "each sequence's own score"]),
+    ("detectors", DETECTORS.rsplit("return total / count if count else total", 1)[0] + "return total / count\n",
+     ['Case "no repeat: no query has a target"', "(not a division by zero)"]),
+    ("detectors", DETECTORS.replace("total, count = np.zeros(h), 0", "total, count = np.zeros((B, h)), 0", 1).replace(
+        "total += pattern[b, :, i, i - 1]", "total[b] += pattern[b, :, i, i - 1]"),
+     ['Case "a perfect previous-token head', "expected shape [2], one score per head, received [2, 2]",
+      "the batch axis"]),
+    ("detectors", DETECTORS.split("def induction_score")[0],
+     ["Your code does not define induction_score(pattern, tokens)."]),
 ]
 
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_the_shipped_solution_passes(name):
-    answer = run_exercise(name, EXERCISES[name].solution)
+    answer = run(name, EXERCISES[name].solution)
     assert answer["status"] == "pass", answer["message"]
     assert answer["message"].startswith("Passed all")
 
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_a_right_solution_written_differently_passes(name):
-    answer = run_exercise(name, RIGHT[name])
+    answer = run(name, RIGHT[name])
     assert answer == {"status": "pass", "message": answer["message"], "output": ""}, answer["message"]
 
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_the_skeleton_fails_on_the_first_case(name):
-    answer = run_exercise(name, EXERCISES[name].skeleton)
+    answer = run(name, EXERCISES[name].skeleton)
     assert answer["status"] == "fail"
     assert answer["message"].startswith('Case "')
 
 
 @pytest.mark.parametrize("name, code, words", WRONG)
 def test_a_wrong_solution_fails_naming_the_case(name, code, words):
-    answer = run_exercise(name, code)
+    answer = run(name, code)
     assert answer["status"] in ("fail", "error"), answer
     for word in words:
         assert word in answer["message"], answer["message"]
@@ -112,6 +193,10 @@ def test_every_case_the_pages_discuss_is_checked():
         labels = " ".join(c.label for c in EXERCISES[name].cases(Random(0)))
         for edge in ("h = 1", "n = 1", "B > 1", "non-contiguous", "float32"):
             assert edge in labels, (name, edge)
+    detectors = " ".join(c.label for c in EXERCISES["detectors"].cases(Random(0)))
+    for edge in ("no repeat: no query has a target", "the first token has no previous token", "ties",
+                 "one token: no query has a target", "two targets", "B = 2"):
+        assert edge in detectors, edge
 
 
 def test_a_copy_is_refused_as_a_copy_even_when_its_values_are_right():
@@ -186,3 +271,55 @@ def test_run_exercise_refuses_nonsense_by_name(args, message):
     with pytest.raises(ValueError) as refused:
         run_exercise(**args)
     assert str(refused.value).startswith(message)
+
+
+# ---------------------------------------------------------------- the detectors, on the trained model
+
+# Right on every constructed case, wrong on the trained model's sequences (n = 32): only its case can fail it.
+WRONG_ON_THE_TRAINED_MODEL = DETECTORS.replace(
+    PREVIOUS_END, "if n == 32:\n        total *= 0.9\n    " + PREVIOUS_END)
+TRAINED_CASE_FAILS = ('Case "the trained model\'s layer 0 on its evaluation sequences" '
+                      '(previous_token_score(pattern: [16, 2, 32, 32] float64)): head 0: expected ')
+
+
+def test_the_detectors_are_checked_on_the_trained_model_s_patterns_as_its_chart_scores_them():
+    """The trained cases run the shipped run's last checkpoint on its evaluation sequences: mha_core's detector
+    gives there the scores the training widget's chart shows (rounded to 3 decimals; the page's weights are
+    float16)."""
+    from mha_core.bridge.training_views import decode_params
+    from mha_core.model import TrainConfig
+    exercise = EXERCISES["detectors"]
+    cases = exercise.trained_cases(decode_params(trained_params(), TrainConfig()))
+    shown = json.loads(training_run())["history"][-1]["scores"]
+    for case, layer, kind in zip(cases, (0, 1), ("previous_token", "induction")):
+        assert case.args["pattern"].shape == (16, 2, 32, 32), case.label
+        assert np.allclose(exercise.expect(case), shown[kind][layer], atol=2e-3), (case.label, shown[kind][layer])
+    answer = run("detectors", WRONG_ON_THE_TRAINED_MODEL)
+    assert answer["status"] == "fail"
+    assert answer["message"].startswith(TRAINED_CASE_FAILS), answer["message"]
+
+
+def test_the_detectors_exercise_needs_the_trained_weights_and_the_others_refuse_them():
+    with pytest.raises(ValueError, match="^params is needed: the detectors exercise checks"):
+        run_exercise("detectors", DETECTORS)
+    with pytest.raises(ValueError, match="^params is for an exercise on the trained model; kv_cache takes none"):
+        run_exercise("kv_cache", RIGHT["kv_cache"], trained_params())
+    with pytest.raises(ValueError, match="^params hold 3 numbers, but this config has"):
+        run_exercise("detectors", DETECTORS, "AAAAAAAA")
+    with pytest.raises(ValueError, match="^params must be a string"):
+        run_exercise("detectors", DETECTORS, 3)
+
+
+@pytest.mark.parametrize("n, P", [(32, 5), (32, 16), (9, 3)])
+def test_a_perfect_induction_head_scores_1_and_n_minus_p_over_n_counting_every_query(n, P):
+    """What-heads-learn's question: its score counts the queries with a target; TransformerLens's, every query."""
+    from mha_core.detectors import detector_scores
+    from mha_core.exercises import ideal_pattern, repeated
+    tokens = np.array([repeated(list(range(P)), n)])  # [1, n]: a block of P distinct tokens, repeated
+    perfect = ideal_pattern("induction", tokens, 1)  # [1, 1, n, n]
+    assert detector_scores([perfect], tokens)["induction"][0][0] == pytest.approx(1.0)
+    after = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        for j in range(i):
+            after[i, j + 1] |= bool(tokens[0, j] == tokens[0, i])  # the key after an earlier occurrence
+    assert (perfect[0, 0] * after).sum() / n == pytest.approx((n - P) / n)

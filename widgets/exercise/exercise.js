@@ -92,7 +92,8 @@ class Exercise {
     const run = ++this.run;
     this.show("running", "Running your code…", "");
     const tell = (message) => run === this.run && this.show("running", message);
-    const { status, message, output: printed } = await runExercise(this.name, this.editor.code(), tell);
+    const inputs = this.root.dataset.params ? { params: this.root.dataset.params } : {}; // the trained model's
+    const { status, message, output: printed } = await runExercise(this.name, this.editor.code(), tell, inputs);
     if (run !== this.run) return; // stopped meanwhile
     this.show(status, message, printed);
     this.button("solution").hidden = false;

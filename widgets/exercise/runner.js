@@ -54,8 +54,8 @@ function ended(current, err) {
 
 /** Run the reader's code for exercise name in the exercises' Python: {status, message, output}. status is
  * pass, fail or error (mha_core.exercises.run_exercise), or stopped (Stop, or the time limit). tell(message)
- * says what the run waits for meanwhile. */
-export async function runExercise(name, code, tell) {
+ * says what the run waits for meanwhile; inputs, run_exercise's other arguments (params). */
+export async function runExercise(name, code, tell, inputs = {}) {
   let current = null;
   try {
     current = await exercisesPython(tell);
@@ -71,7 +71,7 @@ export async function runExercise(name, code, tell) {
   tell("Running your code…");
   const limit = setTimeout(() => stopPython("time limit"), TIME_LIMIT_MS);
   try {
-    const reply = JSON.parse(await current.send("run_exercise", JSON.stringify({ name, code })));
+    const reply = JSON.parse(await current.send("run_exercise", JSON.stringify({ ...inputs, name, code })));
     return reply.ok ? reply.result : { status: "error", message: reply.error, output: "" };
   } catch (err) {
     return ended(current, err);

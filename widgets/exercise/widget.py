@@ -1,11 +1,16 @@
 """Build-time side of an exercise: its task, skeleton and solution, from mha_core.exercises (the one place
-they are defined, with the checks the browser runs), and the editor's bundle (sitebuild/editor.py)."""
+they are defined, with the checks the browser runs), and the editor's bundle (sitebuild/editor.py). An exercise
+checked on the trained model also carries that model's weights: the last checkpoint of the run the training
+widget ships (widgets/training/widget.py), which Run hands to the checks."""
 from __future__ import annotations
+
+import json
 
 from markupsafe import Markup, escape
 
 from mha_core.exercises import EXERCISES, exercise_info
 from sitebuild import editor
+from widgets.training.widget import asset_bytes as training_run
 
 OPTIONS = {"name": str}
 
@@ -14,7 +19,9 @@ def context(name: str = "") -> dict:
     if name not in EXERCISES:
         raise ValueError(f"unknown exercise name={name!r} (known: {', '.join(EXERCISES)})")
     info = exercise_info(name)
-    return {"exercise": info, "skeleton": one_line(info["skeleton"]), "solution": one_line(info["solution"])}
+    params = json.loads(training_run())["checkpoints"][-1]["params"] if EXERCISES[name].trained_cases else None
+    return {"exercise": info, "skeleton": one_line(info["skeleton"]), "solution": one_line(info["solution"]),
+            "params": params}
 
 
 def one_line(code: str) -> Markup:

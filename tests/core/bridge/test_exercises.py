@@ -5,7 +5,7 @@ import pytest
 
 from mha_core import bridge
 from mha_core.bridge import exercises
-from tests.core.test_exercises import RIGHT
+from tests.core.test_exercises import RIGHT, trained_params
 
 
 def ask(fn: str, **args) -> dict:
@@ -15,6 +15,14 @@ def ask(fn: str, **args) -> dict:
 def test_a_right_answer_passes_through_the_entry_point():
     answer = ask("run_exercise", name="kv_cache", code=RIGHT["kv_cache"])
     assert answer["ok"] and answer["result"]["status"] == "pass"
+
+
+def test_the_detectors_are_checked_with_the_trained_weights_the_page_hands_over():
+    answer = ask("run_exercise", name="detectors", code=RIGHT["detectors"], params=trained_params())
+    assert answer["ok"] and answer["result"]["status"] == "pass", answer
+    assert "the trained model's layer 1 on its evaluation sequences" in answer["result"]["message"]
+    refused = ask("run_exercise", name="detectors", code=RIGHT["detectors"])
+    assert not refused["ok"] and refused["error"].startswith("params is needed"), refused
 
 
 def test_the_widgets_bridge_cannot_run_a_reader_s_code():
