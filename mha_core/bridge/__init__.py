@@ -19,9 +19,10 @@ from ..config import LIMITS, check_config
 from ..heads import HEAD_KINDS, MAX_TEXT_CHARS, head_patterns, head_weights
 from ..memory import HEAD_CHOICES, MAX_TOKENS as MEMORY_TOKENS, memory_steps
 from ..model import MAX_STEP_FLOPS, TrainConfig
-from ..one_vs_many import MAX_WEIGHT, one_vs_many
+from ..one_vs_many import MAX_WEIGHT
 from ..presets import presets
 from ..shapes import param_count, shape_report
+from ..views.one_vs_many import one_vs_many_view
 from ..worked import MAX_SEED, TOKENS, VOCAB, worked_example
 from .fields import Between, Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens, Whole
 from .training_views import training_advance, training_evaluate, training_start, training_stop
@@ -74,7 +75,7 @@ FUNCTIONS = {
                               tokens=ListOf(Choice(VOCAB), len(TOKENS), length=len(TOKENS))),
     "memory_steps": declare(memory_steps, n_tokens=Whole(1, MEMORY_TOKENS),
                             n_heads=Choice(HEAD_CHOICES, "d_model = 8"), wrong=Flag()),
-    "one_vs_many": declare(one_vs_many, subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT),
+    "one_vs_many_view": declare(one_vs_many_view, subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT),
                            previous=Between(0, MAX_WEIGHT), wide=Flag()),
     "training_start": declare(training_start, config=TRAIN_CONFIG, seed=SEED),
     "training_advance": declare(training_advance, run=RUN, budget_ms=Number(0, MAX_BUDGET_MS)),

@@ -20,7 +20,7 @@ def call(fn, args):
 
 def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shape_report", "param_count", "presets",
-                                    "head_patterns", "head_weights", "worked_example", "memory_steps", "one_vs_many",
+                                    "head_patterns", "head_weights", "worked_example", "memory_steps", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate"}
 
 
