@@ -17,11 +17,12 @@ import numpy as np
 
 from ..config import LIMITS, check_config
 from ..heads import HEAD_KINDS, MAX_TEXT_CHARS, head_patterns, head_weights
-from ..memory import HEAD_CHOICES, MAX_TOKENS as MEMORY_TOKENS, memory_steps
+from ..memory import HEAD_CHOICES, MAX_TOKENS as MEMORY_TOKENS
 from ..model import MAX_STEP_FLOPS, TrainConfig
 from ..one_vs_many import MAX_WEIGHT
 from ..presets import presets
 from ..shapes import param_count, shape_report
+from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
 from ..worked import MAX_SEED, TOKENS, VOCAB, worked_example
 from .fields import Between, Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens, Whole
@@ -73,7 +74,7 @@ FUNCTIONS = {
     "head_weights": declare(head_weights, text_or_tokens=TextOrTokens(MAX_TEXT_CHARS), ablate=HEAD_ABLATE),
     "worked_example": declare(worked_example, seed=Whole(1, MAX_SEED + 1),
                               tokens=ListOf(Choice(VOCAB), len(TOKENS), length=len(TOKENS))),
-    "memory_steps": declare(memory_steps, n_tokens=Whole(1, MEMORY_TOKENS),
+    "memory_view": declare(memory_view, n_tokens=Whole(1, MEMORY_TOKENS),
                             n_heads=Choice(HEAD_CHOICES, "d_model = 8"), wrong=Flag()),
     "one_vs_many_view": declare(one_vs_many_view, subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT),
                            previous=Between(0, MAX_WEIGHT), wide=Flag()),

@@ -7,7 +7,7 @@ widgets/runtime/bind.js, fills the same slots):
      "outputs": {name: slot}}       what fills each data-output="name" element
 
 A slot is text, or {text, value (data-value), vars ({"--v": number}, for pictures), label (aria-label),
-hidden, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
+hidden, title, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
 outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same keys.
 """
 

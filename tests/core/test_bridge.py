@@ -20,7 +20,7 @@ def call(fn, args):
 
 def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shape_report", "param_count", "presets",
-                                    "head_patterns", "head_weights", "worked_example", "memory_steps", "one_vs_many_view",
+                                    "head_patterns", "head_weights", "worked_example", "memory_view", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate"}
 
 
@@ -122,7 +122,7 @@ GOOD = {
     "head_patterns": {"text_or_tokens": "a b a b"},
     "head_weights": {"text_or_tokens": "a b a b"},
     "worked_example": {"seed": 1},
-    "memory_steps": {},
+    "memory_view": {},
     "training_start": {"config": {"batch": 2}},
     "training_stop": {"run": 1},
 }
@@ -147,9 +147,9 @@ BAD = [  # function, the argument changed, its bad value, the message
     ("worked_example", "seed", 2**32 + 1, "seed must be at most 4,294,967,296"),
     ("worked_example", "tokens", ["the", "dog", "sat"], "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
     ("worked_example", "tokens", ["cat"], "tokens must hold 3 items, got 1."),
-    ("memory_steps", "n_tokens", 5, "n_tokens must be at most 4, got 5."),
-    ("memory_steps", "n_heads", 3, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
-    ("memory_steps", "wrong", "yes", "wrong must be true or false, got 'yes'."),
+    ("memory_view", "n_tokens", 5, "n_tokens must be at most 4, got 5."),
+    ("memory_view", "n_heads", 3, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
+    ("memory_view", "wrong", "yes", "wrong must be true or false, got 'yes'."),
     ("training_start", "config", {"n_heads": 0}, "n_heads must be at least 1, got 0."),
     ("training_start", "config", {"n_heads": 9}, "n_heads must be at most 8, got 9."),
     ("training_start", "config", {"min_period": 1}, "min_period must be at least 2, got 1."),
@@ -188,8 +188,8 @@ EDGES = [  # the values at the ends of each declared range are accepted
     ("head_patterns", {"text_or_tokens": "a" * 100_000, "ablate": ["previous_token", "positional", "content", "induction"]}),
     ("head_weights", {"text_or_tokens": ["x"], "ablate": []}),
     ("worked_example", {"seed": 2**32, "tokens": ["mat", "mat", "mat"]}),
-    ("memory_steps", {"n_tokens": 1, "n_heads": 4, "wrong": True}),
-    ("memory_steps", {"n_tokens": 4, "n_heads": 1}),
+    ("memory_view", {"n_tokens": 1, "n_heads": 4, "wrong": True}),
+    ("memory_view", {"n_tokens": 4, "n_heads": 1}),
     ("training_start", {"config": {"min_period": 2, "max_period": 2, "seq_len": 4, "batch": 1, "lr": 10}, "seed": 2**32 - 1}),
     ("training_start", {"config": {"vocab": 64, "max_period": 62, "seq_len": 64, "batch": 1, "n_layers": 1,
                                    "n_heads": 1, "d_model": 1, "d_head": 1, "init_scale": 10}, "seed": 0}),
@@ -206,7 +206,7 @@ def test_the_limits_a_page_carries_are_the_declared_ones():
     assert bridge.limits("shape_report")["d_model"] == {"min": 1, "max": LIMITS["d_model"]}
     config = bridge.limits("training_start")["config"]
     assert config["min_period"] == {"min": 2, "max": 62} and config["n_heads"] == {"min": 1, "max": 8}
-    assert bridge.limits("memory_steps")["n_heads"] == {"values": [1, 2, 4]}
+    assert bridge.limits("memory_view")["n_heads"] == {"values": [1, 2, 4]}
 
 
 anything = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**30), st.floats(), st.text(max_size=3),

@@ -2,20 +2,22 @@
 // the slots its template rendered at build time (widgets/shared/slots.html.j2 renders the same keys).
 // Text goes in as text; only what changed is written, so a view costs little more than its changes.
 //   text -> textContent   value -> data-value   vars -> CSS variables (--v, --w)   label -> aria-label
-//   hidden -> hidden      data -> data-*        rows -> repeated elements, cloned from the <template> child
+//   hidden -> hidden      title -> title        data -> data-*
+//   rows -> repeated elements, cloned from the element's <template>, its last child
 //   outputs -> {name: slot} of the element's own data-output descendants
 import { setData, setText } from "./dom.js";
 
 /** The elements of scope marked data-output="name". */
 const slotsIn = (scope, name) => scope.querySelectorAll(`[data-output="${CSS.escape(name)}"]`);
 
-/** el's repeated children (the <template> aside), made as many as count by cloning or removing. */
+/** el's repeated children (its last child, the <template>, aside), made as many as count by cloning or
+ * removing: the template stays last, so the first row is its element's first child. */
 function rowsOf(el, count) {
   const template = el.querySelector(":scope > template");
   const rows = () => [...el.children].filter((child) => child !== template);
   let have = rows();
   if (have.length !== count) {
-    for (let i = have.length; i < count; i++) el.append(template.content.firstElementChild.cloneNode(true));
+    for (let i = have.length; i < count; i++) template.before(template.content.firstElementChild.cloneNode(true));
     for (const extra of have.slice(count)) extra.remove();
     have = rows();
   }
@@ -33,6 +35,7 @@ export function put(el, slot) {
   if ("text" in slot) setText(el, slot.text);
   if ("value" in slot) setData(el, "value", String(slot.value));
   if ("label" in slot && el.getAttribute("aria-label") !== slot.label) el.setAttribute("aria-label", slot.label);
+  if ("title" in slot && el.title !== slot.title) el.title = slot.title;
   if ("hidden" in slot) el.hidden = Boolean(slot.hidden);
   for (const [name, value] of Object.entries(slot.vars ?? {})) setVar(el, name, value);
   for (const [key, value] of Object.entries(slot.data ?? {})) el.setAttribute(`data-${key}`, String(value));
