@@ -104,7 +104,8 @@ def check_small_widget(name, widget, value) -> None:
         shown = widget.evaluate("root => [...root.querySelectorAll('[data-output=\"steps\"] > li')].map(li => li.dataset.strides)")
         assert shown == [",".join(map(str, s["strides_bytes"])) for s in want["steps"]]
     else:
-        want = mha_core.worked_example(value)["matrices"]["out"]["text"]
+        from mha_core.views.worked import worked_view
+        want = [[cell["text"] for cell in row["rows"]] for row in worked_view(value)["outputs"]["matrix-out"]["rows"]]
         shown = widget.evaluate("root => [...root.querySelector('table[data-matrix=\"out\"]').rows].map(r => [...r.querySelectorAll('td')].map(td => td.textContent))")
         assert shown == want
 

@@ -24,7 +24,8 @@ from ..presets import presets
 from ..shapes import param_count, shape_report
 from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
-from ..worked import MAX_SEED, TOKENS, VOCAB, worked_example
+from ..views.worked import worked_view
+from ..worked import MAX_SEED, TOKENS, VOCAB
 from .fields import Between, Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens, Whole
 from .training_views import training_advance, training_evaluate, training_start, training_stop
 
@@ -72,7 +73,7 @@ FUNCTIONS = {
     "presets": declare(presets),
     "head_patterns": declare(head_patterns, text_or_tokens=TextOrTokens(MAX_TEXT_CHARS), ablate=HEAD_ABLATE),
     "head_weights": declare(head_weights, text_or_tokens=TextOrTokens(MAX_TEXT_CHARS), ablate=HEAD_ABLATE),
-    "worked_example": declare(worked_example, seed=Whole(1, MAX_SEED + 1),
+    "worked_view": declare(worked_view, seed=Whole(1, MAX_SEED + 1),
                               tokens=ListOf(Choice(VOCAB), len(TOKENS), length=len(TOKENS))),
     "memory_view": declare(memory_view, n_tokens=Whole(1, MEMORY_TOKENS),
                             n_heads=Choice(HEAD_CHOICES, "d_model = 8"), wrong=Flag()),

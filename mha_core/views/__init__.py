@@ -14,12 +14,18 @@ outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders
 from __future__ import annotations
 
 
+def decimal(value: float, decimals: int = 2) -> str:
+    """0.5 -> '0.50', -1.25 -> '−1.25' (a true minus sign); never '−0.00'."""
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text.replace("-", "\u2212")
+
+
 def fraction(value: float, signed: bool = False) -> dict:
-    """A number between about -1 and 1 as a slot: text to 2 decimals, value (data-value) to 4; no "-0.00", a
-    minus sign rather than a hyphen, and "+" before a positive signed number."""
+    """A number between about -1 and 1 as a slot: text to 2 decimals (decimal's), value (data-value) to 4,
+    and "+" before a positive signed number."""
     value = round(float(value), 4) + 0.0
-    text = f"{value:.2f}".replace("-0.00", "0.00")
-    return {"value": f"{value:.4f}", "text": "+" + text if signed and value >= 0.005 else text.replace("-", "−")}
+    text = decimal(value)
+    return {"value": f"{value:.4f}", "text": "+" + text if signed and value >= 0.005 else text}
 
 
 def plural(n: int, word: str) -> str:

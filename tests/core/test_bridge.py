@@ -20,7 +20,7 @@ def call(fn, args):
 
 def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shape_report", "param_count", "presets",
-                                    "head_patterns", "head_weights", "worked_example", "memory_view", "one_vs_many_view",
+                                    "head_patterns", "head_weights", "worked_view", "memory_view", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate"}
 
 
@@ -121,7 +121,7 @@ GOOD = {
     "param_count": {"d_model": 512, "n_heads": 8},
     "head_patterns": {"text_or_tokens": "a b a b"},
     "head_weights": {"text_or_tokens": "a b a b"},
-    "worked_example": {"seed": 1},
+    "worked_view": {"seed": 1},
     "memory_view": {},
     "training_start": {"config": {"batch": 2}},
     "training_stop": {"run": 1},
@@ -143,10 +143,10 @@ BAD = [  # function, the argument changed, its bad value, the message
     ("head_patterns", "text_or_tokens", ["a", 3], "text_or_tokens must be a string or a list of 1 to 100,000"),
     ("head_patterns", "ablate", "previous_token", "ablate must be a list, got 'previous_token'."),
     ("head_weights", "ablate", ["nope"], "ablate[0] must be one of previous_token, positional, induction, content"),
-    ("worked_example", "seed", 0, "seed must be at least 1, got 0."),
-    ("worked_example", "seed", 2**32 + 1, "seed must be at most 4,294,967,296"),
-    ("worked_example", "tokens", ["the", "dog", "sat"], "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
-    ("worked_example", "tokens", ["cat"], "tokens must hold 3 items, got 1."),
+    ("worked_view", "seed", 0, "seed must be at least 1, got 0."),
+    ("worked_view", "seed", 2**32 + 1, "seed must be at most 4,294,967,296"),
+    ("worked_view", "tokens", ["the", "dog", "sat"], "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
+    ("worked_view", "tokens", ["cat"], "tokens must hold 3 items, got 1."),
     ("memory_view", "n_tokens", 5, "n_tokens must be at most 4, got 5."),
     ("memory_view", "n_heads", 3, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
     ("memory_view", "wrong", "yes", "wrong must be true or false, got 'yes'."),
@@ -187,7 +187,7 @@ EDGES = [  # the values at the ends of each declared range are accepted
     ("shape_report", {"d_model": 1, "n_heads": 1, "seq_len": 1, "batch": 1, "n_layers": 1, "dtype_bytes": 1}),
     ("head_patterns", {"text_or_tokens": "a" * 100_000, "ablate": ["previous_token", "positional", "content", "induction"]}),
     ("head_weights", {"text_or_tokens": ["x"], "ablate": []}),
-    ("worked_example", {"seed": 2**32, "tokens": ["mat", "mat", "mat"]}),
+    ("worked_view", {"seed": 2**32, "tokens": ["mat", "mat", "mat"]}),
     ("memory_view", {"n_tokens": 1, "n_heads": 4, "wrong": True}),
     ("memory_view", {"n_tokens": 4, "n_heads": 1}),
     ("training_start", {"config": {"min_period": 2, "max_period": 2, "seq_len": 4, "batch": 1, "lr": 10}, "seed": 2**32 - 1}),

@@ -10,14 +10,16 @@ import { setData, setText } from "./dom.js";
 /** The elements of scope marked data-output="name". */
 const slotsIn = (scope, name) => scope.querySelectorAll(`[data-output="${CSS.escape(name)}"]`);
 
-/** el's repeated children (its last child, the <template>, aside), made as many as count by cloning or
- * removing: the template stays last, so the first row is its element's first child. */
+/** el's repeated children (those of its <template>'s tag: a row's <th> is not one of its <td>s), made as many
+ * as count by cloning the template's element or removing; the template stays last, so a new row comes
+ * after the others. */
 function rowsOf(el, count) {
   const template = el.querySelector(":scope > template");
-  const rows = () => [...el.children].filter((child) => child !== template);
+  const row = template.content.firstElementChild;
+  const rows = () => [...el.children].filter((child) => child.tagName === row.tagName);
   let have = rows();
   if (have.length !== count) {
-    for (let i = have.length; i < count; i++) template.before(template.content.firstElementChild.cloneNode(true));
+    for (let i = have.length; i < count; i++) template.before(row.cloneNode(true));
     for (const extra of have.slice(count)) extra.remove();
     have = rows();
   }
