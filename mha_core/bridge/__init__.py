@@ -21,9 +21,10 @@ from ..memory import HEAD_CHOICES, MAX_TOKENS as MEMORY_TOKENS
 from ..model import MAX_STEP_FLOPS, TrainConfig
 from ..one_vs_many import MAX_WEIGHT
 from ..presets import presets
-from ..shapes import param_count, shape_report
+from ..shapes import param_count
 from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
+from ..views.shapes import shapes_view
 from ..views.worked import worked_view
 from ..worked import MAX_SEED, TOKENS, VOCAB
 from .fields import Between, Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens, Whole
@@ -67,7 +68,7 @@ MAX_PARAMS_CHARS = 4 * MAX_STEP_FLOPS  # base64 of float16 weights: far more tha
 
 FUNCTIONS = {
     "check_config": declare(check_config, **LAYER),
-    "shape_report": declare(shape_report, **LAYER, seq_len=SIZES["seq_len"], batch=SIZES["batch"], bias=BIAS,
+    "shapes_view": declare(shapes_view, **LAYER, seq_len=SIZES["seq_len"], batch=SIZES["batch"], bias=BIAS,
                             dtype_bytes=DTYPE_BYTES, n_layers=SIZES["n_layers"]),
     "param_count": declare(param_count, **LAYER, bias=BIAS),
     "presets": declare(presets),

@@ -203,7 +203,7 @@ ANSWERS = """async ([url, sentence]) => {
   const { call } = await import(url);
   return JSON.stringify([await call("head_patterns", { text_or_tokens: sentence, ablate: ["previous_token"] }),
                          await call("worked_view", { seed: 3 }), await call("memory_view", { wrong: true }),
-                         await call("shape_report", { d_model: 96, n_heads: 6, seq_len: 7, batch: 2 }),
+                         await call("shapes_view", { d_model: 96, n_heads: 6, seq_len: 7, batch: 2 }),
                          await call("training_start", { seed: 1 })]);
 }"""
 

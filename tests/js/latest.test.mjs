@@ -61,3 +61,32 @@ test("the failure of an out-of-date call is dropped; the latest one's is reporte
   await again;
   assert.deepEqual(w.settled, ["new", null]);
 });
+
+test("an ask that throws at once (the controls hold nothing to ask) settles, and the next request runs", async () => {
+  const shown = [];
+  const settled = [];
+  let valid = false;
+  const request = latestWins({
+    ask: () => { if (!valid) throw new Error("d_model must be a whole number"); return Promise.resolve("view"); },
+    show: (answer) => shown.push(answer),
+    settle: (error) => settled.push(error && error.message),
+  });
+  await request();
+  valid = true;
+  await request();
+  assert.deepEqual(settled, ["d_model must be a whole number", null]);
+  assert.deepEqual(shown, ["view"]);
+});
+
+test("an out-of-date failure followed by a good answer settles without error", async () => {
+  const w = widget();
+  const done = w.request();
+  w.input = 1;
+  w.request();
+  w.calls[0].reject(new Error("old"));
+  await tick();
+  w.calls[1].resolve("a1");
+  await done;
+  assert.deepEqual(w.settled, [null]);
+  assert.deepEqual(w.shown, [["a1", true]]);
+});

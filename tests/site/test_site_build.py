@@ -125,7 +125,7 @@ def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
         assert 'data-state="initial"' in widget
         assert f'data-output="params" data-value="{report["params"]["total"]}"' in widget
         for t in report["tensors"]:
-            assert f'data-tensor="{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
+            assert f'data-tensor="{t["name"]}" data-output="tensor-{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
 
 
 def test_the_one_vs_many_widget_is_prerendered_with_mha_core_numbers(sites):

@@ -10,26 +10,31 @@
  *                         failure of an out-of-date call is dropped: its inputs are gone)
  * request() returns a Promise that resolves once the widget has settled. */
 export function latestWins({ ask, show, settle }) {
-  let running = null;
+  let busy = false; // a flag apart from the Promise: run() may finish before request() holds its Promise
   let outdated = false;
+  let done = Promise.resolve();
   async function run() {
     let error = null;
     do {
       outdated = false;
       try {
-        const answer = await ask();
+        const answer = await ask(); // ask may also throw at once, before any call
         error = null;
         show(answer, !outdated);
       } catch (err) {
         error = err;
       }
     } while (outdated);
-    running = null;
+    busy = false;
     settle(error);
   }
   return function request() {
-    if (running) outdated = true;
-    else running = run();
-    return running;
+    if (busy) {
+      outdated = true;
+      return done;
+    }
+    busy = true;
+    done = run();
+    return done;
   };
 }
