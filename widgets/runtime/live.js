@@ -49,6 +49,14 @@ function tryArgs(args) {
   }
 }
 
+/** Disable or enable controls; when one that holds the focus is disabled, the focus moves to fallback (the
+ * control that now acts, e.g. Stop once Train is pressed) instead of falling to the page, where its ring vanishes. */
+export function setDisabled(controls, disabled, fallback) {
+  const focused = [...controls].includes(document.activeElement);
+  for (const control of controls) control.disabled = disabled;
+  if (focused && disabled && fallback && !fallback.disabled) fallback.focus({ focusVisible: true });
+}
+
 /** Make root live: returns request(control), which asks fn with args() and shows the view it answers.
  *   fn       the bridge's view function; args() its arguments read from the controls now (throws InputError
  *            when they cannot be asked)
