@@ -238,6 +238,9 @@ def test_hover_keyboard_and_the_query_row_in_the_sentence(live_widget):
     # Mary (8) follows Mary (0): the induction head sends it to "gave" (1), which the sentence highlights
     strongest = sentence.evaluate("el => [...el.children].map(s => +s.style.getPropertyValue('--w'))")
     assert max(range(len(strongest)), key=strongest.__getitem__) == 1
+    prompt = "Point at or tap a cell, or Tab to the grid and use the arrow keys, to read query → key: weight."
+    show_sentence(widget, "a b a b")  # another text: the readout keeps no token of the one before
+    expect(readout).to_have_text(prompt)
 
 
 def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_widget):
@@ -271,8 +274,11 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
         field.press("Tab")
         expect(error).to_have_text("Type a sentence: at least one word or punctuation mark.")
         assert widget.evaluate(READ) == shown_before and widget.get_attribute("data-state") == "live"
+        expect_stale(widget, "Shown: the patterns of the sentence before, not of the sentence in the box. "
+                             "Type a sentence to see its own.")  # the old grid is not the box's
     show_sentence(widget, SENTENCE)  # the same sentence as before: nothing to compute, the message goes
     expect(error).to_be_hidden()
+    expect_stale(widget, None)
     for text in ["-5", "0", "3.5", "1e12", "12345678901234567890", "abc def abc"]:
         show_sentence(widget, text)
         check_layout(widget.evaluate(READ), tokens_of(text))
@@ -308,7 +314,7 @@ def expect_stale(widget, line: str | None) -> None:
     a dashed frame and the line at full opacity, not faded text."""
     stale = widget.locator('[data-output="stale"]')
     marked = widget.locator("[data-stale]")
-    expect(marked).to_have_count(3)
+    expect(marked).to_have_count(4)  # the heads, the heatmap, the sentence's highlights and the notice
     for section in marked.all():
         expect(section).to_have_attribute("data-stale", "true" if line else "false")
     if not line:
