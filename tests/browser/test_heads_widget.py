@@ -470,9 +470,11 @@ def test_labels_in_other_scripts_are_upright_and_whole(live_widget, text):
 # ---------------------------------------------------------------- accessibility of the heatmap
 
 def rgba(css: str) -> tuple[float, float, float, float]:
-    """(r, g, b, alpha) of a computed colour "rgb(r, g, b)" or "rgba(r, g, b, a)"."""
+    """(r, g, b, alpha), r, g and b from 0 to 255, of a computed colour "rgb(r, g, b)", "rgba(r, g, b, a)" or
+    "color(srgb r g b / a)" (what a color-mix() computes to, r, g and b from 0 to 1)."""
     parts = [float(x) for x in re.findall(r"[\d.]+", css)]
-    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
+    scale = 255 if css.startswith("color(srgb") else 1
+    return (*(p * scale for p in parts[:3]), parts[3] if len(parts) > 3 else 1.0)
 
 
 def contrast(fg: str, under: str) -> float:
@@ -523,6 +525,22 @@ def test_the_focus_ring_and_the_selected_row_show_on_every_cell_colour(page, sit
     for cell in widget.evaluate(RAMP):  # the ramp's anchors and every drawn cell
         assert max(contrast(outline, cell), contrast(inner[0], cell)) >= 3, (cell, ring)
         assert max(contrast(line, cell) for line in lines) >= 3, (cell, other)
+
+
+@pytest.mark.before_python
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_masked_cells_and_cells_of_weight_0_look_different(page, site_url, heads_path, scheme):
+    """The masked grey, drawn on the page, stands apart from the ramp's colour for a weight of 0 in both schemes
+    (in dark, a faint grey on a dark page was as dark as viridis' purple)."""
+    page.emulate_media(color_scheme=scheme)
+    widget = open_widget(page, site_url, heads_path)
+    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
+    masked, page_colour = widget.evaluate("""root => [getComputedStyle(root.querySelector('td[data-masked]')).backgroundColor,
+                                                      getComputedStyle(document.body).backgroundColor]""")
+    *top, alpha = rgba(masked)
+    drawn = "rgb({}, {}, {})".format(*(round(alpha * t + (1 - alpha) * b) for t, b in zip(top, rgba(page_colour)[:3])))
+    zero = widget.evaluate(RAMP)[0]  # the ramp's colour for a weight of 0
+    assert contrast(zero, drawn) >= 1.5, (scheme, zero, drawn, masked)
 
 
 @pytest.mark.before_python
