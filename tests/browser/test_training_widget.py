@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 import conftest
 from mha_core.bridge.training_views import ROLE_MIN, decode_params, training_evaluate
 from mha_core.detectors import evaluate
-from mha_core.model import TrainConfig
+from mha_core.model import TRAIN_RANGES, TrainConfig
 from mha_core.training import eval_batch
 from tests.helpers import assert_shows, form_config
 
@@ -245,6 +245,10 @@ def test_train_it_yourself_then_stop_then_again(live_widget):
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
 
 
+# A block length the fields take: from the bridge's least to the vocabulary (a block holds distinct tokens).
+PERIODS = f"{TRAIN_RANGES['min_period'][0]} to {TrainConfig().vocab}"
+
+
 def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     widget = live_widget("training")
     shown_step = widget.locator('[data-output="step"]').get_attribute("data-value")
@@ -252,7 +256,7 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     widget.locator('input[name="min_period"]').fill("1")
     widget.locator('button[name="train"]').click()
     expect(widget).to_have_attribute("data-state", "error")
-    expect(widget.locator('[data-output="run-error"]')).to_have_text("min_period must be at least 2, got 1.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length from must be a whole number from {PERIODS}.")
     assert widget.locator('[data-output="step"]').get_attribute("data-value") == shown_step  # nothing lost
     expect(widget.locator('[data-output="run"]')).to_have_text(shown_run)  # no run happened: it says so still
     near = widget.evaluate("""root => {  // the message sits by the buttons the reader pressed
@@ -262,11 +266,17 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     assert near < 200, near
     widget.locator('input[name="min_period"]').fill("")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="run-error"]')).to_have_text("min_period must be a whole number, got None.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length from must be a whole number from {PERIODS}.")
     widget.locator('input[name="min_period"]').fill("5")
     widget.locator('input[name="max_period"]').fill("40")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="run-error"]')).to_contain_text("max_period=40 exceeds vocab=32")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length to must be a whole number from {PERIODS}.")
+    widget.locator('input[name="min_period"]').fill("20")
+    widget.locator('input[name="max_period"]').fill("3")
+    widget.locator('button[name="train"]').click()  # the reader's words: the fields', not min_period and max_period
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(
+        "Block length from 20 to 3: the first must not be larger than the second.")
+    widget.locator('input[name="min_period"]').fill("5")
     widget.locator('input[name="max_period"]').fill("16")
     widget.locator('select[name="lr"]').select_option("1.0")
     widget.locator('button[name="train"]').click()
