@@ -28,7 +28,7 @@ from ..views.shapes import shapes_view
 from ..views.worked import worked_view
 from ..worked import MAX_SEED, TOKENS, VOCAB
 from .fields import Between, Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens, Whole
-from .training_views import training_advance, training_evaluate, training_start, training_stop
+from ..views.training import training_advance, training_evaluate, training_start, training_stop
 
 
 @dataclass(frozen=True)

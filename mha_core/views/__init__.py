@@ -1,4 +1,5 @@
-"""Each widget's view: every number and word its reader reads, made from mha_core's numerics.
+"""Each widget's view: every number and word its reader reads, made from mha_core's numerics (training.py, the
+training widget's run as plain JSON, is not yet in the slots' form).
 
 A view is plain JSON, the same at build time (the template renders it) and in the browser (the binding,
 widgets/runtime/bind.js, fills the same slots):

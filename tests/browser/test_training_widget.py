@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.bridge.training_views import ROLE_MIN, decode_params, training_evaluate
+from mha_core.views.training import ROLE_MIN, decode_params, training_evaluate
 from mha_core.detectors import evaluate
 from mha_core.model import TRAIN_RANGES, TrainConfig
 from mha_core.training import eval_batch
