@@ -7,7 +7,7 @@ widgets/runtime/bind.js, fills the same slots):
     {"data": {attribute: text},     the widget's own data-* attributes
      "outputs": {name: slot}}       what fills each data-output="name" element
 
-A slot is text, or {text, value (data-value), vars ({"--v": number}, for pictures), label (aria-label),
+A slot is text, or {text, value (data-value), vars ({"--v": css_number(v)}, for pictures), label (aria-label),
 hidden, title, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
 outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same keys.
 """
@@ -27,6 +27,12 @@ def fraction(value: float, signed: bool = False) -> dict:
     value = round(float(value), 4) + 0.0
     text = decimal(value)
     return {"value": f"{value:.4f}", "text": "+" + text if signed and value >= 0.005 else text}
+
+
+def css_number(value: float) -> str:
+    """A number for a CSS variable (a picture's --v, --w): 6 decimals, never an exponent (1e-14 in a style is
+    not a number to the Nu Html Checker's CSS parser), the same text in the template and in the binding."""
+    return f"{float(value):.6f}"
 
 
 def plural(n: int, word: str) -> str:

@@ -6,6 +6,7 @@ token and coloured by its head."""
 from __future__ import annotations
 
 from ..memory import memory_steps
+from . import css_number
 
 SPLITS = ("right", "wrong")
 
@@ -74,7 +75,7 @@ def pattern(split: str, h: int, weights: list[list[float]]) -> dict:
     """One head's pattern: a table of weights, each cell its text and its strength (--w)."""
     return {"data": {"head": h}, "label": f"head {h + 1}, {split} split",
             "outputs": {"caption": f"head {h + 1}", "pattern": {"rows": [
-                {"rows": [{"text": f"{w:.2f}", "title": f"query {q + 1}, key {k + 1}: {w:.2f}", "vars": {"--w": w}}
+                {"rows": [{"text": f"{w:.2f}", "title": f"query {q + 1}, key {k + 1}: {w:.2f}", "vars": {"--w": css_number(w)}}
                           for k, w in enumerate(row)]} for q, row in enumerate(weights)]}}}
 
 
