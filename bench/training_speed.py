@@ -43,24 +43,24 @@ FIGURES = Figures("training_speed")
 # ---------------------------------------------------------------- a plain implementation, written here
 
 def plain_loss_and_grads(params: dict, tokens: np.ndarray, c: TrainConfig):
-    """The same model and loss as NumPy's manual would write it: all heads at once as an axis, matmul everywhere,
-    no shared code with mha_core."""
+    """The same model and loss as NumPy's manual would write it: all heads at once as an axis (the weights are per
+    head, [h, d_model, d_head] and [h, d_head, d_model]), matmul everywhere, no shared code with mha_core."""
     B, n = tokens.shape
-    h, d = c.n_heads, c.d_head
-    heads = lambda a: a.reshape(B, n, h, d).transpose(0, 2, 1, 3)  # [B, n, h·d] -> [B, h, n, d]
-    joined = lambda a: a.transpose(0, 2, 1, 3).reshape(B, n, h * d)  # [B, h, n, d] -> [B, n, h·d]
+    d = c.d_head
+    heads_T = lambda W: W.transpose(0, 2, 1)  # [h, a, b] -> [h, b, a]
     x = params["W_E"][tokens] + params["W_pos"][:n]
     mask = np.tril(np.ones((n, n), dtype=bool))
     cache = []
     for layer in range(c.n_layers):
         W_Q, W_K, W_V, W_O = (params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
-        q, k, v = heads(x @ W_Q), heads(x @ W_K), heads(x @ W_V)
+        x_heads = x[:, None]  # [B, 1, n, d_model]: every head reads the same x
+        q, k, v = x_heads @ W_Q, x_heads @ W_K, x_heads @ W_V  # [B, h, n, d]
         scores = np.where(mask, q @ k.transpose(0, 1, 3, 2) / math.sqrt(d), -np.inf)
         a = np.exp(scores - scores.max(-1, keepdims=True))
         a /= a.sum(-1, keepdims=True)
-        z = joined(a @ v)
-        cache.append((x, q, k, v, a, z))
-        x = x + z @ W_O
+        z = a @ v
+        cache.append((x_heads, q, k, v, a, z))
+        x = x + (z @ W_O).sum(1)  # the heads' outputs add up
     logits = x @ params["W_U"]
     p = np.exp(logits - logits.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
@@ -76,18 +76,17 @@ def plain_loss_and_grads(params: dict, tokens: np.ndarray, c: TrainConfig):
     grads = {"W_U": flat(x).T @ flat(d_logits)}
     d_x = d_logits @ params["W_U"].T
     for layer in reversed(range(c.n_layers)):
-        x_in, q, k, v, a, z = cache[layer]
+        x_heads, q, k, v, a, z = cache[layer]
         W_Q, W_K, W_V, W_O = (params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
-        grads[f"blocks.{layer}.attn.W_O"] = flat(z).T @ flat(d_x)
-        d_z = heads(d_x @ W_O.T)
+        grads[f"blocks.{layer}.attn.W_O"] = (z.transpose(0, 1, 3, 2) @ d_x[:, None]).sum(0)
+        d_z = d_x[:, None] @ heads_T(W_O)
         d_a = d_z @ v.transpose(0, 1, 3, 2)
         d_v = a.transpose(0, 1, 3, 2) @ d_z
         d_s = a * (d_a - (d_a * a).sum(-1, keepdims=True)) / math.sqrt(d)
-        d_q, d_k = joined(d_s @ k), joined(d_s.transpose(0, 1, 3, 2) @ q)
-        d_v = joined(d_v)
+        d_q, d_k = d_s @ k, d_s.transpose(0, 1, 3, 2) @ q
         for w, g in (("W_Q", d_q), ("W_K", d_k), ("W_V", d_v)):
-            grads[f"blocks.{layer}.attn.{w}"] = flat(x_in).T @ flat(g)
-        d_x = d_x + d_q @ W_Q.T + d_k @ W_K.T + d_v @ W_V.T
+            grads[f"blocks.{layer}.attn.{w}"] = (x_heads.transpose(0, 1, 3, 2) @ g).sum(0)
+        d_x = d_x + (d_q @ heads_T(W_Q) + d_k @ heads_T(W_K) + d_v @ heads_T(W_V)).sum(1)
     grads["W_E"] = np.zeros_like(params["W_E"])
     np.add.at(grads["W_E"], tokens, d_x)
     grads["W_pos"] = np.zeros_like(params["W_pos"])

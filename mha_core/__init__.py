@@ -8,10 +8,13 @@ Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the stan
     memory, worked                     the split and merge in memory; the first page's worked example
     model, detectors, training         a two-layer attention-only transformer, its heads' scores, its training
     rng                                seeded random numbers without numpy.random
-    bridge/                            what the browser calls: arguments declared and checked
+    fields                             the declaration of every public function's arguments, checked on each call
+    llama/                             a real model (SmolLM2-135M) from its GGUF file: its block, tokenizer, heads' scores
+    bridge/                            what the browser calls (the same declarations)
     views/                             each widget's view: every number and word its reader reads
 
-The numerical modules trust their input; the bridge checks what a browser sends.
+Each public function refuses nonsense with a ValueError naming the argument (its declaration, @arguments); the
+kernel underneath trusts its input.
 """
 
 from .attention import merge_heads, multi_head_attention, scaled_dot_product_attention, softmax, split_heads

@@ -14,39 +14,27 @@ import sys
 
 import numpy as np
 
+from .fields import Anything, Array, Flag, Maybe, Whole, arguments
+
 # Pyodide's NumPy is built without BLAS: its matmul is a plain strided loop there.
 NO_BLAS = sys.platform == "emscripten"
 
 
-def _array(name: str, a, ndim: tuple[int, ...] = (), values: str = "finite") -> np.ndarray:
-    """a as a floating ndarray (no copy), or a ValueError naming the argument.
-
-    values: "finite" refuses NaN and ±inf, "no +inf" lets -inf through (masked scores), "any" does
-    not look at the numbers (split and merge only move them).
-    """
-    try:
-        a = np.asarray(a)
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{name} is not a numeric array: {error}") from None
-    if a.dtype.kind != "f":
-        raise ValueError(f"{name} must hold floating-point numbers, got dtype {a.dtype}")
-    if ndim and a.ndim not in ndim:
-        raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimensions, got shape {a.shape}")
-    if values != "any" and not np.isfinite(a.sum()):  # cheap test first, element-wise only if it fails
-        bad = np.isnan(a) | (np.isposinf(a) if values == "no +inf" else np.isinf(a))
-        if bad.any():
-            raise ValueError(f"{name} contains NaN or {'+inf' if values == 'no +inf' else 'infinite'} values")
-    return a
+HEADS = Whole(1, 2**63 - 1)  # any number of heads: x's last axis must divide by it (_heads_divide, _weights_fit)
+X = Array(values="no +inf")  # -inf marks a masked score
+MOVED = Array(values="any")  # split and merge only move the numbers
 
 
-def _min_ndim(name: str, a: np.ndarray, ndim: int) -> None:
-    if a.ndim < ndim:
-        raise ValueError(f"{name} must have at least {ndim} dimensions, got shape {a.shape}")
+def _axis_fits(args: dict) -> None:
+    axis, ndim = args.get("axis", -1), args["x"].ndim
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"axis must be an integer in [{-ndim}, {ndim}), got {axis!r}.")
 
 
-def _heads_divide(x: np.ndarray, n_heads: int, name: str = "x") -> None:
+def _heads_divide(args: dict) -> None:
+    x, n_heads = args["x"], args["n_heads"]
     if x.shape[-1] % n_heads:
-        raise ValueError(f"{name}'s last axis ({x.shape[-1]}) is not divisible by n_heads={n_heads}")
+        raise ValueError(f"x's last axis ({x.shape[-1]}) is not divisible by n_heads={n_heads}.")
 
 
 def _softmax_(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -58,6 +46,7 @@ def _softmax_(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return x
 
 
+@arguments(_axis_fits, x=X, axis=Anything())
 def softmax(x, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along axis; returns a new array of x's dtype.
 
@@ -65,12 +54,10 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     positions) get exactly 0. A row whose entries are all -inf (every position masked) has no
     distribution: its result is NaN, as with torch.softmax. NaN or +inf in x is a ValueError.
     """
-    x = _array("x", x, values="no +inf")
-    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -x.ndim <= axis < max(x.ndim, 1):
-        raise ValueError(f"axis must be an integer in [{-x.ndim}, {x.ndim}), got {axis!r}")
     return _softmax_(x.copy(), axis=axis)
 
 
+@arguments(_heads_divide, x=Array(ndim=(2, 3), values="any"), n_heads=HEADS)
 # --8<-- [start:split_heads]
 def split_heads(x, n_heads: int) -> np.ndarray:
     """[B, n, d_model] -> [B, h, n, d_k], a view of x (no data is copied).
@@ -78,14 +65,13 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     The reshape relabels each token's d_model numbers as h contiguous slices of d_k; the transpose
     puts the head axis before the sequence axis. Also works unbatched: [n, d_model] -> [h, n, d_k].
     """
-    x = _array("x", x, ndim=(2, 3), values="any")
-    _heads_divide(x, n_heads)
     d_k = x.shape[-1] // n_heads
     x = x.reshape(*x.shape[:-1], n_heads, d_k)  # [B, n, d_model] -> [B, n, h, d_k]
     return x.swapaxes(-2, -3)  # [B, n, h, d_k] -> [B, h, n, d_k]
 # --8<-- [end:split_heads]
 
 
+@arguments(z=Array(ndim=(3, 4), values="any"))
 # --8<-- [start:merge_heads]
 def merge_heads(z) -> np.ndarray:
     """[B, h, n, d_k] -> [B, n, h·d_k], the inverse of split_heads.
@@ -94,7 +80,6 @@ def merge_heads(z) -> np.ndarray:
     transpose one token's heads are not next to each other in memory, so the reshape has to copy
     (unless h or n is 1). (merge_heads(split_heads(x)) is a view of x again: x was token by token.)
     """
-    z = _array("z", z, ndim=(3, 4), values="any")
     z = z.swapaxes(-2, -3)  # [B, h, n, d_k] -> [B, n, h, d_k]
     return z.reshape(*z.shape[:-2], -1)  # [B, n, h, d_k] -> [B, n, h·d_k]
 # --8<-- [end:merge_heads]
@@ -148,6 +133,24 @@ def _attend(q, k, v, causal: bool = False, mask=None):
 # --8<-- [end:attend]
 
 
+def _qkv_fit(args: dict) -> None:
+    q, k, v, mask = args["q"], args["k"], args["v"], args.get("mask")
+    for name in "qkv":
+        if args[name].ndim < 2:
+            raise ValueError(f"{name} must have at least 2 dimensions, got shape {args[name].shape}.")
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k's last axis ({k.shape[-1]}) must equal q's (d_k={q.shape[-1]}).")
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v has {v.shape[-2]} positions but k has {k.shape[-2]}.")
+    try:
+        scores_shape = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]), q.shape[-2], k.shape[-2])
+    except ValueError:
+        raise ValueError(f"the leading axes of q {q.shape}, k {k.shape} and v {v.shape} do not broadcast.") from None
+    if mask is not None and not _broadcasts_to(mask.shape, scores_shape):
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {scores_shape}.")
+
+
+@arguments(_qkv_fit, q=Array(), k=Array(), v=Array(), causal=Flag(), mask=Maybe(Array(kind="b")))
 # --8<-- [start:scaled_dot_product_attention]
 def scaled_dot_product_attention(q, k, v, causal: bool = False, mask=None):
     """softmax(q kᵀ / √d_k) v -> (out [..., n_q, d_v], weights [..., n_q, n_k]).
@@ -157,53 +160,37 @@ def scaled_dot_product_attention(q, k, v, causal: bool = False, mask=None):
     causal=True also masks every key after the query (key j > query i). A query with every key
     masked gets NaN weights (see softmax).
     """
-    q, k, v = _array("q", q), _array("k", k), _array("v", v)
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        _min_ndim(name, a, 2)
-    if k.shape[-1] != q.shape[-1]:
-        raise ValueError(f"k's last axis ({k.shape[-1]}) must equal q's (d_k={q.shape[-1]})")
-    if v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"v has {v.shape[-2]} positions but k has {k.shape[-2]}")
-    try:
-        scores_shape = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]), q.shape[-2], k.shape[-2])
-    except ValueError:
-        raise ValueError(f"the leading axes of q {q.shape}, k {k.shape} and v {v.shape} do not broadcast") from None
-    if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != bool:
-            raise ValueError(f"mask must be a bool array (True = may attend), got dtype {mask.dtype}")
-        if not _broadcasts_to(mask.shape, scores_shape):
-            raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {scores_shape}")
     return _attend(q, k, v, causal=causal, mask=mask)
 # --8<-- [end:scaled_dot_product_attention]
 
 
-def _check_weights(x, n_heads, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O) -> tuple:
-    """Validate multi_head_attention's arguments; return them as arrays plus the fused Q/K/V bias."""
-    d_model = x.shape[-1]
-    W_Q, W_K, W_V, W_O = (_array(name, W, ndim=(2,)) for name, W in
-                          (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)))
+def _weights_fit(args: dict) -> None:
+    """multi_head_attention's weights fit x, n_heads and each other."""
+    d_model, n_heads = args["x"].shape[-1], args["n_heads"]
+    W_Q, W_K, W_V, W_O = (args[name] for name in ("W_Q", "W_K", "W_V", "W_O"))
     if W_Q.shape[1] < n_heads or W_Q.shape[1] % n_heads:
-        raise ValueError(f"W_Q has {W_Q.shape[1]} columns, not a positive multiple of n_heads={n_heads}")
+        raise ValueError(f"W_Q has {W_Q.shape[1]} columns, not a positive multiple of n_heads={n_heads}.")
     d_k = W_Q.shape[1] // n_heads
     if W_Q.shape[0] != d_model or W_K.shape[0] != d_model:
-        raise ValueError(f"W_Q {W_Q.shape} and W_K {W_K.shape} must have d_model={d_model} rows (x's last axis)")
+        raise ValueError(f"W_Q {W_Q.shape} and W_K {W_K.shape} must have d_model={d_model} rows (x's last axis).")
     if W_K.shape[1] < d_k or W_K.shape[1] % d_k or n_heads % (W_K.shape[1] // d_k):
-        raise ValueError(f"W_K {W_K.shape} must be [d_model, h_kv·d_k] with d_k={d_k} and h_kv dividing n_heads={n_heads}")
+        raise ValueError(f"W_K {W_K.shape} must be [d_model, h_kv·d_k] with d_k={d_k} and h_kv dividing "
+                         f"n_heads={n_heads}.")
     if W_V.shape != W_K.shape:
-        raise ValueError(f"W_V {W_V.shape} must have W_K's shape {W_K.shape}")
+        raise ValueError(f"W_V {W_V.shape} must have W_K's shape {W_K.shape}.")
     if W_O.shape != (W_Q.shape[1], d_model):
-        raise ValueError(f"W_O {W_O.shape} must be [h·d_k, d_model] = {(W_Q.shape[1], d_model)}")
-    sizes = {"b_Q": W_Q.shape[1], "b_K": W_K.shape[1], "b_V": W_V.shape[1], "b_O": d_model}
-    given = {name: _array(name, b) for name, b in zip(sizes, (b_Q, b_K, b_V, b_O)) if b is not None}
-    for name, b in given.items():
-        if b.shape != (sizes[name],):
-            raise ValueError(f"{name} must have shape ({sizes[name]},), got {b.shape}")
-    b_QKV = None
-    if given.keys() & {"b_Q", "b_K", "b_V"}:
-        b_QKV = np.concatenate([given.get(name, np.zeros(sizes[name], W_Q.dtype))
-                                for name in ("b_Q", "b_K", "b_V")])  # [d_q + 2·d_kv]
-    return W_Q, W_K, W_V, W_O, b_QKV, given.get("b_O")
+        raise ValueError(f"W_O {W_O.shape} must be [h·d_k, d_model] = {(W_Q.shape[1], d_model)}.")
+    for name, size in (("b_Q", W_Q.shape[1]), ("b_K", W_K.shape[1]), ("b_V", W_V.shape[1]), ("b_O", d_model)):
+        if args.get(name) is not None and args[name].shape != (size,):
+            raise ValueError(f"{name} must have shape ({size},), got {args[name].shape}.")
+
+
+def _fused_bias(W_Q, W_K, b_Q, b_K, b_V):
+    """[d_q + 2·d_kv], the Q/K/V biases side by side (zeros for one not given), or None if none is."""
+    if b_Q is None and b_K is None and b_V is None:
+        return None
+    widths = (W_Q.shape[1], W_K.shape[1], W_K.shape[1])
+    return np.concatenate([np.zeros(width, W_Q.dtype) if b is None else b for b, width in zip((b_Q, b_K, b_V), widths)])
 
 
 # --8<-- [start:grouped_attention]
@@ -221,6 +208,9 @@ def _grouped_attention(q_heads, k_heads, v_heads, causal: bool):
 # --8<-- [end:grouped_attention]
 
 
+WEIGHT, BIAS = Array(ndim=(2,)), Maybe(Array())  # a bias of the wrong shape: _weights_fit says which
+
+
 # --8<-- [start:multi_head_attention]
 def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[str, np.ndarray]:
     """Every intermediate array of one forward pass, by name (arguments already checked).
@@ -235,11 +225,11 @@ def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[
     if b_QKV is not None:
         qkv += b_QKV
     q, k, v = qkv[..., :d_q], qkv[..., d_q:d_q + d_kv], qkv[..., d_q + d_kv:]  # views: [B, n, d_q], [B, n, d_kv] ×2
-    q_heads = split_heads(q, n_heads)  # [B, n, h·d_k] -> [B, h, n, d_k]
-    k_heads = split_heads(k, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
-    v_heads = split_heads(v, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
+    q_heads = split_heads.fn(q, n_heads)  # [B, n, h·d_k] -> [B, h, n, d_k]; .fn: without the argument checks
+    k_heads = split_heads.fn(k, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
+    v_heads = split_heads.fn(v, h_kv)  # [B, n, h_kv·d_k] -> [B, h_kv, n, d_k]
     z, weights = _grouped_attention(q_heads, k_heads, v_heads, causal)  # [B, h, n, d_k], [B, h, n, n]
-    merged = merge_heads(z)  # [B, h, n, d_k] -> [B, n, h·d_k]
+    merged = merge_heads.fn(z)  # [B, h, n, d_k] -> [B, n, h·d_k]
     out = project(merged, W_O)  # [B, n, h·d_k] @ [h·d_k, d_model] -> [B, n, d_model]
     if b_O is not None:
         out += b_O
@@ -247,6 +237,8 @@ def attention_steps(x, W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal) -> dict[
             "scores": weights, "weights": weights, "z": z, "merged": merged, "out": out}
 
 
+@arguments(_weights_fit, x=Array(ndim=(2, 3)), W_Q=WEIGHT, W_K=WEIGHT, W_V=WEIGHT, W_O=WEIGHT,
+           n_heads=HEADS, b_Q=BIAS, b_K=BIAS, b_V=BIAS, b_O=BIAS, causal=Flag())
 def multi_head_attention(x, W_Q, W_K, W_V, W_O, n_heads: int, b_Q=None, b_K=None, b_V=None, b_O=None,
                          causal: bool = False):
     """Multi-head self-attention -> (out [B, n, d_model], weights [B, h, n, n]).
@@ -257,8 +249,7 @@ def multi_head_attention(x, W_Q, W_K, W_V, W_O, n_heads: int, b_Q=None, b_K=None
     multi-query (h_kv = 1) attention. Biases are optional. The three projections run as one matmul
     over the concatenated weights; the heads are then only a reshape of its result.
     """
-    x = _array("x", x, ndim=(2, 3))
-    W_Q, W_K, W_V, W_O, b_QKV, b_O = _check_weights(x, n_heads, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O)
+    b_QKV = _fused_bias(W_Q, W_K, b_Q, b_K, b_V)
     batched = x.ndim == 3
     steps = attention_steps(x if batched else x[None], W_Q, W_K, W_V, W_O, n_heads, b_QKV, b_O, causal)
     out, weights = steps["out"], steps["weights"]  # [B, n, d_model], [B, h, n, n]

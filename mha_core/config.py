@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# Upper bounds: far above any published model, low enough that every count stays a readable number. The bridge
-# holds every size a browser sends to them (mha_core.bridge.FUNCTIONS); the config checks how the sizes fit together.
+from .fields import Flag, Maybe, Whole, arguments
+
+# Upper bounds: far above any published model, low enough that every count stays a readable number. Each size is
+# declared a whole number from 1 to its limit (SIZES); the config checks how the sizes fit together.
 LIMITS = {
     "d_model": 1_048_576,  # 2**20
     "n_heads": 65_536,
@@ -21,6 +23,10 @@ LIMITS = {
     "batch": 65_536,
     "n_layers": 4_096,
 }
+SIZES = {name: Whole(1, limit) for name, limit in LIMITS.items()}
+LAYER = dict(d_model=SIZES["d_model"], n_heads=SIZES["n_heads"], n_kv_heads=Maybe(SIZES["n_kv_heads"]),
+             d_head=Maybe(SIZES["d_head"]))  # one layer's sizes, as every function of them declares them
+BIAS = Flag()
 
 
 class ConfigError(ValueError):
@@ -102,6 +108,7 @@ def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict
     return check_result(True, message), {"d_model": d, "n_heads": h, "n_kv_heads": h_kv, "d_head": d_k}
 
 
+@arguments(**LAYER)
 def check_config(d_model, n_heads, n_kv_heads=None, d_head=None) -> dict:
     """Check how an attention configuration's sizes fit together.
 
@@ -109,7 +116,7 @@ def check_config(d_model, n_heads, n_kv_heads=None, d_head=None) -> dict:
     "n_kv_heads": [...], "d_head": [...]}}: when ok is False, the message says why and the suggestions
     are the nearest values that would work, closest first (d_model=512, n_heads=6 -> n_heads [4, 8],
     d_model [510, 516], or an explicit d_head [85, 86]). Each value is a whole number from 1 up to LIMITS[name]
-    (the bridge checks that for the browser). With an explicit d_head (Gemma-7B: 3072 wide, 16 heads of 256) d_model need not divide by n_heads; with
+    (else a ValueError naming it). With an explicit d_head (Gemma-7B: 3072 wide, 16 heads of 256) d_model need not divide by n_heads; with
     n_kv_heads, n_heads must divide by it.
     """
     return configure(d_model, n_heads, n_kv_heads, d_head)[1]
@@ -126,7 +133,8 @@ def configure(d_model, n_heads, n_kv_heads=None, d_head=None, bias=True) -> tupl
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    """One attention layer's sizes; raises ConfigError (a ValueError) when they do not fit together.
+    """One attention layer's sizes; raises a ValueError naming a size out of its range (LAYER), ConfigError when
+    they do not fit together.
 
     n_kv_heads and d_head default to n_heads and d_model // n_heads; after construction both hold ints.
     """
@@ -138,6 +146,8 @@ class AttentionConfig:
     bias: bool = True
 
     def __post_init__(self):
+        for name, field in {**LAYER, "bias": BIAS}.items():
+            field.check(name, getattr(self, name))
         check, resolved = _resolve(self.d_model, self.n_heads, self.n_kv_heads, self.d_head)
         if resolved is None:
             raise ConfigError(check)

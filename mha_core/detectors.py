@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import TrainConfig, forward, next_token_losses
+from .fields import Array, ListOf, arguments
+from .model import ABLATE, CONFIG, PARAMS, TOKENS, TrainConfig, fits_model, forward, next_token_losses
 
 DETECTORS = ("previous_token", "induction", "duplicate_token", "first_token")
 
@@ -38,6 +39,15 @@ def ideal_patterns(tokens: np.ndarray) -> dict[str, np.ndarray]:
     return {"previous_token": previous, "induction": induction, "duplicate_token": same, "first_token": first}
 
 
+def _patterns_fit(args: dict) -> None:
+    B, n = args["tokens"].shape
+    for layer, pattern in enumerate(args["patterns"]):
+        if pattern.shape[0] != B or pattern.shape[2:] != (n, n):
+            raise ValueError(f"patterns[{layer}] must be [B, h, n, n] with B={B} and n={n} as in tokens, got shape "
+                             f"{pattern.shape}.")
+
+
+@arguments(_patterns_fit, patterns=ListOf(Array(ndim=(4,)), max_items=1024), tokens=TOKENS)
 def detector_scores(patterns: list[np.ndarray], tokens: np.ndarray) -> dict[str, list[list[float]]]:
     """scores[kind][layer][head]: TransformerLens's head-detector measure ("mul").
 
@@ -55,6 +65,7 @@ def detector_scores(patterns: list[np.ndarray], tokens: np.ndarray) -> dict[str,
     return scores
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG, ablate=ABLATE)
 def evaluate(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> dict:
     """{"loss", "loss_first", "loss_repeat", "scores"} on tokens [B, n], the heads in ablate zeroed.
 
@@ -62,7 +73,7 @@ def evaluate(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -
     sequence (an induction head can copy the answer); loss_first averages the others (the block's
     first occurrence, which nothing can predict); scores as detector_scores.
     """
-    logits, patterns = forward(params, tokens, config, ablate)
+    logits, patterns = forward.fn(params, tokens, config, ablate)  # .fn: the arguments are checked already
     losses, _ = next_token_losses(logits, tokens)  # [B, n-1]
     repeat = seen_before(tokens)[1][:, :-1]  # [B, n-1]
 
@@ -70,4 +81,4 @@ def evaluate(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -
         return float(losses[mask].mean()) if mask.any() else float("nan")
 
     return {"loss": float(losses.mean()), "loss_first": mean(~repeat), "loss_repeat": mean(repeat),
-            "scores": detector_scores(patterns, tokens)}
+            "scores": detector_scores.fn(patterns, tokens)}

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .fields import Choice, Text, arguments
 from .presets import PRESETS
 from .rng import Random
 from .shapes import shape_report
@@ -28,6 +29,7 @@ from .shapes import shape_report
 FILENAME = "<your code>"  # how the reader's code is named in its errors
 PRINT_LIMIT = 4000  # characters of print output kept; the rest is counted, not kept
 SEED = 2024
+MAX_CODE_CHARS = 100_000  # far more than any answer needs; bounds what compile() is handed
 
 
 class Failed(Exception):
@@ -233,7 +235,8 @@ EXERCISES = {e.name: e for e in [
     Exercise(
         name="attention", signature="attention(q, k, v, causal=False)",
         task="Write attention(q, k, v, causal=False): softmax(q kᵀ / √d_k) v over the last two axes, with any "
-             "leading axes; with causal=True, query i sees keys 0 to i only.",
+             "leading axes; with causal=True (a causal mask: no token reads a later one), query i sees keys 0 to i "
+             "only. float32 in gives float32 out.",
         skeleton="import numpy as np\n\n\ndef attention(q, k, v, causal=False):\n"
                  "    # q: [..., n_q, d_k], k: [..., n_k, d_k], v: [..., n_k, d_v] -> [..., n_q, d_v]\n    ...\n",
         solution="import numpy as np\n\n\ndef attention(q, k, v, causal=False):\n    d_k = q.shape[-1]\n"
@@ -315,6 +318,7 @@ def answer(status: str, message: str, output: BoundedText) -> dict:
     return {"status": status, "message": message, "output": output.text()}
 
 
+@arguments(name=Choice(tuple(EXERCISES)), code=Text(MAX_CODE_CHARS))
 def run_exercise(name: str, code: str) -> dict:
     """Run the reader's code for exercise name and check the function it defines, case by case.
 

@@ -25,10 +25,10 @@ import unicodedata
 import numpy as np
 
 from .attention import multi_head_attention
-from .tokens import first_tokens, token_key
+from .fields import Choice, ListOf, Text, TextOrTokens, arguments
+from .tokens import MAX_TEXT_CHARS, first_tokens, token_key
 
 MAX_TOKENS = 64
-MAX_TEXT_CHARS = 100_000
 HEAD_KINDS = ("previous_token", "positional", "induction", "content", "averaged")
 LAYER0 = ("previous_token", "positional", "content")  # the heads of layer 0, in order
 
@@ -88,6 +88,11 @@ HEAD_INFO = {
 }
 
 
+TEXT = TextOrTokens(MAX_TEXT_CHARS)
+ABLATE = ListOf(Choice(tuple(kind for kind in HEAD_KINDS if kind != "averaged")), max_items=4)
+
+
+@arguments(text=Text(MAX_TEXT_CHARS, blank=True))
 def tokenize(text: str) -> list[str]:
     """The text's first MAX_TOKENS tokens: words, abbreviations, CJK characters one by one, and every other
     grapheme cluster (punctuation, an emoji with its joins, a flag) alone (mha_core.tokens)."""
@@ -209,9 +214,10 @@ def _run(tokens: list[str], ablate: tuple[str, ...]):
     layer0 = {name: np.concatenate([W[kind][name] for kind in LAYER0], axis=1)  # [d_model, 3·d_head]
               for name in ("W_Q", "W_K", "W_V")}
     layer0["W_O"] = np.concatenate([W[kind]["W_O"] for kind in LAYER0])  # [3·d_head, d_model]
-    out0, weights0 = multi_head_attention(x, **layer0, n_heads=len(LAYER0), causal=True)  # [n, d_model], [3, n, n]
+    # .fn: multi_head_attention without its argument checks (the weights are built here)
+    out0, weights0 = multi_head_attention.fn(x, **layer0, n_heads=len(LAYER0), causal=True)  # [n, d_model], [3, n, n]
     residual = x + out0  # [n, d_model]: layer 1 reads the embeddings plus layer 0's output
-    _, weights1 = multi_head_attention(residual, **W["induction"], n_heads=1, causal=True)  # [1, n, n]
+    _, weights1 = multi_head_attention.fn(residual, **W["induction"], n_heads=1, causal=True)  # [1, n, n]
     patterns = dict(zip(LAYER0, weights0))
     patterns["induction"] = weights1[0]
     patterns = {kind: patterns[kind] for kind in HEAD_KINDS[:-1]}
@@ -235,6 +241,7 @@ def _notice(shown: int, given: int) -> str:
         if given > shown else ""
 
 
+@arguments(text_or_tokens=TEXT, ablate=ABLATE)
 def head_patterns(text_or_tokens, ablate=()) -> dict:
     """Attention patterns of the constructed heads on a text (or a list of tokens).
 
@@ -251,6 +258,7 @@ def head_patterns(text_or_tokens, ablate=()) -> dict:
             "first_query": first_query(tokens), "notice": _notice(len(tokens), given)}
 
 
+@arguments(text_or_tokens=TEXT, ablate=ABLATE)
 def head_weights(text_or_tokens, ablate=()) -> dict:
     """The embeddings and constructed weights behind head_patterns, to recompute any pattern by hand.
 

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .fields import Choice, Flag, Whole, arguments
 
 D_MODEL = 8
 HEAD_CHOICES = (1, 2, 4)
@@ -114,6 +115,7 @@ def _moves(drawn: list[dict]) -> None:
         step["moved"] = sum(i != j for i, j in enumerate(step["from"])) if copied else 0
 
 
+@arguments(n_tokens=Whole(1, MAX_TOKENS), n_heads=Choice(HEAD_CHOICES, "d_model = 8"), wrong=Flag())
 def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> dict:
     """Every step from q [n, d_model] to the merged [n, d_model], as NumPy stores it, and the patterns.
 

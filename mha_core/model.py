@@ -1,13 +1,16 @@
 """A small attention-only transformer: its configuration, its weights, its forward and backward passes.
 
-The model (no MLPs, no LayerNorm, no biases), x @ W convention, TransformerLens's names:
+The model (no MLPs, no LayerNorm, no biases), x @ W convention, TransformerLens's names and weight layout:
     resid_pre_0 = W_E[tokens] + W_pos[:n]                  # [B, n, d_model]: the embeddings
     resid_post_l = resid_pre_l + attn_out_l                # attn_out_l: attention.py's causal layer, blocks.<l>.attn
     logits = resid_final @ W_U                             # [B, n, V]
     loss = mean over positions t < n - 1 of −log softmax(logits[t])[tokens[t + 1]]
+Each layer's weights are held per head, as TransformerLens holds them: W_Q, W_K, W_V [h, d_model, d_k] and
+W_O [h, d_k, d_model], so head i is W_Q[i], W_K[i], W_V[i], W_O[i] and knocking it out zeroes W_O[i]. A layer
+runs every head at once: side by side (layer_matrices), its weights are attention.py's one big projection.
 The backward pass is the chain rule run back through these lines, one gradient per line, each beside the formula
 it differentiates. NumPy only (it runs in the browser under Pyodide). Every function keeps the weights' dtype:
-float32 in, float32 out. Inputs are trusted: what a browser sends is checked by mha_core.bridge first.
+float32 in, float32 out. The public functions check their arguments (@arguments); what they call trusts them.
 Shapes: B batch, n seq, d_model, h n_heads, d_k d_head, V vocab.
 """
 
@@ -19,26 +22,33 @@ from dataclasses import dataclass
 import numpy as np
 
 from .attention import attention_steps, matmul_2d, merge_heads, project, split_heads
+from .fields import Array, ArraysByName, Fields, Instance, ListOf, Number, Pair, Whole, arguments
 from .rng import Random
 
 MAX_STEP_FLOPS = 60_000_000  # about 10 times the default model's step: a browser must finish one in milliseconds
-# The one configuration of the trained model, with TrainConfig's defaults below: each field's own range (the
-# bridge declares these; how the fields fit together is TrainConfig's check), what the training widget offers
-# (what trains in a browser in seconds to a minute), and its experiments, each a change to the default.
+# The one configuration of the trained model, with TrainConfig's defaults below: each field's own range (how the
+# fields fit together is TrainConfig's check), what the training widget offers (what trains in a browser in
+# seconds to a minute), and its experiments, each a change to the default.
 TRAIN_RANGES = {"vocab": (1, 64), "d_model": (1, 128), "n_layers": (1, 4), "n_heads": (1, 8), "d_head": (1, 64),
                 "seq_len": (1, 64), "batch": (1, 64), "lr": (0.0, 10.0), "init_scale": (0.0, 10.0),
                 "min_period": (2, 62), "max_period": (2, 62)}  # a block, then at least 2 tokens of its repeat
 TRAIN_CHOICES = {"n_layers": (1, 2), "n_heads": (1, 2, 3, 4), "lr": (0.003, 0.01, 0.03, 0.1, 1.0)}
 EXPERIMENTS = {"one-layer": {"n_layers": 1}, "fixed-block": {"min_period": 8, "max_period": 8},
                "diverge": {"lr": 1.0}}  # 1.0: the largest learning rate offered, which diverges
+TRAIN_CONFIG = Fields({  # each field's own range, declared from TRAIN_RANGES
+    name: (Number if isinstance(high, float) else Whole)(low, high) for name, (low, high) in TRAIN_RANGES.items()})
+MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS = TRAIN_RANGES["n_layers"][1], TRAIN_RANGES["n_heads"][1]
+SEED = Whole(0, 2**32 - 1)
+ABLATE = ListOf(Pair(Whole(0, MAX_TRAIN_LAYERS - 1), Whole(0, MAX_TRAIN_HEADS - 1), ("layer", "head")),
+                max_items=MAX_TRAIN_LAYERS * MAX_TRAIN_HEADS)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """The model's sizes, the task's period range and the optimiser's learning rate.
 
-    Checks the rules that tie its fields together (each field's own range is declared where the browser's
-    arguments arrive, mha_core.bridge): raises ValueError naming the numbers.
+    Checks each field's range (TRAIN_CONFIG), then the rules that tie them together: raises ValueError naming
+    the numbers.
     """
 
     vocab: int = 32
@@ -54,6 +64,8 @@ class TrainConfig:
     init_scale: float = 1.0  # weights start as normal(0, init_scale / √fan_in)
 
     def __post_init__(self):
+        for name, value in TRAIN_CONFIG.check("config", self.__dict__.copy()).items():
+            object.__setattr__(self, name, value)
         if self.max_period < self.min_period:
             raise ValueError(f"max_period={self.max_period} is below min_period={self.min_period}.")
         if self.max_period > self.vocab:
@@ -74,24 +86,66 @@ class TrainConfig:
         return 3 * (self.n_layers * per_layer + B * n * d * self.vocab)
 
     @property
-    def param_shapes(self) -> dict[str, tuple[int, int]]:
-        """Every weight's shape, by TransformerLens's name, in a fixed order."""
-        d, hd = self.d_model, self.n_heads * self.d_head
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every weight's shape, by TransformerLens's name, in a fixed order: the attention weights per head."""
+        d, h, d_k = self.d_model, self.n_heads, self.d_head
         shapes = {"W_E": (self.vocab, d), "W_pos": (self.seq_len, d)}
         for layer in range(self.n_layers):
-            shapes.update({f"blocks.{layer}.attn.W_Q": (d, hd), f"blocks.{layer}.attn.W_K": (d, hd),
-                           f"blocks.{layer}.attn.W_V": (d, hd), f"blocks.{layer}.attn.W_O": (hd, d)})
+            shapes.update({f"blocks.{layer}.attn.W_Q": (h, d, d_k), f"blocks.{layer}.attn.W_K": (h, d, d_k),
+                           f"blocks.{layer}.attn.W_V": (h, d, d_k), f"blocks.{layer}.attn.W_O": (h, d_k, d)})
         shapes["W_U"] = (d, self.vocab)
         return shapes
 
 
+CONFIG, PARAMS, TOKENS = Instance(TrainConfig), ArraysByName(Array()), Array(ndim=(2,), kind="i")
+
+
+def fits_model(args: dict) -> None:
+    """params, tokens and ablate fit config: its weights' shapes, 2 to seq_len tokens from its vocabulary, its heads."""
+    config = args["config"]
+    shapes = {name: w.shape for name, w in args.get("params", {}).items()}
+    if "params" in args and shapes != config.param_shapes:
+        unknown = sorted(set(shapes) - set(config.param_shapes))
+        if unknown:
+            raise ValueError(f"params holds {unknown[0]!r}, not a weight of this model "
+                             f"({', '.join(config.param_shapes)}).")
+        wrong = next(n for n in config.param_shapes if shapes.get(n) != config.param_shapes[n])
+        raise ValueError(f"params[{wrong!r}] must have shape {config.param_shapes[wrong]}, "
+                         f"got {shapes.get(wrong, 'none')}.")
+    tokens = args.get("tokens")
+    if tokens is not None and not 2 <= tokens.shape[1] <= config.seq_len:
+        raise ValueError(f"tokens must hold 2 to seq_len={config.seq_len} positions, got shape {tokens.shape}.")
+    if tokens is not None and tokens.size and not 0 <= tokens.min() <= tokens.max() < config.vocab:
+        raise ValueError(f"tokens must be ids from 0 to vocab - 1 = {config.vocab - 1}, got {tokens.min()} to "
+                         f"{tokens.max()}.")
+    for layer, head in args.get("ablate", ()):
+        if layer >= config.n_layers or head >= config.n_heads:
+            raise ValueError(f"ablate holds (layer, head) pairs with layer < {config.n_layers} and "
+                             f"head < {config.n_heads}, got {(layer, head)}.")
+
+
+@arguments(config=CONFIG, seed=SEED)
 def init_params(config: TrainConfig, seed: int) -> dict[str, np.ndarray]:
-    """float64 weights, each normal(0, init_scale / √fan_in): fan_in is W's rows in x @ W, d_model for embeddings."""
+    """float64 weights, each normal(0, init_scale / √fan_in): fan_in is the rows of the matrix x @ W multiplies
+    by (d_model for W_Q, W_K, W_V, h·d_k for W_O), d_model for the embeddings.
+
+    A layer's weights are drawn as the matrices x @ W multiplies by, all heads side by side, then split into heads
+    (layer_heads): the numbers a seed draws do not depend on how the heads are held.
+    """
     rng = Random([seed, 0])
-    fan_in = {name: config.d_model if name in ("W_E", "W_pos") else shape[0]  # embeddings: unit-size vectors
-              for name, shape in config.param_shapes.items()}
-    return {name: rng.normal(0.0, config.init_scale / math.sqrt(fan_in[name]), shape)
-            for name, shape in config.param_shapes.items()}
+    params = {}
+    for name, shape in config.param_shapes.items():
+        if name.endswith(("W_Q", "W_K", "W_V")):
+            shape = (shape[1], shape[0] * shape[2])  # [h, d_model, d_k] drawn as [d_model, h·d_k]
+        elif name.endswith("W_O"):
+            shape = (shape[0] * shape[1], shape[2])  # [h, d_k, d_model] drawn as [h·d_k, d_model]
+        fan_in = config.d_model if name in ("W_E", "W_pos") else shape[0]  # embeddings: unit-size vectors
+        params[name] = rng.normal(0.0, config.init_scale / math.sqrt(fan_in), shape)
+    for layer in range(config.n_layers):
+        names = [f"blocks.{layer}.attn.{w}" for w in ("W_Q", "W_K", "W_V", "W_O")]
+        heads = layer_heads(*(params[name] for name in names), config.n_heads)
+        params.update((name, np.ascontiguousarray(W)) for name, W in zip(names, heads))
+    return params
 
 
 def unflatten(flat: np.ndarray, config: TrainConfig) -> dict[str, np.ndarray]:
@@ -102,20 +156,37 @@ def unflatten(flat: np.ndarray, config: TrainConfig) -> dict[str, np.ndarray]:
 
 
 def block_weights(params: dict, layer: int) -> tuple[np.ndarray, ...]:
-    """(W_Q, W_K, W_V [d_model, h·d_k], W_O [h·d_k, d_model]) of one layer."""
+    """(W_Q, W_K, W_V [h, d_model, d_k], W_O [h, d_k, d_model]) of one layer, per head."""
     return tuple(params[f"blocks.{layer}.attn.{w}"] for w in ("W_Q", "W_K", "W_V", "W_O"))
+
+
+def layer_matrices(W_Q, W_K, W_V, W_O) -> tuple[np.ndarray, ...]:
+    """A layer's per-head weights side by side, the matrices x @ W multiplies by (new arrays):
+    W_Q, W_K, W_V [h, d_model, d_k] -> [d_model, h·d_k] (head i in columns i·d_k to (i + 1)·d_k − 1),
+    W_O [h, d_k, d_model] -> [h·d_k, d_model] (head i in the same rows)."""
+    d_model = W_Q.shape[1]
+    side_by_side = [W.transpose(1, 0, 2).reshape(d_model, -1) for W in (W_Q, W_K, W_V)]  # [h, d, d_k] -> [d, h·d_k]
+    return (*side_by_side, W_O.reshape(-1, d_model))  # [h, d_k, d_model] -> [h·d_k, d_model]
+
+
+def layer_heads(W_Q, W_K, W_V, W_O, n_heads: int) -> tuple[np.ndarray, ...]:
+    """layer_matrices' inverse: [d_model, h·d_k] -> [h, d_model, d_k] for W_Q, W_K, W_V, [h·d_k, d_model] ->
+    [h, d_k, d_model] for W_O (views where NumPy can make them)."""
+    d_model = W_Q.shape[0]
+    per_head = [W.reshape(d_model, n_heads, -1).transpose(1, 0, 2) for W in (W_Q, W_K, W_V)]  # -> [h, d, d_k]
+    return (*per_head, W_O.reshape(n_heads, -1, d_model))  # [h·d_k, d_model] -> [h, d_k, d_model]
 
 
 # ---------------------------------------------------------------- forward
 
-def without_heads(W_O: np.ndarray, heads, d_head: int) -> np.ndarray:
-    """W_O with the rows of each head in heads zeroed: a head's output is z_head @ W_O[its rows]."""
+def without_heads(W_O: np.ndarray, heads) -> np.ndarray:
+    """W_O [h, d_k, d_model] with each head in heads zeroed (a copy): head i writes z_i @ W_O[i], now nothing."""
     W_O = W_O.copy()
-    for head in heads:
-        W_O[head * d_head:(head + 1) * d_head] = 0.0
+    W_O[list(heads)] = 0.0
     return W_O
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG, ablate=ABLATE)
 def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, dict]:
     """(logits [B, n, V], cache): every activation by TransformerLens's hook name, the heads in ablate
     ((layer, head) pairs) writing nothing. tokens is [B, n] ints, 2 <= n <= seq_len.
@@ -132,7 +203,8 @@ def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate
         W_Q, W_K, W_V, W_O = block_weights(params, layer)
         dead = [head for l, head in ablate if l == layer]
         if dead:
-            W_O = without_heads(W_O, dead, config.d_head)
+            W_O = without_heads(W_O, dead)
+        W_Q, W_K, W_V, W_O = layer_matrices(W_Q, W_K, W_V, W_O)  # every head at once: [d_model, h·d_k], ...
         steps = attention_steps(resid, W_Q, W_K, W_V, W_O, config.n_heads, None, None, True)
         cache[f"blocks.{layer}.hook_resid_pre"] = resid
         for name, step in (("q", "q_heads"), ("k", "k_heads"), ("v", "v_heads"), ("pattern", "weights")):
@@ -143,12 +215,13 @@ def run_with_cache(params: dict, tokens: np.ndarray, config: TrainConfig, ablate
     return project(resid, params["W_U"]), cache  # [B, n, d_model] @ [d_model, V] -> [B, n, V]
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG, ablate=ABLATE)
 def forward(params: dict, tokens: np.ndarray, config: TrainConfig, ablate=()) -> tuple[np.ndarray, list[np.ndarray]]:
     """(logits [B, n, V], patterns): patterns[layer] is [B, h, n, n], each query's attention pattern.
 
     ablate is a list of (layer, head) whose output is zeroed (the head still attends).
     """
-    logits, cache = run_with_cache(params, tokens, config, ablate)
+    logits, cache = run_with_cache.fn(params, tokens, config, ablate)
     return logits, [cache[f"blocks.{layer}.attn.hook_pattern"] for layer in range(config.n_layers)]
 
 
@@ -170,14 +243,14 @@ def weight_grad(x: np.ndarray, d_y: np.ndarray) -> np.ndarray:
 
 
 def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tuple, n_heads: int):
-    """(d_resid_pre [B, n, d_model], {"W_Q", "W_K", "W_V", "W_O": gradients}) of one causal attention layer,
-    from d_out [B, n, d_model], the gradient of its output attn_out."""
+    """(d_resid_pre [B, n, d_model], {"W_Q", "W_K", "W_V", "W_O": gradients, per head}) of one causal attention
+    layer, from d_out [B, n, d_model], the gradient of its output attn_out; weights are layer_matrices'."""
     x = cache[f"blocks.{layer}.hook_resid_pre"]  # [B, n, d_model]
     q, k, v, pattern, z = (cache[f"blocks.{layer}.attn.hook_{name}"] for name in ("q", "k", "v", "pattern", "z"))
     W_Q, W_K, W_V, W_O = weights
     # attn_out = merge(z) @ W_O
     d_W_O = weight_grad(z.reshape(*z.shape[:2], -1), d_out)  # [B, n, h, d_k] -> [B, n, h·d_k]; -> [h·d_k, d_model]
-    d_z = split_heads(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
+    d_z = split_heads.fn(project(d_out, W_O.T), n_heads)  # [B, n, d_model] @ [d_model, h·d_k] -> [B, h, n, d_k]
     # z = pattern @ v
     d_pattern = d_z @ v.mT  # [B, h, n, d_k] @ [B, h, d_k, n] -> [B, h, n_q, n_k]
     d_v_heads = pattern.mT @ d_z  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
@@ -188,15 +261,17 @@ def attention_backward(cache: dict, layer: int, d_out: np.ndarray, weights: tupl
     d_q_heads = d_scores @ k  # [B, h, n_q, n_k] @ [B, h, n_k, d_k] -> [B, h, n_q, d_k]
     d_k_heads = d_scores.mT @ q  # [B, h, n_k, n_q] @ [B, h, n_q, d_k] -> [B, h, n_k, d_k]
     # Q = x @ W_Q, K = x @ W_K, V = x @ W_V (all heads side by side), then split into heads
-    d_Q, d_K, d_V = (merge_heads(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
-    grads = {"W_Q": weight_grad(x, d_Q), "W_K": weight_grad(x, d_K), "W_V": weight_grad(x, d_V), "W_O": d_W_O}
+    d_Q, d_K, d_V = (merge_heads.fn(d) for d in (d_q_heads, d_k_heads, d_v_heads))  # [B, h, n, d_k] -> [B, n, h·d_k]
+    side_by_side = (weight_grad(x, d_Q), weight_grad(x, d_K), weight_grad(x, d_V), d_W_O)  # every head at once
+    grads = dict(zip(("W_Q", "W_K", "W_V", "W_O"), layer_heads(*side_by_side, n_heads)))  # -> [h, d_model, d_k], ...
     d_x = project(d_Q, W_Q.T) + project(d_K, W_K.T) + project(d_V, W_V.T)  # [B, n, h·d_k] @ [h·d_k, d_model]
     return d_x, grads
 
 
+@arguments(fits_model, params=PARAMS, tokens=TOKENS, config=CONFIG)
 def loss_and_grads(params: dict, tokens: np.ndarray, config: TrainConfig) -> tuple[float, dict[str, np.ndarray]]:
     """(mean next-token cross-entropy over every position but the last, its gradient for each weight)."""
-    logits, cache = run_with_cache(params, tokens, config)
+    logits, cache = run_with_cache.fn(params, tokens, config)
     losses, probs = next_token_losses(logits, tokens)  # [B, n-1], [B, n-1, V]
     # loss = mean of −log softmax(logits)[target]: d_logits = (softmax − one_hot(target)) / count
     d_logits = np.zeros_like(logits)  # [B, n, V]; the last position predicts nothing
@@ -207,7 +282,7 @@ def loss_and_grads(params: dict, tokens: np.ndarray, config: TrainConfig) -> tup
     d_resid = project(d_logits, params["W_U"].T)  # [B, n, V] @ [V, d_model] -> [B, n, d_model]
     for layer in reversed(range(config.n_layers)):
         # resid_post = resid_pre + attn_out(resid_pre): the gradient reaches resid_pre both ways
-        weights = block_weights(params, layer)
+        weights = layer_matrices(*block_weights(params, layer))
         d_x, layer_grads = attention_backward(cache, layer, d_resid, weights, config.n_heads)
         d_resid = d_resid + d_x
         grads.update({f"blocks.{layer}.attn.{name}": g for name, g in layer_grads.items()})

@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from .attention import multi_head_attention
+from .fields import Between, Flag, arguments
 
 TOKENS = ("The", "report", "that", "the", "committee", "members", "wrote", "about", "the", "rules", "was")
 VERB = len(TOKENS) - 1
@@ -132,7 +133,7 @@ def layer(shares_by_head, d_k: int) -> dict:
 
 def received_blocks(x: np.ndarray, W: dict) -> tuple[np.ndarray, np.ndarray]:
     """(the verb's output in blocks [3, d_content], the verb's attention [h, n]) from real attention."""
-    out, weights = multi_head_attention(x, **W, causal=True)  # [n, d_model], [h, n, n]
+    out, weights = multi_head_attention.fn(x, **W, causal=True)  # [n, d_model], [h, n, n]; .fn: weights built here
     return out[VERB, RECEIVED].reshape(N_BLOCKS, D_CONTENT), weights[:, VERB]  # [3·d_content] -> [3, d_content]
 
 
@@ -151,6 +152,8 @@ def _one_layer(x: np.ndarray, T: np.ndarray, shares_by_head, d_k: int) -> dict:
             "arrives": coefficients.max(axis=0), "residual": residual, "number": number}
 
 
+@arguments(subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT), previous=Between(0, MAX_WEIGHT),
+           wide=Flag())
 def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> dict:
     """One head with the reader's weights against three heads, one per relationship, at the verb.
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .config import AttentionConfig
+from .fields import arguments
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ _PRESETS = (
 PRESETS: dict[str, Preset] = {p.key: p for p in _PRESETS}
 
 
+@arguments()
 def presets() -> list[dict]:
     """Every preset as a plain dict, in display order, with its layer's param_count."""
     return [{**asdict(p), "param_count": p.config.param_count, "kv_layers": p.kv_layers} for p in _PRESETS]

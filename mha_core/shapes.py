@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from .attention import attention_steps
-from .config import AttentionConfig, configure
+from .config import BIAS, LAYER, SIZES, AttentionConfig, configure
+from .fields import Choice, arguments
 from .rng import Random
 
 TENSOR_NAMES = ("x", "q", "k", "v", "q_heads", "k_heads", "v_heads", "scores", "weights", "z", "merged", "out")
@@ -34,9 +35,13 @@ STEPS = {
 }
 
 
+DTYPE_BYTES = Choice((1, 2, 4, 8), "int8, 16-bit, float32, float64")
+
+
+@arguments(**LAYER, bias=BIAS)
 # --8<-- [start:param_count]
 def param_count(d_model, n_heads, n_kv_heads=None, d_head=None, bias=True) -> int:
-    """Learned numbers in one attention layer, as an exact int (raises ConfigError if invalid).
+    """Learned numbers in one attention layer, as an exact int (raises ConfigError if the sizes do not fit).
 
     Counting policy: the four projections and, when bias is True, their biases; nothing else
     (no layer norm, no embeddings). With d_q = h·d_k and d_kv = h_kv·d_k:
@@ -117,6 +122,8 @@ def _flops(cfg: AttentionConfig, B: int, n: int) -> dict[str, int]:
     }
 
 
+@arguments(**LAYER, seq_len=SIZES["seq_len"], batch=SIZES["batch"], bias=BIAS, dtype_bytes=DTYPE_BYTES,
+           n_layers=SIZES["n_layers"])
 def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4,
                  n_layers=1) -> dict:
     """Every tensor shape, the parameter count, KV-cache size and FLOPs of one attention layer.

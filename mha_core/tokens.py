@@ -14,6 +14,8 @@ import functools
 import re
 import unicodedata
 
+MAX_TEXT_CHARS = 100_000  # the longest text a function that tokenizes accepts: it bounds the work a text causes
+
 IDEOGRAPH_RANGES = (("\u3005", "\u3007"), ("\u3021", "\u3029"), ("\u3031", "\u3035"), ("\u3040", "\u30ff"),
                     ("\u31f0", "\u31ff"), ("\u3400", "\u4dbf"), ("\u4e00", "\u9fff"), ("\uf900", "\ufaff"),
                     ("\uff66", "\uff9d"), ("\U00020000", "\U000323af"))  # CJK ideographs, kana

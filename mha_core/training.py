@@ -7,8 +7,8 @@ token before me" into the residual stream, and a layer-1 induction head matches 
 against it and copies what followed. The period varies, so position alone does not give the answer.
 
 The model and its gradients are model.py's; the heads' scores are detectors.py's. A run keeps every weight in
-one flat array, so each of Adam's operations is one NumPy call. Inputs are trusted (mha_core.bridge checks
-what a browser sends). Shapes: B batch, n seq_len, V vocab, P the number of weights.
+one flat array, so each of Adam's operations is one NumPy call. The public functions check their arguments
+(@arguments); the run inside trusts them. Shapes: B batch, n seq_len, V vocab, P the number of weights.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 from .detectors import evaluate
-from .model import TrainConfig, init_params, loss_and_grads, unflatten
+from .fields import Choice, Having, Maybe, Number, Whole, arguments
+from .model import CONFIG, SEED, TrainConfig, init_params, loss_and_grads, unflatten
 from .rng import Random
 
 ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
@@ -32,12 +33,39 @@ class TrainingDiverged(ValueError):
 
 # ---------------------------------------------------------------- the task
 
+STEPS = Whole(0, 10**9)
+
+
+@arguments(config=CONFIG, rng=Having(("integers", "permuted"), "a random generator such as mha_core.rng.Random"))
 def sample_batch(config: TrainConfig, rng: Random) -> np.ndarray:
     """[batch, seq_len] int tokens: each row a block of distinct random tokens, repeated to fill it."""
     periods = rng.integers(config.min_period, config.max_period + 1, size=config.batch)  # [B]
     blocks = rng.permuted(np.tile(np.arange(config.vocab), (config.batch, 1)), axis=1)  # [B, V]: distinct
     positions = np.arange(config.seq_len) % periods[:, None]  # [B, n]: t mod period
     return np.take_along_axis(blocks, positions, axis=1)  # [B, n]
+
+
+def best_first_loss(config: TrainConfig) -> float:
+    """The lowest expected loss any predictor can reach on the predictions made from a token seen for the first
+    time (evaluate's loss_first), pooled over sequences as evaluate pools them; in nats.
+
+    Having seen k distinct tokens and no repeat, every period from max(k, min_period) to max_period is equally
+    likely (each block's first k tokens are equally likely whatever its length), so the block ends now with
+    probability q_k = 1 / #{periods ≥ k} (0 below min_period) and the next token is token 0; otherwise it is one
+    of the vocab − k unseen tokens, each equally likely. Predicting exactly that costs, on average,
+    ℓ_k = −q_k ln q_k − (1 − q_k) ln((1 − q_k) / (vocab − k)). A sequence of period P makes P such
+    predictions (k = 1..P), so the pooled mean is Σ_k Pr(P ≥ k) ℓ_k / E[P].
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, not {type(config).__name__}.")
+    periods = np.arange(config.min_period, config.max_period + 1)  # [m]: equally likely
+    k = np.arange(1, config.max_period + 1)  # [K]: tokens seen, all distinct
+    left = (periods[None, :] >= k[:, None]).sum(axis=1)  # [K]: periods still possible
+    q = np.where(k >= config.min_period, 1 / left, 0.0)  # [K]: the block ends after k tokens
+    with np.errstate(divide="ignore", invalid="ignore"):  # q = 0 or 1: the term vanishes
+        loss = -np.nan_to_num(q * np.log(q)) - np.nan_to_num((1 - q) * np.log((1 - q) / (config.vocab - k)))
+    reached = left / len(periods)  # [K]: Pr(P ≥ k), the share of sequences that make prediction k
+    return float((reached * loss).sum() / periods.mean())
 
 
 def eval_batch(config: TrainConfig, seed: int) -> np.ndarray:
@@ -73,6 +101,8 @@ class Trainer:
     checks) or float32 (the widget's runs: faster in the browser's NumPy).
     """
 
+    @arguments(config=Maybe(CONFIG), seed=SEED, log_every=Whole(1, 10**9), checkpoint_every=STEPS,
+               dtype=Choice((np.float32, np.float64), "the weights' floating type"))
     def __init__(self, config: TrainConfig | None = None, seed: int = 0, log_every: int = 10,
                  checkpoint_every: int = 0, dtype=np.float64):
         self.config = TrainConfig() if config is None else config
@@ -100,14 +130,15 @@ class Trainer:
             raise TrainingDiverged(f"training diverged at step {self.step}: the loss {reached} (a uniform guess "
                                    f"scores {uniform:.2f}); try a smaller learning rate than lr={self.config.lr:g}.")
 
+    @arguments(n_steps=STEPS, budget_s=Maybe(Number(0, 3600)))
     def run(self, n_steps: int, budget_s: float | None = None) -> int:
         """Take up to n_steps steps (fewer if budget_s seconds have passed); return how many were taken."""
         start = time.perf_counter()
         for taken in range(n_steps):
             if budget_s is not None and taken and time.perf_counter() - start >= budget_s:
                 return taken
-            tokens = sample_batch(self.config, self.batches)
-            loss, grads = loss_and_grads(self.params, tokens, self.config)
+            tokens = sample_batch.fn(self.config, self.batches)  # .fn: the kernel, without the argument checks
+            loss, grads = loss_and_grads.fn(self.params, tokens, self.config)
             self._check_loss(loss)
             g = np.concatenate([grads[name].reshape(-1) for name in self.config.param_shapes])  # [P]
             flat, moments = adam_update(self.flat, g, self.moments, self.step + 1, self.config.lr)
@@ -119,6 +150,7 @@ class Trainer:
         return n_steps
 
 
+@arguments(config=Maybe(CONFIG), steps=STEPS, seed=SEED, log_every=Whole(1, 10**9), checkpoint_every=STEPS)
 def train(config: TrainConfig | None = None, steps: int = 600, seed: int = 0, log_every: int = 10,
           checkpoint_every: int = 0) -> dict:
     """{"params", "history", "checkpoints"} after steps Adam steps from init_params(config, seed)."""

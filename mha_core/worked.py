@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .fields import Choice, ListOf, Whole, arguments
 from .rng import Random
 
 VOCAB = ("the", "cat", "sat", "on", "a", "mat")  # each word's embedding is drawn from the seed
@@ -49,6 +50,7 @@ def worked_steps(seed: int = 1, tokens=TOKENS) -> dict[str, np.ndarray]:
     return steps
 
 
+@arguments(seed=Whole(1, MAX_SEED + 1), tokens=ListOf(Choice(VOCAB), len(TOKENS), length=len(TOKENS)))
 def worked_example(seed: int = 1, tokens=TOKENS) -> dict:
     """The example for a seed (1 to 2**32) and 3 words of VOCAB, as plain data: {seed, tokens, vocab, n,
     d_model, n_heads, d_head, matrices: {name: {shape, values}}}. The page's text: mha_core.views.worked."""

@@ -1,5 +1,6 @@
 """Figures: a line `<!-- figure: NAME -->` of a page becomes figure NAME, an inline SVG with its title,
-description and caption, drawn at build time (from mha_core's numbers where it shows any).
+description and caption, drawn at build time (from mha_core's numbers, or the shipped training run's, where it
+shows any).
 
 Inline, not an <img>, so that it follows the reader's scheme toggle: every colour is a class that
 docs/stylesheets/figures.css styles from Material's --md-* variables. Each drawn number carries a data-*
@@ -9,6 +10,8 @@ units wide and scale with their viewBox: text of 14 units or more stays 11 px or
 from __future__ import annotations
 
 import html
+import json
+import math
 from dataclasses import dataclass
 
 from sitebuild import BuildError
@@ -75,7 +78,7 @@ def sentence_to_x() -> Figure:
     n, d_model = x.shape
     kinds = [f.split(":")[0] for f in features]
     cls = {prefix: c for prefix, _, c in BLOCKS}
-    left, cell = 70, 20  # row labels, then one cell a feature
+    left, cell = 84, 19.4  # row labels, then one cell a feature
     body = []
 
     # the sentence, one chip a token, its position under it
@@ -104,14 +107,14 @@ def sentence_to_x() -> Figure:
                             "middle", data_cell=f"{matrix} {r} {j}"))
         return out
 
-    # one token's lookup: its word's row of E plus its position's row of P gives its row of X
+    # one token's lookup: its word's row of W_E plus its position's row of W_pos gives its row of X
     t = tokens[EXAMPLE]
     e_row = [1.0 if f == f"token:{t}" else 0.0 for f in features]
     p_row = [1.0 if f == f"position:{EXAMPLE}" else 0.0 for f in features]
     y = 72
     body += headers(y)
-    body += row(y + 12, f"E[{t}]", e_row, "E", EXAMPLE)
-    body += row(y + 34, f"+ P[{EXAMPLE}]", p_row, "P", EXAMPLE)
+    body += row(y + 12, f"W_E[{t}]", e_row, "W_E", EXAMPLE)
+    body += row(y + 34, f"+ W_pos[{EXAMPLE}]", p_row, "W_pos", EXAMPLE)
     body += row(y + 58, f"= X[{EXAMPLE}]", list(x[EXAMPLE]), "X", EXAMPLE, " strong")
     body.append(line(left, y + 55, left + d_model * cell - 2, y + 55, "rule"))
 
@@ -128,8 +131,8 @@ def sentence_to_x() -> Figure:
     apart = " and ".join({"position": "position", "boundary": "the boundary flag"}[k] for k in dict.fromkeys(
         kinds[j] for j in range(d_model) if x[first, j] != x[again, j]))  # what tells the two rows apart
     desc = (f"The sentence '{SENTENCE}' is split into {n} tokens at positions 0 to {n - 1}. Each token's row of X "
-            f"is its word's row of the embedding table E plus its position's row of the table P. For '{tokens[EXAMPLE]}' "
-            f"at position {EXAMPLE}: E[{tokens[EXAMPLE]}] has a 1 in the feature token:{tokens[EXAMPLE]}, P[{EXAMPLE}] a 1 "
+            f"is its word's row of the embedding matrix W_E plus its position's row of W_pos. For '{tokens[EXAMPLE]}' "
+            f"at position {EXAMPLE}: W_E[{tokens[EXAMPLE]}] has a 1 in the feature token:{tokens[EXAMPLE]}, W_pos[{EXAMPLE}] a 1 "
             f"in position:{EXAMPLE}, and their sum is row {EXAMPLE} of X. Below, all of X, {n} rows of {d_model} numbers: "
             f"{sum(k == 'token' for k in kinds)} token features, {sum(k == 'position' for k in kinds)} position "
             "features, a boundary flag (1 on the first token and on punctuation), and "
@@ -137,7 +140,7 @@ def sentence_to_x() -> Figure:
             f"explorer writes later. The two rows of '{tokens[0]}', {first} and {again}, have the same token features "
             f"and differ in {apart} only.")
     caption = ("From a sentence to X, as the site's hand-built model (behind the heads explorer) makes it. Each "
-               "row of X is a word's embedding plus its position's; here each feature means one thing, so the sum "
+               "row of X is a word's row of W_E plus its position's row of W_pos; here each feature means one thing, so the sum "
                "keeps them apart (a "
                f"trained model learns dense rows in which they overlap). The two rows of “{tokens[0]}” differ only "
                f"in {apart}. b flags the first token and punctuation; previous stays empty until a layer writes it.")
@@ -214,8 +217,11 @@ def induction() -> Figure:
     col = [44 + i * (WIDTH - 88) / (n - 1) for i in range(n)]
     out, layer1, written, layer0, base = 74, 196, 262, 356, 400  # heights, top to bottom
     body = [arrowheads("induction", "a", "c", "muted")]
-    for i, t in enumerate(tokens):  # each position's residual stream, from its embedding upwards
-        body.append(line(col[i], base - 24, col[i], out + 18, "stream"))
+    bands = [(layer1 - 92, layer1 - 52), (layer1 + 6, layer1 + 28), (layer0 - 78, layer0 - 40)]  # the labels' rows
+    stops = [out + 18] + [y for band in sorted(bands) for y in band] + [base - 24]
+    for i, t in enumerate(tokens):  # each position's residual stream, from its embedding upwards, under no label
+        for top, bottom in zip(stops[::2], stops[1::2]):
+            body.append(line(col[i], bottom, col[i], top, "stream"))
         body.append(rect(col[i] - 30, base - 24, 60, 26, "chip" + (" focus" if i in (B, A_AGAIN) else "")))
         body.append(text(col[i], base - 6, t, "word", "middle"))
         body.append(text(col[i], base + 18, str(i), "muted small", "middle"))
@@ -296,20 +302,128 @@ def block() -> Figure:
                      "x″", "x″ = x′ + FFN(Norm(x′))")
     body.append(line(stream, 411, stream, 446, "link fg", marker_end=arrow("block", "fg")))
     body.append(text(stream - 12, 466, "x″ to the next block, n × d_model", "strong"))
+    body.append(text(stream - 12, 492, "after the last block: × W_U (unembed), softmax", "small"))
+    body.append(text(stream - 12, 510, "→ next-token probabilities, a row per position", "small"))
     desc = ("A pre-norm transformer block, top to bottom. The residual stream x, n by d_model, runs down the left. "
             "It branches into a normalisation and the multi-head attention layer, whose output is added back to "
             "it: x prime equals x plus MultiHead of Norm of x. It branches again into a normalisation and the "
             "feed-forward network, which widens each position to d_ff and back, and that output is added too: "
             "x double prime equals x prime plus FFN of Norm of x prime, which goes on to the next block with the "
-            "same shape.")
-    caption = ("The pre-norm block around the layer (GPT-2 and later): each sub-layer reads a normalised copy of the "
-               "residual stream and adds its output back, so the stream keeps its shape, n × d_model, and is only "
-               "ever added to.")
+            "same shape. After the last block, each position's row is multiplied by the unembedding W_U and a "
+            "softmax turns the result into that position's next-token probabilities.")
+    caption = ("The pre-norm block around the layer (GPT-2 and later): the first block reads X, the embeddings; each "
+               "sub-layer reads a normalised copy of the residual stream and adds its output back, so the stream keeps "
+               "its shape, n × d_model, and is only ever added to. After the last block, the unembedding W_U and a "
+               "softmax turn each position's row into next-token probabilities.")
     return Figure("A pre-norm transformer block: residual connections, normalisation, attention, feed-forward",
-                  desc, caption, 476, "\n".join(body))
+                  desc, caption, 518, "\n".join(body))
 
 
-FIGURES = {"sentence-to-x": sentence_to_x, "agreement": agreement, "induction-circuit": induction, "block": block}
+# ---------------------------------------------------------------- (e) from the last residual vector to a loss
+
+SEQUENCE, SHOWN = 0, 6  # the evaluation batch's sequence drawn, and how many of its last tokens
+
+
+def prediction_example() -> dict:
+    """The shipped run's last checkpoint predicting the last token of one evaluation sequence:
+    {"tokens" [n], "t" (the position that predicts), "target", "logits" [V], "probs" [V], "loss"}."""
+    from mha_core import model, training
+    from mha_core.views import training as training_views
+    from sitebuild import widgets
+
+    run = json.loads(widgets.assets("training")["run.json"])
+    config = model.TrainConfig(**run["config"])
+    params = training_views.decode_params(run["checkpoints"][-1]["params"], config)
+    tokens = training.eval_batch(config, run["seed"])  # [B, n]
+    logits, _ = model.forward(params, tokens, config)  # [B, n, V]
+    losses, probs = model.next_token_losses(logits, tokens)  # [B, n-1], [B, n-1, V]
+    t = tokens.shape[1] - 2  # the last position with a next token
+    return {"tokens": tokens[SEQUENCE].tolist(), "t": t, "target": int(tokens[SEQUENCE, t + 1]),
+            "logits": logits[SEQUENCE, t], "probs": probs[SEQUENCE, t], "loss": float(losses[SEQUENCE, t])}
+
+
+def prediction() -> Figure:
+    e = prediction_example()
+    tokens, t, target, logits, probs = e["tokens"], e["t"], e["target"], e["logits"], e["probs"]
+    V, mid = len(logits), WIDTH / 2
+    body = [arrowheads("prediction", "fg")]
+
+    def down(y0, y1):
+        return line(mid, y0, mid, y1, "link fg", marker_end=arrow("prediction", "fg"))
+
+    def box(y, title, sub, cls):
+        return [rect(40, y, WIDTH - 80, 42, "box " + cls, rx=5), text(mid, y + 18, title, "strong", "middle"),
+                text(mid, y + 35, sub, "small", "middle")]
+
+    # the sequence so far: its last SHOWN tokens, then the one to predict
+    chip, gap = 46, 8
+    x0 = (WIDTH - (SHOWN + 1) * chip - SHOWN * gap) / 2
+    for i, pos in enumerate(range(t - SHOWN + 1, t + 2)):
+        cx = x0 + i * (chip + gap)
+        body.append(rect(cx, 8, chip, 26, "chip" + (" focus" if pos == t else "")))
+        body.append(text(cx + chip / 2, 26, str(tokens[pos]) if pos <= t else "?", "word", "middle",
+                         data_token=f"{pos}" if pos <= t else None))
+        body.append(text(cx + chip / 2, 50, f"{pos}", "muted small", "middle"))
+    body.append(down(56, 72))
+    body += box(74, f"embed: W_E[{tokens[t]}] + W_pos[{t}]", "one row a token, d_model numbers", "norm")
+    body.append(down(116, 130))
+    body += box(132, "the blocks: attention, added to the stream", "the last residual vector, d_model numbers", "layer")
+    body.append(down(174, 188))
+    body += box(190, "unembed: × W_U, d_model × V", f"one logit per vocabulary entry, V = {V}", "ffn")
+
+    left, step = 40, (WIDTH - 80) / V  # one column a vocabulary entry
+
+    def columns(values, base, scale, label_value, kind):
+        out = []
+        for entry, value in enumerate(values):
+            h = value * scale
+            out.append(rect(left + entry * step + 1, base - max(h, 0), step - 2, abs(h),
+                            "col" + (" a" if entry == target else ""), rx=0))
+        x = left + target * step + step / 2
+        top = base - max(values[target] * scale, 0)
+        out.append(text(x, top - 6, label_value, "small a-text strong halo", "middle" if 60 < x < WIDTH - 60 else
+                        ("start" if x <= 60 else "end"), data_value=kind))
+        return out
+
+    # the logits, above and below 0
+    zero, span = 300, 40 / max(abs(float(x)) for x in logits)
+    body.append(line(left, zero, WIDTH - left, zero, "axis"))
+    body += columns([float(x) for x in logits], zero, span, f"{target}: {float(logits[target]):.2f}", "logit")
+    body.append(text(left - 4, zero + 5, "0", "muted small", "end"))
+    body.append(text(left - 4, zero - 14, "logits", "muted small", "end"))
+    body.append(down(352, 368))
+    body.append(text(mid + 8, 364, "softmax over the vocabulary", "small"))
+    # the probabilities
+    base = 450
+    body.append(line(left, base, WIDTH - left, base, "axis"))
+    body += columns([float(p) for p in probs], base, 60, f"p({target}) = {float(probs[target]):.2f}", "probability")
+    body.append(text(mid, base + 18, "probabilities", "muted small", "middle"))
+    body.append(text(left, base + 18, "token 0", "muted small"))
+    body.append(text(WIDTH - left, base + 18, str(V - 1), "muted small", "end"))
+    body.append(text(8, base + 44, f"loss = −ln {float(probs[target]):.2f} = {e['loss']:.2f} nats", "strong",
+                     data_value="loss"))
+    body.append(text(8, base + 64, f"a uniform guess: ln {V} = {math.log(V):.2f} nats", "muted small",
+                     data_value="uniform"))
+    best = int(logits.argmax())
+    largest = "the largest" if best == target else f"below token {best}'s {float(logits[best]):.2f}"
+    desc = (f"One prediction of the trained two-layer model, on a sequence of its task. The tokens at positions "
+            f"{t - SHOWN + 1} to {t} are {', '.join(str(x) for x in tokens[t - SHOWN + 1:t + 1])}; the next is to be "
+            f"predicted. Token {tokens[t]} at position {t} is embedded (its row of W_E plus row {t} of W_pos), the "
+            f"blocks add their attention outputs to it, and the last residual vector times the unembedding W_U gives "
+            f"{V} logits, one per vocabulary entry, from {float(logits.min()):.2f} to {float(logits.max()):.2f}; token "
+            f"{target}'s is {float(logits[target]):.2f}, {largest}. Softmax over the vocabulary turns them into "
+            f"probabilities that sum to 1: token {target} gets {float(probs[target]):.2f}. It is the correct next "
+            f"token, so the loss is minus the log of {float(probs[target]):.2f}, {e['loss']:.2f} nats, against "
+            f"{math.log(V):.2f} for a uniform guess.")
+    caption = (f"How the trained model predicts, on one sequence of its task: embed, the blocks, unembed, softmax. "
+               f"The correct next token, {target}, gets probability {float(probs[target]):.2f}; the loss is −ln of "
+               "that probability.")
+    return Figure("From the last residual vector to next-token probabilities and the loss", desc, caption,
+                  base + 72, "\n".join(body))
+
+
+FIGURES = {"sentence-to-x": sentence_to_x, "agreement": agreement, "induction-circuit": induction, "block": block,
+           "prediction": prediction}
 
 
 def render(name: str) -> str:

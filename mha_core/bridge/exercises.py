@@ -1,21 +1,17 @@
 """The exercises' Python's one entry point: call(fn_name, args_json) over EXERCISE_FUNCTIONS, as bridge.call.
 
 This module is the entry of the worker that runs the reader's code (widgets/exercise/runner.js), a Python of
-its own: run_exercise is declared here and nowhere in the widgets' FUNCTIONS, so the widgets' Python never
+its own: run_exercise is served here and nowhere in the widgets' FUNCTIONS, so the widgets' Python never
 runs a reader's code.
 """
 
 from __future__ import annotations
 
-from ..exercises import EXERCISES, run_exercise
-from . import call as bridge_call, declare
-from .fields import Choice, Text
+from ..exercises import MAX_CODE_CHARS, run_exercise
+from . import call as bridge_call
 
-MAX_CODE_CHARS = 100_000  # far more than any answer needs; bounds what compile() is handed
-
-EXERCISE_FUNCTIONS = {
-    "run_exercise": declare(run_exercise, name=Choice(tuple(EXERCISES)), code=Text(MAX_CODE_CHARS)),
-}
+EXERCISE_FUNCTIONS = {"run_exercise": run_exercise}  # its arguments declared where it is defined
+__all__ = ["EXERCISE_FUNCTIONS", "MAX_CODE_CHARS", "call"]
 
 
 def call(fn_name: str, args_json: str) -> str:

@@ -14,6 +14,14 @@ outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders
 
 from __future__ import annotations
 
+from ..fields import Declared
+
+
+def declared_as(numerics):
+    """@declared_as(fn): the view takes the arguments of the numerics it shows, as fn declares them (one
+    declaration: the browser's bridge and a Python user's call check the same)."""
+    return lambda view: Declared(view, numerics.args, numerics.relations)
+
 
 def decimal(value: float, decimals: int = 2) -> str:
     """0.5 -> '0.50', -1.25 -> '−1.25' (a true minus sign); never '−0.00'."""

@@ -6,7 +6,7 @@ token and coloured by its head."""
 from __future__ import annotations
 
 from ..memory import memory_steps
-from . import css_number
+from . import css_number, declared_as
 
 SPLITS = ("right", "wrong")
 
@@ -79,6 +79,7 @@ def pattern(split: str, h: int, weights: list[list[float]]) -> dict:
                           for k, w in enumerate(row)]} for q, row in enumerate(weights)]}}}
 
 
+@declared_as(memory_steps)
 def memory_view(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> dict:
     """The widget's view for n tokens, h heads and the split chosen."""
     r = memory_steps(n_tokens, n_heads, wrong)

@@ -7,7 +7,7 @@ no control changes (the sentence, each relationship's name and words), rendered 
 from __future__ import annotations
 
 from ..one_vs_many import D_CONTENT, KEYS, RELATIONSHIPS, TOKENS, UNDECIDED, VERB, one_vs_many
-from . import css_number, fraction
+from . import css_number, declared_as, fraction
 
 NAMES = {"subject": "Subject", "clause": "Clause", "previous": "Previous token"}
 OWNERS = {"subject": "the subject's", "clause": "the clause's", "previous": "the previous token's"}
@@ -76,6 +76,7 @@ def fixed() -> dict:
                               for r in RELATIONSHIPS]}
 
 
+@declared_as(one_vs_many)
 def one_vs_many_view(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> dict:
     """The widget's view for the reader's weights (as mha_core.one_vs_many takes them)."""
     r = one_vs_many(subject, clause, previous, wide)

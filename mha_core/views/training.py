@@ -15,9 +15,10 @@ from dataclasses import asdict
 import numpy as np
 
 from ..detectors import DETECTORS, evaluate
-from ..model import TrainConfig, forward, unflatten
+from ..fields import Maybe, Number, Text, Whole, arguments
+from ..model import ABLATE, MAX_STEP_FLOPS, SEED, TRAIN_CONFIG, TrainConfig, forward, unflatten
 from ..rng import Random
-from ..tokens import first_tokens, token_key
+from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
 from ..training import Trainer, TrainingDiverged, eval_batch
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
@@ -26,6 +27,9 @@ SCHEDULE_DTYPE = np.float32  # the widget's runs, built and live, train in float
 ROLE_MIN = 0.4  # a head is named after its best detector score when that score reaches this
 RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
 RUN_IDS = itertools.count(1)
+RUN = Whole(1, 2**53)  # a run's id, as training_start gave it
+MAX_BUDGET_MS = 1000
+MAX_PARAMS_CHARS = 4 * MAX_STEP_FLOPS  # base64 of float16 weights: far more than any allowed model has
 
 
 # ---------------------------------------------------------------- what is shown
@@ -139,6 +143,7 @@ def running(run: int) -> Trainer:
     return RUNS[run]
 
 
+@arguments(config=TRAIN_CONFIG, seed=SEED)
 def training_start(config: dict | None = None, seed: int = 0) -> dict:
     """Start a run of TrainConfig(**config) in this Python (ending any other): {"run": its id, ...run_view at step 0}."""
     trainer = schedule_trainer(TrainConfig(**(config or {})), seed)
@@ -148,6 +153,7 @@ def training_start(config: dict | None = None, seed: int = 0) -> dict:
     return {"run": run, **run_view(trainer)}
 
 
+@arguments(run=RUN, budget_ms=Number(0, MAX_BUDGET_MS))
 def training_advance(run: int, budget_ms: float = 80) -> dict:
     """Train run for about budget_ms (at least one step, never past SCHEDULE["steps"]).
 
@@ -170,6 +176,7 @@ def training_advance(run: int, budget_ms: float = 80) -> dict:
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints[saved:])}
 
 
+@arguments(run=RUN)
 def training_stop(run: int) -> dict:
     """End run; {"stopped": False} if it had already ended."""
     return {"stopped": RUNS.pop(run, None) is not None}
@@ -184,6 +191,8 @@ def fitting_ablate(ablate: list, config: TrainConfig) -> list[tuple[int, int]]:
     return [(layer, head) for layer, head in ablate]
 
 
+@arguments(config=TRAIN_CONFIG, seed=SEED, params=Text(MAX_PARAMS_CHARS), ablate=ABLATE,
+           text=Maybe(Text(MAX_TEXT_CHARS)))
 def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str | None = None) -> dict:
     """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed.
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from test_accessibility import axe_source, blocking  # noqa: F401 (a fixture, used by name)
 
 FIGURES = {"sentence-to-x": "", "agreement": "why-heads/", "induction-circuit": "what-heads-learn/",
-           "block": "caveats-and-the-block/"}
+           "block": "caveats-and-the-block/", "prediction": "what-heads-learn/"}
 WIDTHS = (390, 1280)
 SCHEMES = ("default", "slate")  # Material's light and dark schemes
 

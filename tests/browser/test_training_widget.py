@@ -76,6 +76,18 @@ def check(widget, want: dict) -> None:
         assert weight == pytest.approx(pattern[q, k], abs=5.1e-5)
 
 
+# Whether root is near the screen, by an IntersectionObserver with the margin of the runtime's whenNear
+# (widgets/runtime/page.js), made after the widget's own: observers answer in the order they were made, so the
+# widget's has answered too (and fetched its asset, had it been near) once this one has.
+NEAR_CHECKED = """root => new Promise((resolve) => {
+  const observer = new IntersectionObserver(([entry]) => {
+    observer.disconnect();
+    resolve(entry.isIntersecting);
+  }, { rootMargin: "600px" });
+  observer.observe(root);
+})"""
+
+
 def wait_loaded(widget, run: dict) -> None:
     """The asset with every checkpoint is in."""
     expect(widget).to_have_attribute("data-checkpoints", str(len(run["checkpoints"])))
@@ -111,7 +123,7 @@ def test_the_asset_is_fetched_once_the_widget_is_about_to_be_seen(page, page_log
     widget = page.locator('[data-mha-widget="training"]')
     expect(widget).to_have_attribute("data-mounted", "true")
     page.wait_for_load_state("load")
-    page.wait_for_timeout(1000)
+    assert widget.evaluate(NEAR_CHECKED) is False  # the widget's own check has answered: not near
 
     def asked() -> list[str]:
         return [url for url in page_log.requests if url.endswith(ASSET)]

@@ -311,3 +311,39 @@ def test_the_products_without_blas_equal_matmul(monkeypatch, dtype, batched):
     tolerance = 1e-12 if dtype == np.float64 else 1e-5  # float32: rounding of sums in another order
     assert np.allclose(einsum_out, out, rtol=tolerance, atol=tolerance * np.abs(out).max())
     assert np.allclose(einsum_weights, weights, rtol=tolerance, atol=tolerance)
+
+
+# ---------------------------------------------------------------- the public door: n_heads, flags, ranks
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: split_heads(np.zeros((2, 12)), 0), "n_heads must be at least 1, got 0."),
+    (lambda: split_heads(np.zeros((2, 12)), 2.5), "n_heads must be a whole number, got 2.5."),
+    (lambda: split_heads(np.zeros((2, 12)), None), "n_heads must be a whole number, got None."),
+    (lambda: split_heads("abc", 1), "x must hold floating-point numbers"),
+    (lambda: merge_heads(np.zeros((2, 3, 4), dtype=np.int8)), "z must hold floating-point numbers"),
+    (lambda: softmax([["a"]]), "x must hold floating-point numbers"),
+    (lambda: softmax(np.zeros(3), axis=0.0), "axis must be an integer in [-1, 1), got 0.0."),
+    (lambda: scaled_dot_product_attention(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 3)), causal="yes"),
+     "causal must be true or false, got 'yes'."),
+    (lambda: scaled_dot_product_attention(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 3)), mask=[[1, 0]]),
+     "mask must be a bool array, got dtype int64."),
+    (lambda: multi_head_attention(**{**good(), "n_heads": 0}), "n_heads must be at least 1, got 0."),
+    (lambda: multi_head_attention(**{**good(), "causal": 1}), "causal must be true or false, got 1."),
+    (lambda: multi_head_attention(**{**good(), "W_Q": np.zeros(8)}), "W_Q must have 2 dimensions, got shape (8,)."),
+])
+def test_the_public_functions_refuse_by_name(call, message):
+    with pytest.raises(ValueError) as refused:
+        call()
+    assert str(refused.value).startswith(message)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.booleans())
+def test_valid_calls_give_what_the_functions_themselves_give(B, n, h, d_k, causal):
+    x = rng.standard_normal((B, n, h * d_k))
+    assert np.array_equal(split_heads(x, h), split_heads.fn(x, h))
+    q = split_heads(x, h)
+    out, weights = scaled_dot_product_attention(q, q, q, causal=np.bool_(causal))
+    out_fn, weights_fn = scaled_dot_product_attention.fn(q, q, q, causal)
+    assert np.array_equal(out, out_fn) and np.array_equal(weights, weights_fn)
+    assert np.array_equal(merge_heads(out), merge_heads.fn(out))

@@ -112,3 +112,36 @@ def test_attention_config_raises_the_check_message():
 def test_ints_are_normalised():
     cfg = AttentionConfig(np.int64(512), 8.0)
     assert type(cfg.d_model) is int and type(cfg.n_heads) is int and math.prod(cfg.weight_shapes["W_O"]) == 512 * 512
+
+
+# ---------------------------------------------------------------- the public door
+
+SIZES = ("d_model", "n_heads", "n_kv_heads", "d_head")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(SIZES), st.one_of(st.integers(-10**6, 0), st.floats(0.5, 9.5).filter(lambda v: v % 1),
+                                        st.text(max_size=2), st.just(True)))
+def test_a_size_that_makes_no_sense_is_refused_by_name(name, value):
+    args = {"d_model": 512, "n_heads": 8, name: value}
+    for make in (check_config, AttentionConfig):
+        with pytest.raises(ValueError) as refused:
+            make(**args)
+        assert str(refused.value).startswith(f"{name} must be "), refused.value
+
+
+def test_the_nonsense_the_issue_found_is_refused():
+    with pytest.raises(ValueError, match=r"^d_model must be at least 1, got 0\.$"):
+        check_config(0, 8)
+    with pytest.raises(ValueError, match=r"^n_heads must be at most 65,536"):
+        check_config(512, LIMITS["n_heads"] + 1)
+    with pytest.raises(ValueError, match=r"^bias must be true or false, got 'yes'\.$"):
+        AttentionConfig(512, 8, bias="yes")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 64), st.one_of(st.none(), st.integers(1, 64)))
+def test_valid_sizes_answer_as_before(d_model, n_heads, d_head):
+    assert check_config(d_model, n_heads, d_head=d_head) == check_config.fn(d_model, n_heads, None, d_head)
+    assert check_config(float(d_model), np.int64(n_heads), d_head=d_head)["ok"] == check_config.fn(
+        d_model, n_heads, None, d_head)["ok"]

@@ -51,3 +51,26 @@ def test_evaluate_splits_the_loss_into_first_occurrences_and_repeats():
     assert result["loss_repeat"] == pytest.approx(losses[repeat].mean())
     assert result["loss_first"] == pytest.approx(losses[~repeat].mean())
     assert result["scores"] == detector_scores(patterns, tokens)
+
+
+# ---------------------------------------------------------------- the public door
+
+def test_detector_scores_refuses_patterns_that_do_not_fit_the_tokens():
+    tokens = np.array([[0, 1, 0, 1]])
+    with pytest.raises(ValueError, match=r"^patterns\[0\] must be \[B, h, n, n\] with B=1 and n=4 as in tokens"):
+        detector_scores([np.zeros((1, 2, 3, 3))], tokens)
+    with pytest.raises(ValueError, match=r"^patterns\[1\] must have 4 dimensions"):
+        detector_scores([np.zeros((1, 2, 4, 4)), np.zeros((4, 4))], tokens)
+    with pytest.raises(ValueError, match=r"^tokens must hold integers"):
+        detector_scores([np.zeros((1, 2, 4, 4))], tokens.astype(float))
+    patterns = [np.full((1, 2, 4, 4), 0.25)]
+    assert detector_scores(patterns, tokens) == detector_scores.fn(patterns, tokens)
+
+
+def test_evaluate_refuses_what_does_not_fit_the_config():
+    config = TrainConfig(vocab=8, d_model=8, n_heads=2, d_head=4, seq_len=8, batch=2, min_period=2, max_period=6)
+    params = init_params(config, 0)
+    with pytest.raises(ValueError, match=r"^tokens must be ids from 0 to vocab - 1 = 7, got 0 to 9\.$"):
+        evaluate(params, np.array([[0, 9]]), config)
+    with pytest.raises(ValueError, match=r"^ablate holds \(layer, head\) pairs with layer < 2"):
+        evaluate(params, np.array([[0, 1]]), config, [(3, 0)])

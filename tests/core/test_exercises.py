@@ -175,3 +175,14 @@ def test_a_case_s_arrays_are_as_labelled():
     cases = {c.label: c for c in EXERCISES["split_heads"].cases(Random(0))}
     assert not cases["non-contiguous input"].args["x"].flags.c_contiguous
     assert cases["float32"].args["x"].dtype == np.float32
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"name": "nope", "code": "x = 1"}, "name must be one of split_heads, merge_heads"),
+    ({"name": "kv_cache", "code": "  "}, "code is empty."),
+    ({"name": "kv_cache", "code": None}, "code must be a string, got NoneType."),
+])
+def test_run_exercise_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError) as refused:
+        run_exercise(**args)
+    assert str(refused.value).startswith(message)

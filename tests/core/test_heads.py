@@ -155,3 +155,32 @@ def test_token_list_input_equals_text_input():
     assert a["tokens"] == b["tokens"] and all(np.array_equal(a["heads"][k], b["heads"][k]) for k in HEAD_KINDS)
     many = head_patterns(["a"] * 70)
     assert many["truncated"] and many["n_tokens_given"] == 70 and len(many["tokens"]) == 64
+
+
+# ---------------------------------------------------------------- the public door
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: head_patterns("   "), "text is empty."),
+    (lambda: head_patterns(None), "text_or_tokens must be a string or a list of 1 to 100,000 non-blank token strings"),
+    (lambda: head_patterns(["a", ""]), "text_or_tokens must be a string or a list of 1 to 100,000"),
+    (lambda: head_patterns("a b", ablate="induction"), "ablate must be a list, got 'induction'."),
+    (lambda: head_weights("a b", ablate=["averaged"]), "ablate[0] must be one of previous_token, positional"),
+    (lambda: head_weights("a" * 100_001), "text is too long: 100,001 characters (at most 100,000)."),
+    (lambda: tokenize(["a"]), "text must be a string, got list."),
+    (lambda: tokenize(b"a b"), "text must be a string, got bytes."),
+])
+def test_nonsense_is_refused_by_name(call, message):
+    with pytest.raises(ValueError) as refused:
+        call()
+    assert str(refused.value).startswith(message)
+
+
+def test_a_blank_text_has_no_tokens():
+    assert tokenize("") == [] and tokenize(" \n") == []
+
+
+def test_valid_calls_answer_as_the_functions_themselves():
+    text = "The cat sat. The cat"
+    assert tokenize(text) == tokenize.fn(text)
+    for kind, pattern in head_patterns(text, ablate=("induction",))["heads"].items():
+        assert np.array_equal(pattern, head_patterns.fn(text, ("induction",))["heads"][kind])

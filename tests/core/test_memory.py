@@ -1,6 +1,7 @@
 """The memory widget's steps: NumPy's strides and buffers as the page draws them, checked against
 NumPy asked directly, against PyTorch's strides (in elements), and the labels against the numbers."""
 
+import json
 
 import numpy as np
 import pytest
@@ -86,3 +87,16 @@ def test_the_patterns_are_the_constructed_heads_and_the_wrong_split_breaks_them(
     right = np.array(memory_steps(3, 2)["patterns"]["right"])
     assert all(np.abs(wrong[i] - right[i]).max() > 0.4 for i in range(2))  # both heads scrambled
     assert np.array_equal(memory_steps(3, 2)["patterns"]["wrong"], memory_steps(3, 2, True)["patterns"]["wrong"])
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"n_tokens": 0}, "n_tokens must be at least 1, got 0."),
+    ({"n_tokens": 5}, "n_tokens must be at most 4, got 5."),
+    ({"n_heads": 3}, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
+    ({"wrong": "no"}, "wrong must be true or false, got 'no'."),
+])
+def test_memory_steps_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError) as refused:
+        memory_steps(**args)
+    assert str(refused.value) == message
+    assert json.dumps(memory_steps(n_tokens=2, n_heads=4), default=str) == json.dumps(memory_steps.fn(2, 4), default=str)

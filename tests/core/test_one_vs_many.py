@@ -133,3 +133,17 @@ def test_the_layers_equal_torch(shares_by_head, d_k):
 def test_bad_arguments_are_explained(args, words):
     reply = json.loads(bridge.call("one_vs_many_view", json.dumps(args)))
     assert not reply["ok"] and words in reply["error"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"subject": -1}, "subject must be a number from 0 to 100, got -1."),
+    ({"clause": float("nan")}, "clause must be a number from 0 to 100, got nan."),
+    ({"previous": "1"}, "previous must be a number from 0 to 100, got '1'."),
+    ({"wide": "yes"}, "wide must be true or false, got 'yes'."),
+    ({"subject": 0, "clause": 0, "previous": 0}, "give at least one relationship some weight"),
+])
+def test_one_vs_many_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError) as refused:
+        one_vs_many(**args)
+    assert str(refused.value).startswith(message)
+    assert np.allclose(one_vs_many(2, 1, 0.5)["one"]["arrives"], one_vs_many.fn(2, 1, 0.5)["one"]["arrives"])

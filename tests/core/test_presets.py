@@ -112,3 +112,9 @@ def test_the_whole_model_kv_cache_counts_the_layers_that_keep_one():
             assert p.kv_layers == p.n_layers and p.cache_note == ""
     shown = {p["key"]: p["kv_layers"] for p in presets()}
     assert shown["transformer-base"] == 12 and shown["bert-base"] == 0
+
+
+def test_presets_takes_no_argument():
+    with pytest.raises(TypeError):
+        presets("transformer-base")
+    assert presets() == presets.fn()

@@ -180,3 +180,41 @@ def test_numpy_inputs_give_plain_ints():
     report = shape_report(np.int64(512), np.int32(8), np.int64(10), np.int16(2), dtype_bytes=np.int64(2))
     assert_plain_json(report)
     assert report["kv_cache_bytes"] == 2 * 2 * 10 * 512 * 2
+
+
+# ---------------------------------------------------------------- the public door
+
+@pytest.mark.parametrize("args, message", [
+    ({"d_model": -512}, "d_model must be at least 1, got -512."),
+    ({"n_heads": 0}, "n_heads must be at least 1, got 0."),
+    ({"seq_len": 0}, "seq_len must be at least 1, got 0."),
+    ({"batch": 2.5}, "batch must be a whole number, got 2.5."),
+    ({"n_kv_heads": 0}, "n_kv_heads must be at least 1, got 0."),
+    ({"d_head": "64"}, "d_head must be a whole number, got '64'."),
+    ({"bias": 1}, "bias must be true or false, got 1."),
+    ({"dtype_bytes": 3}, "dtype_bytes must be one of 1, 2, 4, 8"),
+    ({"n_layers": 10**9}, "n_layers must be at most 4,096"),
+])
+def test_shape_report_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError) as refused:
+        shape_report(**{"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2, **args})
+    assert str(refused.value).startswith(message)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((512, 0), "n_heads must be at least 1, got 0."),
+    ((0, 8), "d_model must be at least 1, got 0."),
+    ((512, 8, None, -1), "d_head must be at least 1, got -1."),
+    ((512, 8, None, None, "no"), "bias must be true or false, got 'no'."),
+])
+def test_param_count_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError, match=f"^{message}$".replace(".", r"\.")):
+        param_count(*args)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 64), st.integers(1, 2048), st.integers(1, 64),
+       st.sampled_from([1, 2, 4, 8]), st.booleans())
+def test_valid_calls_answer_as_the_function_itself(d_model, n_heads, seq_len, batch, dtype_bytes, bias):
+    args = dict(d_model=d_model, n_heads=n_heads, seq_len=seq_len, batch=batch, dtype_bytes=dtype_bytes, bias=bias)
+    assert shape_report(**args) == shape_report.fn(**args)

@@ -56,3 +56,17 @@ def test_the_reader_s_words_pick_rows_of_one_embedding_table():
     assert np.array_equal(worked_steps(4, ["on", "cat", "sat"])["X"][1], m["X"][0])  # one table per seed
     assert np.array_equal(worked_steps(4, ["cat", "on", "cat"])["W_Q"], worked_steps(4)["W_Q"])  # same weights
     assert worked_example(4, ["cat", "on", "cat"])["tokens"] == ["cat", "on", "cat"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"seed": 0}, "seed must be at least 1, got 0."),
+    ({"seed": "1"}, "seed must be a whole number, got '1'."),
+    ({"tokens": ("the", "dog", "sat")}, "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
+    ({"tokens": "cat"}, "tokens must be a list, got 'cat'."),
+    ({"tokens": ["the"]}, "tokens must hold 3 items, got 1."),
+])
+def test_worked_example_refuses_nonsense_by_name(args, message):
+    with pytest.raises(ValueError) as refused:
+        worked_example(**args)
+    assert str(refused.value) == message
+    assert worked_example(7, ("a", "cat", "mat")) == worked_example.fn(7, ("a", "cat", "mat"))

@@ -293,9 +293,10 @@ def preset(key: str) -> dict:
 
 
 def quoted(page: str, *texts: str) -> None:
-    body = prose(page)
+    """Each computed number in texts is stated on page, as written there (line breaks as spaces)."""
+    body = " ".join(prose(page).split())
     for text in texts:
-        assert text in body, f"{page} should say {text!r}"
+        assert " ".join(text.split()) in body, f"{page} should say {text!r}"
 
 
 def test_original_sizes():
@@ -408,7 +409,6 @@ def test_the_merge_is_a_view_only_when_h_or_n_is_1():
 
     assert not merged_is_view(8, 10) and not merged_is_view(8, 10, B=1)
     assert merged_is_view(1, 10) and merged_is_view(8, 1)
-    quoted("mechanism.md", "With $h = 1$ there is one run per token, and with $n = 1$ the runs")
 
 
 def test_an_explicit_head_width_lifts_the_divisibility_rule():
@@ -425,8 +425,8 @@ def test_the_kv_cache_follows_the_key_width_not_the_head_count():
     assert shape_report(512, 8, 10, 2, n_kv_heads=2)["kv_cache_bytes"] == 81_920 // 4
     shown = {shapes_display(shape_report(512, h, 10, 2, dtype_bytes=4))["totals"]["kv_cache"]["text"] for h in (1, 8, 16, 64)}
     assert shown == {"80.0 KiB"}, "what the calculator shows"
-    quoted("caveats-and-the-block.md", "$d_\\text{model} = 512$, $B = 2$, $n = 10$\nin float32",
-           "shows 80.0 KiB (81,920 bytes) per layer for $h$ = 1, 8, 16 or 64")
+    quoted("caveats-and-the-block.md", "$d_\\text{model} = 512$, $B = 2$, $n = 10$ in float32",
+           "80.0 KiB (81,920 bytes) per layer for $h$ = 1, 8, 16 or 64")
 
 
 def test_the_calculator_is_one_layer_and_a_model_has_many():
@@ -436,7 +436,6 @@ def test_the_calculator_is_one_layer_and_a_model_has_many():
     per_layer = shape_report(p["d_model"], p["n_heads"], 4096, 1, n_kv_heads=p["n_kv_heads"],
                              d_head=p["d_head"], dtype_bytes=2)["kv_cache_bytes"]
     assert per_layer == 64 * MiB and layers * per_layer == 2 * GiB
-    quoted("parameters-and-shapes.md", "The KV cache and the FLOPs are those of this one layer")
     # The caveats' question links the calculator set to Llama 2 7B and says what it shows.
     link = re.search(r"\]\(parameters-and-shapes\.md\?([^)#]+)#the-shape-calculator\)", prose("caveats-and-the-block.md"))
     args = {k: int(v) for k, v in (pair.split("=") for pair in link.group(1).split("&"))}
@@ -585,6 +584,7 @@ SYMBOLS = {
     "W^O": (r"W\^O|W_O", r"an \*\*output projection\*\* \$W\^O\$"),
     "d_k": (r"d_k|d_head", r"Here \$W\^Q\$ and \$W\^K\$ are\n\$d_\\text\{model\} \\times d_k\$"),
     "h_kv": (r"h_\{kv\}|h_kv|n_kv_heads", r"gives keys and values only\n\$h_\{kv\}\$ heads"),
+    "B": (r"(?<![\w\\])B(?=\s*(?:,|=|\\times|n\b|\$|\\cdot))", r"over a batch of \$B\$ sequences of \$n\$ tokens\s+costs"),
 }
 
 
@@ -614,6 +614,8 @@ def test_the_symbol_check_can_fail():
     assert not uses("[GQA](mechanism.md#h_kv)", use)
     assert uses("$q_i \\cdot k_j$", SYMBOLS["q"][0]) and uses("$q_i \\cdot k_j$", SYMBOLS["k"][0])
     assert not uses("quick kettle", SYMBOLS["q"][0]) and not uses("\\qquad", SYMBOLS["q"][0])
+    assert uses("$B \\times n$", SYMBOLS["B"][0]) and uses("`[B, n, d_model]`", SYMBOLS["B"][0])
+    assert not uses("the token $[B]$ and Bob", SYMBOLS["B"][0])
 
 
 def test_the_memory_section_quotes_numpy():

@@ -14,7 +14,8 @@ from mha_core.heads import head_patterns, head_weights
 from sitebuild import ROOT, BuildError, figures, widgets
 
 PAGES = {"sentence-to-x": "index.html", "agreement": "why-heads/index.html",
-         "induction-circuit": "what-heads-learn/index.html", "block": "caveats-and-the-block/index.html"}
+         "induction-circuit": "what-heads-learn/index.html", "block": "caveats-and-the-block/index.html",
+         "prediction": "what-heads-learn/index.html"}
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -28,7 +29,7 @@ def built_figure(site, name: str) -> ET.Element:
     html = (site / PAGES[name]).read_text(encoding="utf-8")
     found = re.findall(rf'<figure class="mha-figure mha-fig" data-mha-figure="{name}">.*?</figure>', html, re.S)
     assert len(found) == 1, f"{name}: {len(found)} times on {PAGES[name]}"
-    for other in set(PAGES) - {name}:
+    for other in {other for other, page in PAGES.items() if page != PAGES[name]}:
         assert f'data-mha-figure="{other}"' not in html, f"{other} is on {PAGES[name]} too"
     return ET.fromstring(found[0])
 
@@ -71,8 +72,8 @@ def test_the_sentence_to_x_draws_mha_cores_embeddings(site):
     shown = np.array([[float(cells[f"X {i} {j}"]) for j in range(d_model)] for i in range(n)])
     np.testing.assert_array_equal(shown, x)
     e = figures.EXAMPLE
-    e_row = np.array([float(cells[f"E {e} {j}"]) for j in range(d_model)])
-    p_row = np.array([float(cells[f"P {e} {j}"]) for j in range(d_model)])
+    e_row = np.array([float(cells[f"W_E {e} {j}"]) for j in range(d_model)])
+    p_row = np.array([float(cells[f"W_pos {e} {j}"]) for j in range(d_model)])
     assert [features[j] for j in np.flatnonzero(e_row)] == [f"token:{tokens[e]}"]  # the word's row of E
     assert [features[j] for j in np.flatnonzero(p_row)] == [f"position:{e}"]  # the position's row of P
     np.testing.assert_array_equal(e_row + p_row, x[e])  # and their sum is X's row
@@ -119,6 +120,38 @@ def test_the_agreement_figure_draws_the_pages_sentence(site):
     assert " ".join(figures.AGREEMENT) in prose, "the figure draws the sentence the page discusses"
     assert figures.AGREEMENT[figures.SUBJECT] == "report" and figures.AGREEMENT[figures.VERB - 1] == "rules"
     assert figures.VERB - figures.SUBJECT == 9  # "nine tokens back", as the page and the caption say
+
+
+def test_the_prediction_draws_the_trained_model_s_own_numbers(site):
+    """Recomputed here from the shipped run with NumPy alone: the last residual vector times W_U, a softmax,
+    −ln p of the next token."""
+    import json
+    import math
+
+    from mha_core import model, training
+    from mha_core.views import training as training_views
+
+    run = json.loads((site / "assets/widgets/training/run.json").read_bytes())
+    config = model.TrainConfig(**run["config"])
+    params = training_views.decode_params(run["checkpoints"][-1]["params"], config)
+    tokens = training.eval_batch(config, run["seed"])[figures.SEQUENCE]  # [n]
+    _, cache = model.run_with_cache(params, tokens[None], config)
+    t = len(tokens) - 2
+    logits = cache["hook_resid_final"][0, t] @ params["W_U"]  # [d_model] @ [d_model, V] -> [V]
+    probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    target = int(tokens[t + 1])
+    figure = built_figure(site, "prediction")
+    values = drawn(figure, "data-value")
+    assert values["logit"] == f"{target}: {logits[target]:.2f}" and logits.argmax() == target
+    assert values["probability"] == f"p({target}) = {probs[target]:.2f}"
+    assert values["loss"] == f"loss = −ln {probs[target]:.2f} = {-math.log(probs[target]):.2f} nats"
+    assert values["uniform"] == f"a uniform guess: ln {config.vocab} = {math.log(config.vocab):.2f} nats"
+    shown = drawn(figure, "data-token")
+    assert shown == {str(i): str(tokens[i]) for i in range(t - figures.SHOWN + 1, t + 1)}
+    bars = [r for r in figure.iter(f"{SVG}rect") if (r.get("class") or "").split()[0] == "col"]
+    assert len(bars) == 2 * config.vocab  # a column per vocabulary entry, logits then probabilities
+    heights = np.array([float(r.get("height")) for r in bars[config.vocab:]])
+    np.testing.assert_allclose(heights / heights.max(), probs / probs.max(), atol=0.01)
 
 
 def test_figure_markers_fail_clearly():

@@ -177,7 +177,10 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "diverge_step": str(diverge_step),
         "init_std": f2(init_std),
         "uniform_loss": f2(math.log(run["config"]["vocab"])),
+        "best_first_loss": f2(training.best_first_loss(model.TrainConfig(**run["config"]))),
         "vocab": str(run["config"]["vocab"]),
+        "min_period": str(run["config"]["min_period"]),
+        "max_period": str(run["config"]["max_period"]),
         "role_min": f"{views.ROLE_MIN:g}",
         "first_loss_start": f2(first[0]),
         "first_loss_peak": f2(max(first)),
@@ -196,6 +199,7 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "induction_heads": " and ".join(head(1, h) for h in sorted(induction)),
         "induction_step": str(max(named_from(run, f"induction:1:{h}") for h in induction)),
         "induction_first_step": str(min(named_from(run, f"induction:1:{h}") for h in induction)),
+        "induction_first_head": head(1, min(induction, key=lambda h: named_from(run, f"induction:1:{h}"))),
         "induction_end": " and ".join(f2(series(run, f"induction:1:{h}")[-1]) for h in sorted(induction)),
         "prev_head": head(0, prev),
         "prev_start": f2(series(run, prev_key)[0]),
@@ -247,7 +251,9 @@ def claims(run: dict, one: dict, fixed: dict) -> dict[str, bool]:
     induction = heads_named(run, 1, "induction")
     induction_from = [named_from(run, f"induction:1:{h}") for h in induction]
     uniform = math.log(run["config"]["vocab"])
+    best = training.best_first_loss(model.TrainConfig(**run["config"]))
     return {
+        "the best possible loss on first occurrences is below a uniform guess's": best < uniform - 0.1,
         "both layer-1 heads end as induction heads": len(induction) == run["config"]["n_heads"],
         "the induction heads are named during the steep drop": all(start <= s <= end for s in induction_from),
         "the previous-token head is named only after the steep drop": named_from(run, f"previous_token:0:{prev}") > end,
@@ -256,6 +262,7 @@ def claims(run: dict, one: dict, fixed: dict) -> dict[str, bool]:
         "the loss on first occurrences starts near a uniform guess's": abs(series(run, "loss_first")[0] - uniform) < 0.1,
         "it rises well above it and ends above it": max(series(run, "loss_first")) > uniform + 0.5
         and series(run, "loss_first")[-1] > uniform,
+        "the model's loss there ends above the best possible": series(run, "loss_first")[-1] > best + 0.5,
         "it peaks during or after the drop": steps(run)[series(run, "loss_first").index(max(series(run, "loss_first")))]
         >= start,
         "the other layer-0 head attends to itself more than twice an even spread":

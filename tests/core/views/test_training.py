@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mha_core import bridge
+from mha_core.views import training as training_views
 from mha_core.views.training import (decode_params, display_tokens, encode_params, head_roles,
                                             recorded_run, text_tokens)
 from mha_core.model import TrainConfig, init_params
@@ -103,3 +104,18 @@ def test_the_display_sequence_repeats_a_block_and_heads_get_their_best_role():
     scores = {"previous_token": [[0.9, 0.1]], "induction": [[0.2, 0.3]], "duplicate_token": [[0.0, 0.0]],
               "first_token": [[0.0, 0.39]]}
     assert head_roles(scores) == [["previous_token", None]]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: training_views.training_start({"n_heads": 0}), "n_heads must be at least 1, got 0."),
+    (lambda: training_views.training_start(seed=-1), "seed must be at least 0, got -1."),
+    (lambda: training_views.training_advance(0), "run must be at least 1, got 0."),
+    (lambda: training_views.training_advance(1, budget_ms=0), "budget_ms must be a number above 0 and at most 1000"),
+    (lambda: training_views.training_stop("1"), "run must be a whole number, got '1'."),
+    (lambda: training_views.training_evaluate({}, 0, ""), "params is empty."),
+    (lambda: training_views.training_evaluate({}, 0, "AAAA", text=""), "text is empty."),
+])
+def test_a_python_caller_is_refused_as_the_browser_is(call, message):
+    with pytest.raises(ValueError) as refused:
+        call()
+    assert str(refused.value).startswith(message)

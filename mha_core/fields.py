@@ -1,15 +1,24 @@
-"""The words the bridge declares a browser-callable function's arguments with, and the checks behind them.
+"""The declaration of every public function's arguments, and the checks behind it: both doors read it.
 
-Each kind of field checks one JSON value and returns it as the function wants it (a whole 8.0 becomes 8), or raises
-Invalid with a message that names the argument and says why ("n_heads must be at least 1, got 0."). Each also
-says its limits as plain data (limits()), so that a widget's build puts the same bounds into its page.
+@arguments(d_model=Whole(1, 1024), ...) attaches a declaration to a function and checks every call against it, so a
+Python user's call and the browser's (mha_core.bridge, which reads the same declaration) are refused alike; the
+function's body, and the kernel it calls, take their input as given.
+
+Each kind of field checks one value and returns it as the function wants it (a whole 8.0 becomes 8), or raises
+Invalid with a message that names the argument and says why ("n_heads must be at least 1, got 0."). The JSON kinds
+also say their limits as plain data (limits()), so that a widget's build puts the same bounds into its page.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
+import types
 from dataclasses import dataclass, field
+
+import numpy as np
 
 
 class Invalid(ValueError):
@@ -88,7 +97,8 @@ class Choice:
             if value == allowed and isinstance(value, bool) == isinstance(allowed, bool):
                 return allowed
         why = f" ({self.why})" if self.why else ""
-        raise Invalid(f"{name} must be one of {', '.join(map(str, self.values))}{why}, got {shown(value)}.")
+        values = ", ".join(getattr(v, "__name__", str(v)) for v in self.values)  # float32, not <class ...>
+        raise Invalid(f"{name} must be one of {values}{why}, got {shown(value)}.")
 
     def limits(self) -> dict:
         return {"values": list(self.values)}
@@ -99,9 +109,9 @@ class Flag:
     """true or false."""
 
     def check(self, name: str, value) -> bool:
-        if not isinstance(value, bool):
+        if not isinstance(value, (bool, np.bool_)):
             raise Invalid(f"{name} must be true or false, got {shown(value)}.")
-        return value
+        return bool(value)
 
     def limits(self) -> dict:
         return {"values": [False, True]}
@@ -109,15 +119,16 @@ class Flag:
 
 @dataclass(frozen=True)
 class Text:
-    """A string that is not blank, at most max_chars long (which bounds the work it causes)."""
+    """A string at most max_chars long (which bounds the work it causes), not blank unless blank is True."""
     max_chars: int
+    blank: bool = False
 
     def check(self, name: str, value) -> str:
         if not isinstance(value, str):
             raise Invalid(f"{name} must be a string, got {type(value).__name__}.")
         if len(value) > self.max_chars:
             raise Invalid(f"{name} is too long: {len(value):,} characters (at most {self.max_chars:,}).")
-        if not value.strip():
+        if not self.blank and not value.strip():
             raise Invalid(f"{name} is empty.")
         return value
 
@@ -209,3 +220,113 @@ class Fields:
 
     def limits(self) -> dict:
         return {key: f.limits() for key, f in self.fields.items()}
+
+
+KINDS = {"f": ("f", "hold floating-point numbers"), "i": ("iu", "hold integers"), "b": ("b", "be a bool array")}
+
+
+@dataclass(frozen=True)
+class Array:
+    """What np.asarray makes a numeric array of (not copied), with one of ndim's numbers of dimensions (any if empty).
+
+    kind "f": floating point, its values "finite", "no +inf" (-inf marks a masked score) or "any" (only moved
+    about, never looked at); kind "i": integers (token ids); kind "b": bools (a mask).
+    """
+    ndim: tuple = ()
+    values: str = "finite"
+    kind: str = "f"
+
+    def check(self, name: str, value) -> np.ndarray:
+        try:
+            a = np.asarray(value)
+        except (ValueError, TypeError) as error:
+            raise Invalid(f"{name} is not a numeric array: {error}") from None
+        if a.dtype.kind not in KINDS[self.kind][0]:
+            raise Invalid(f"{name} must {KINDS[self.kind][1]}, got dtype {a.dtype}.")
+        if self.ndim and a.ndim not in self.ndim:
+            raise Invalid(f"{name} must have {' or '.join(map(str, self.ndim))} dimensions, got shape {a.shape}.")
+        if self.kind == "f" and self.values != "any" and not np.isfinite(a.sum()):  # cheap first, element-wise if it fails
+            bad = np.isnan(a) | (np.isposinf(a) if self.values == "no +inf" else np.isinf(a))
+            if bad.any():
+                raise Invalid(f"{name} contains NaN or {'+inf' if self.values == 'no +inf' else 'infinite'} values.")
+        return a
+
+
+@dataclass(frozen=True)
+class ArraysByName:
+    """A dict of arrays by name (a model's weights), each as item declares it."""
+    item: Array
+
+    def check(self, name: str, value) -> dict:
+        if not isinstance(value, dict):
+            raise Invalid(f"{name} must be a dict of arrays by name, got {type(value).__name__}.")
+        return {key: self.item.check(f"{name}[{key!r}]", v) for key, v in value.items()}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of cls, or of one of a tuple of classes (a configuration object)."""
+    cls: type | tuple
+
+    def check(self, name: str, value):
+        if not isinstance(value, self.cls):
+            names = " or ".join(c.__name__ for c in (self.cls if isinstance(self.cls, tuple) else (self.cls,)))
+            raise Invalid(f"{name} must be a {names}, got {type(value).__name__}.")
+        return value
+
+
+@dataclass(frozen=True)
+class Having:
+    """An object with these methods, what it is said in words (a random generator: mha_core.rng.Random or NumPy's)."""
+    methods: tuple
+    what: str
+
+    def check(self, name: str, value):
+        if not all(callable(getattr(value, method, None)) for method in self.methods):
+            raise Invalid(f"{name} must be {self.what} (with {', '.join(self.methods)}), got {type(value).__name__}.")
+        return value
+
+
+@dataclass(frozen=True)
+class Anything:
+    """Any value: what a relation looks at (softmax's axis, checked against x's dimensions)."""
+
+    def check(self, name: str, value):
+        return value
+
+
+class Declared:
+    """A function with the declaration of each of its arguments: calling it checks them, then runs fn.
+
+    fn is the function itself, which trusts its input (the kernel calls it); args maps each argument to its field;
+    relations are functions of the checked arguments (a dict of those given: defaults are trusted and left out)
+    that raise ValueError when the arguments do not fit together. As a class attribute it binds like a method.
+    """
+
+    def __init__(self, fn, args: dict, relations: tuple = ()):
+        functools.update_wrapper(self, fn)
+        self.fn, self.args, self.relations = fn, args, relations
+        self.signature = inspect.signature(fn)
+        undeclared = sorted(set(self.signature.parameters) - set(args) - {"self"})
+        unknown = sorted(set(args) - set(self.signature.parameters))
+        if undeclared or unknown:  # a mistake in mha_core itself, found when it is imported
+            raise TypeError(f"{fn.__qualname__}: declare each argument once: undeclared {undeclared}, unknown {unknown}")
+
+    def checked(self, args: dict) -> dict:
+        """args as the declarations read them; Invalid names the first that is not, ValueError a misfit."""
+        args = {name: self.args[name].check(name, value) if name in self.args else value
+                for name, value in args.items()}
+        for fits in self.relations:
+            fits(args)
+        return args
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(**self.checked(self.signature.bind(*args, **kwargs).arguments))
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else types.MethodType(self, instance)
+
+
+def arguments(*relations, **args):
+    """@arguments(relation, ..., name=field, ...): attach this declaration to a function (a Declared)."""
+    return lambda fn: Declared(fn, args, relations)

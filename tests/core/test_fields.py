@@ -1,13 +1,16 @@
-"""bridge/fields.py: each kind of declared field accepts its values (as the function wants them) and refuses the
-rest with the argument's name and the reason."""
+"""fields.py: each kind of declared field accepts its values (as the function wants them) and refuses the
+rest with the argument's name and the reason; a declared function checks every call; every public one is declared."""
 
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from mha_core.bridge.fields import (Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens,
-                                    Whole, shown)
+import mha_core
+from mha_core import bridge
+from mha_core.fields import (Array, ArraysByName, Choice, Declared, Fields, Flag, Having, Instance, Invalid, ListOf,
+                             Maybe, Number, Pair, Text, TextOrTokens, Whole, arguments, shown)
 
 
 @pytest.mark.parametrize("value, words", [
@@ -98,3 +101,97 @@ def test_limits_are_plain_data():
 
 def test_values_are_shown_short():
     assert len(shown("x" * 100)) == 40 and shown("x" * 100).endswith("...") and shown(10**20) == "a 21-digit number"
+
+
+# ---------------------------------------------------------------- the Python door: arrays, instances, declarations
+
+@pytest.mark.parametrize("field, value, words", [
+    (Array(), [[1.0], [1.0, 2.0]], "x is not a numeric array"),
+    (Array(), np.array(["a"]), "x must hold floating-point numbers, got dtype <U1."),
+    (Array(kind="i"), np.zeros(2), "x must hold integers, got dtype float64."),
+    (Array(kind="b"), np.zeros(2), "x must be a bool array, got dtype float64."),
+    (Array(ndim=(2, 3)), np.zeros(4), "x must have 2 or 3 dimensions, got shape (4,)."),
+    (Array(), np.array([1.0, np.nan]), "x contains NaN or infinite values."),
+    (Array(values="no +inf"), np.array([np.inf]), "x contains NaN or +inf values."),
+    (ArraysByName(Array()), [np.zeros(2)], "x must be a dict of arrays by name, got list."),
+    (ArraysByName(Array(ndim=(2,))), {"W_Q": np.zeros(2)}, "x['W_Q'] must have 2 dimensions"),
+    (Instance(dict), [], "x must be a dict, got list."),
+    (Instance((dict, tuple)), [], "x must be a dict or tuple, got list."),
+    (Having(("integers",), "a generator"), 3, "x must be a generator (with integers), got int."),
+])
+def test_the_array_kinds_refuse_with_the_name(field, value, words):
+    with pytest.raises(Invalid) as refused:
+        field.check("x", value)
+    assert str(refused.value).startswith(words)
+
+
+def test_an_array_is_not_copied_and_minus_inf_may_mark_a_mask():
+    a = np.array([[0.0, -np.inf]])
+    assert Array(values="no +inf").check("x", a) is a
+    assert Array(values="any").check("x", np.array([np.nan])).shape == (1,)
+
+
+def ordered(args):  # a relation sees the arguments given, defaults left out
+    if args["low"] > args.get("high", 10):
+        raise ValueError("low > high")
+
+
+@arguments(ordered, low=Whole(0, 10), high=Whole(0, 10))
+def span(low, high=10):
+    return high - low
+
+
+def test_a_declared_function_checks_each_argument_given_then_the_relations():
+    assert span(2.0, 5) == 3 and span(low=1) == 9 and type(span(2.0, 5.0)) is int
+    with pytest.raises(ValueError, match="^low must be at least 0, got -1.$"):
+        span(-1)
+    with pytest.raises(ValueError, match="^low > high$"):
+        span(5, 2)
+    with pytest.raises(TypeError):
+        span(1, 2, 3)
+    assert span.fn(5, 2) == -3  # the function itself trusts its input
+
+
+def test_a_declaration_names_every_argument_once():
+    with pytest.raises(TypeError, match=r"undeclared \[.high.\]"):
+        arguments(low=Whole(0, 1))(lambda low, high: 0)
+    with pytest.raises(TypeError, match=r"unknown \[.other.\]"):
+        arguments(low=Whole(0, 1), other=Whole(0, 1))(lambda low: 0)
+
+
+def test_a_declared_method_binds_like_a_method():
+    class Counter:
+        @arguments(by=Whole(1, 5))
+        def add(self, by):
+            return by
+    assert Counter().add(2) == 2
+    with pytest.raises(ValueError, match="by must be at most 5"):
+        Counter().add(6)
+
+
+PUBLIC = sorted(name for name in mha_core.__all__ if callable(getattr(mha_core, name))
+                and not isinstance(getattr(mha_core, name), type))
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_function_carries_its_declaration(name):
+    assert isinstance(getattr(mha_core, name), Declared)
+
+
+@pytest.mark.parametrize("fn_name", sorted(bridge.FUNCTIONS))
+def test_the_bridge_serves_the_functions_as_declared(fn_name):
+    declared = bridge.FUNCTIONS[fn_name]
+    assert isinstance(declared, Declared) and declared.__name__ == fn_name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3),
+                 st.lists(st.integers(), max_size=2)))
+def test_whole_accepts_exactly_the_whole_numbers_in_range(value):
+    try:
+        got = Whole(1, 64).check("n", value)
+    except Invalid as refused:
+        assert str(refused).startswith("n must be ")
+        assert not (type(value) in (int, float) and value == value and value in range(1, 65))
+    else:
+        assert type(got) is int and 1 <= got <= 64 and got == value
