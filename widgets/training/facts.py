@@ -17,14 +17,14 @@ import math
 import numpy as np
 
 from mha_core import model, training
-from mha_core.bridge import training_views as views
+from mha_core.views import training as views
 from sitebuild import CACHE, ROOT, BuildError, kept
 from sitebuild import widgets
 from sitebuild.sources import sources_key
 
 ASSET = "run.json"
-DIVERGING_LR = 1.0  # the widget's largest learning rate, which its "A learning rate that diverges" sets
-FIXED_PERIOD = 8  # the block length of the widget's "Blocks of fixed length"
+DIVERGING_LR = model.EXPERIMENTS["diverge"]["lr"]  # what the widget's "A learning rate that diverges" sets
+FIXED_PERIOD = model.EXPERIMENTS["fixed-block"]["min_period"]  # the widget's "Blocks of fixed length"
 DROP_STEPS = 50  # the steep drop: the DROP_STEPS-step window in which the loss on the repeats falls most
 
 
@@ -34,18 +34,18 @@ def recorded_run() -> dict:
 
 
 def one_layer_run(run: dict) -> dict:
-    return variant(run, n_layers=1)
+    return variant(run, **model.EXPERIMENTS["one-layer"])
 
 
 def fixed_block_run(run: dict) -> dict:
-    return variant(run, min_period=FIXED_PERIOD, max_period=FIXED_PERIOD)
+    return variant(run, **model.EXPERIMENTS["fixed-block"])
 
 
 def variant(run: dict, **changes) -> dict:
     """run's model and task with changes to its config, trained from run's seed by the same schedule (cached)."""
     config = {**run["config"], **changes}
     h = hashlib.sha256(json.dumps([config, run["seed"]], sort_keys=True).encode())
-    h.update(sources_key(ROOT, ROOT / "mha_core" / "bridge" / "training_views.py").encode())  # what recorded_run imports
+    h.update(sources_key(ROOT, ROOT / "mha_core" / "views" / "training.py").encode())  # what recorded_run imports
     make = lambda: json.dumps(views.recorded_run(model.TrainConfig(**config), run["seed"]), sort_keys=True,
                               allow_nan=False).encode()
     return json.loads(kept(CACHE / f"training-run-variant-{h.hexdigest()[:20]}.json", make))

@@ -37,3 +37,9 @@ test("the error gives the maximum as data-limit writes it", () => {
   assert.deepEqual(readWhole(field("70000", { max: "65536", limit: "65,536" })),
     { error: "d_model must be a whole number from 1 to 65,536." });
 });
+
+test("a field with words of its own (data-words) is named in them", () => {
+  const from = { name: "min_period", value: "1", min: "2", max: "32", dataset: { words: "Block length from" } };
+  assert.deepEqual(readWhole(from), { error: "Block length from must be a whole number from 2 to 32." });
+  assert.deepEqual(readWhole(from, "8"), { value: 8 });
+});
