@@ -2,13 +2,14 @@
 
 Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the standard library only.
 
-    config, shapes, presets, display   one attention layer's sizes, what they cost, published models, their text
+    config, shapes, presets            one attention layer's sizes, what they cost, published models
     attention                          the layer itself: softmax, split and merge, multi-head attention
     heads, tokens                      constructed heads on a sentence, and the tokenizer
     memory, worked                     the split and merge in memory; the first page's worked example
     model, detectors, training         a two-layer attention-only transformer, its heads' scores, its training
     rng                                seeded random numbers without numpy.random
-    bridge/                            what the browser calls: arguments declared and checked, the widgets' views
+    bridge/                            what the browser calls: arguments declared and checked
+    views/                             each widget's view: every number and word its reader reads
 
 The numerical modules trust their input; the bridge checks what a browser sends.
 """

@@ -17,12 +17,16 @@ import numpy as np
 
 from ..config import LIMITS, check_config
 from ..heads import HEAD_KINDS, MAX_TEXT_CHARS, head_patterns, head_weights
-from ..memory import HEAD_CHOICES, MAX_TOKENS as MEMORY_TOKENS, memory_steps
+from ..memory import HEAD_CHOICES, MAX_TOKENS as MEMORY_TOKENS
 from ..model import MAX_STEP_FLOPS, TrainConfig
-from ..one_vs_many import MAX_WEIGHT, one_vs_many
+from ..one_vs_many import MAX_WEIGHT
 from ..presets import presets
-from ..shapes import param_count, shape_report
-from ..worked import MAX_SEED, TOKENS, VOCAB, worked_example
+from ..shapes import param_count
+from ..views.memory import memory_view
+from ..views.one_vs_many import one_vs_many_view
+from ..views.shapes import shapes_view
+from ..views.worked import worked_view
+from ..worked import MAX_SEED, TOKENS, VOCAB
 from .circuits import MAX_CHECKPOINTS, circuits_at, circuits_over_training
 from .fields import Between, Choice, Fields, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, TextOrTokens, Whole
 from .training_views import training_advance, training_evaluate, training_start, training_stop
@@ -65,17 +69,17 @@ MAX_PARAMS_CHARS = 4 * MAX_STEP_FLOPS  # base64 of float16 weights: far more tha
 
 FUNCTIONS = {
     "check_config": declare(check_config, **LAYER),
-    "shape_report": declare(shape_report, **LAYER, seq_len=SIZES["seq_len"], batch=SIZES["batch"], bias=BIAS,
+    "shapes_view": declare(shapes_view, **LAYER, seq_len=SIZES["seq_len"], batch=SIZES["batch"], bias=BIAS,
                             dtype_bytes=DTYPE_BYTES, n_layers=SIZES["n_layers"]),
     "param_count": declare(param_count, **LAYER, bias=BIAS),
     "presets": declare(presets),
     "head_patterns": declare(head_patterns, text_or_tokens=TextOrTokens(MAX_TEXT_CHARS), ablate=HEAD_ABLATE),
     "head_weights": declare(head_weights, text_or_tokens=TextOrTokens(MAX_TEXT_CHARS), ablate=HEAD_ABLATE),
-    "worked_example": declare(worked_example, seed=Whole(1, MAX_SEED + 1),
+    "worked_view": declare(worked_view, seed=Whole(1, MAX_SEED + 1),
                               tokens=ListOf(Choice(VOCAB), len(TOKENS), length=len(TOKENS))),
-    "memory_steps": declare(memory_steps, n_tokens=Whole(1, MEMORY_TOKENS),
+    "memory_view": declare(memory_view, n_tokens=Whole(1, MEMORY_TOKENS),
                             n_heads=Choice(HEAD_CHOICES, "d_model = 8"), wrong=Flag()),
-    "one_vs_many": declare(one_vs_many, subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT),
+    "one_vs_many_view": declare(one_vs_many_view, subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT),
                            previous=Between(0, MAX_WEIGHT), wide=Flag()),
     "training_start": declare(training_start, config=TRAIN_CONFIG, seed=SEED),
     "training_advance": declare(training_advance, run=RUN, budget_ms=Number(0, MAX_BUDGET_MS)),
