@@ -102,3 +102,44 @@ def test_every_step_s_view_is_embedded_with_mha_core_s_scores(built):
         out = views[str(step)]["outputs"]
         assert {pair: float(out[f"k-{pair[0]}-{pair[1]}"]["outputs"]["k-composition"]["value"]) for pair in want["k"]} == want["k"]
         assert {b: float(out[f"ov-{b}"]["outputs"]["ov-copying"]["value"]) for b in want["ov"]} == want["ov"]
+
+
+def test_the_lesson_s_circuit_facts_are_the_shipped_run_s(built):
+    """Each number the lesson quotes about the circuits, recomputed here with mha_core.circuits from run.json."""
+    from mha_core import circuits
+    from mha_core.bridge.training_views import decode_params, display_tokens
+    from mha_core.model import TrainConfig
+    from sitebuild import facts as fact_markers
+    _, _, run = built
+    facts = fact_markers.all_facts()
+    config = TrainConfig(**run["config"])
+    params = [decode_params(c["params"], config) for c in run["checkpoints"]]
+    steps = [c["step"] for c in run["checkpoints"]]
+    prev = run["checkpoints"][-1]["roles"][0].index("previous_token")
+    k = np.array([circuits.k_composition(p, config)[0, :, 1, :] for p in params])  # [checkpoints, h0, h1]
+    copying = np.array([circuits.copying_scores(circuits.full_ov_circuits(p, config, 1)) for p in params])  # [c, h]
+    two = lambda values: " and ".join(f"{v:.2f}" for v in values)
+    peak = int(np.argmax(k[:, prev].min(axis=1)))
+    assert (facts["k_prev_start"], facts["k_prev_end"]) == (two(k[0, prev]), two(k[-1, prev]))
+    assert (facts["k_prev_peak"], facts["k_prev_peak_step"]) == (two(k[peak, prev]), str(steps[peak]))
+    assert facts["k_other_end"] == two(k[-1, 1 - prev])
+    assert facts["k_baseline_mean"] == f"{circuits.random_k_composition(config).mean():.2f}"
+    assert facts["copying_start"] == two(copying[0])
+    full = next(i for i in range(len(steps)) if (copying[i:] == 1).all())
+    assert facts["copying_full_step"] == str(steps[full])
+    ov = circuits.full_ov_circuits(params[-1], config, 1)  # [h, V, V]
+    on = np.array([np.diag(m) for m in ov])
+    assert facts["ov_diagonal_end"] == f"{on.mean():.2f}"
+    assert facts["ov_off_end"].replace("\u2212", "-") == f"{(ov.sum() - on.sum()) / (ov.size - on.size):.2f}"
+    qk = circuits.positional_qk_circuits(params[-1], config, 0)[prev]
+    n = len(qk)
+    back = [qk[i, i - 1] for i in range(1, n)]
+    rest = [qk[i, j] for i in range(n) for j in range(i + 1) if j != i - 1]
+    assert (facts["qk_prev_below_end"], facts["qk_prev_rest_end"].replace("\u2212", "-")) == (
+        f"{np.mean(back):.1f}", f"{np.mean(rest):.1f}")
+    tokens = display_tokens(config)
+    period = tokens.index(tokens[0], 1)
+    losses = circuits.position_losses(params[-1], tokens, config)  # [n - 1]: position t predicts token t + 1
+    assert facts["positions_first_end"] == f"{losses[:period - 1].mean():.2f}"
+    assert facts["positions_start_end"] == f"{losses[period - 1]:.2f}"
+    assert facts["positions_repeat_end"] == f"{losses[period:].mean():.2f}"
