@@ -13,7 +13,7 @@ import numpy as np
 
 from mha_core.bridge.circuits import circuits_at, circuits_over_training
 from mha_core.views import decimal
-from mha_core.views.circuits import kinds
+from mha_core.views.circuits import BASELINE_SPREAD, kinds
 from sitebuild import BuildError, widgets
 from widgets.training import facts as training
 
@@ -122,8 +122,8 @@ def claims(c: dict) -> dict[str, bool]:
         "it ends far above random heads'": all(k_series(c, prev, b)[-1] > high for b in h),
         "the other layer-0 head's ends below the previous-token head's": all(
             k_series(c, other, b)[-1] < k_series(c, prev, b)[-1] for b in h),
-        "the other layer-0 head's ends within 3 standard deviations of random heads'": all(
-            abs(k_series(c, other, b)[-1] - base["mean"]) < 3 * base["std"] for b in h),
+        "the other layer-0 head's ends within the band, BASELINE_SPREAD standard deviations of random heads'": all(
+            abs(k_series(c, other, b)[-1] - base["mean"]) < BASELINE_SPREAD * base["std"] for b in h),
         "every layer-1 head's copying score ends at 1": all(np.asarray(c["over"]["checkpoints"][-1]["copying"][1]) == 1),
         "they reach 1 by the end of the drop": copying_full_step(c) <= s[near(end)] + s[1] - s[0],
         "the previous-token head's positional QK circuit is highest one position back": np.all(np.diagonal(
