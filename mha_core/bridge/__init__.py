@@ -18,7 +18,7 @@ import numpy as np
 from ..config import LIMITS, check_config
 from ..heads import HEAD_KINDS, MAX_TEXT_CHARS, head_patterns, head_weights
 from ..memory import HEAD_CHOICES, MAX_TOKENS as MEMORY_TOKENS
-from ..model import MAX_STEP_FLOPS, TrainConfig
+from ..model import MAX_STEP_FLOPS, TRAIN_RANGES
 from ..one_vs_many import MAX_WEIGHT
 from ..presets import presets
 from ..shapes import param_count
@@ -52,13 +52,9 @@ LAYER = dict(d_model=SIZES["d_model"], n_heads=SIZES["n_heads"], n_kv_heads=Mayb
              d_head=Maybe(SIZES["d_head"]))
 BIAS = Flag()
 DTYPE_BYTES = Choice((1, 2, 4, 8), "int8, 16-bit, float32, float64")
-MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS, MAX_TRAIN_SEQ = 4, 8, 64
-TRAIN_CONFIG = Fields({  # each field's own range; how they fit together is TrainConfig's own check
-    "vocab": Whole(1, 64), "d_model": Whole(1, 128), "n_layers": Whole(1, MAX_TRAIN_LAYERS),
-    "n_heads": Whole(1, MAX_TRAIN_HEADS), "d_head": Whole(1, 64), "seq_len": Whole(1, MAX_TRAIN_SEQ),
-    "batch": Whole(1, 64), "lr": Number(0, 10.0), "init_scale": Number(0, 10.0),
-    "min_period": Whole(2, MAX_TRAIN_SEQ - 2), "max_period": Whole(2, MAX_TRAIN_SEQ - 2),  # a block, then a repeat
-})
+TRAIN_CONFIG = Fields({  # each field's own range (model.TRAIN_RANGES); how they fit together is TrainConfig's check
+    name: (Number if isinstance(high, float) else Whole)(low, high) for name, (low, high) in TRAIN_RANGES.items()})
+MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS = TRAIN_RANGES["n_layers"][1], TRAIN_RANGES["n_heads"][1]
 SEED = Whole(0, 2**32 - 1)
 HEAD_ABLATE = ListOf(Choice(tuple(kind for kind in HEAD_KINDS if kind != "averaged")), max_items=4)
 TRAIN_ABLATE = ListOf(Pair(Whole(0, MAX_TRAIN_LAYERS - 1), Whole(0, MAX_TRAIN_HEADS - 1), ("layer", "head")),

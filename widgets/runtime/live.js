@@ -49,11 +49,20 @@ function tryArgs(args) {
   }
 }
 
+/** Disable or enable controls; when one that holds the focus is disabled, the focus moves to fallback (the
+ * control that now acts, e.g. Stop once Train is pressed) instead of falling to the page, where its ring vanishes. */
+export function setDisabled(controls, disabled, fallback) {
+  const focused = [...controls].includes(document.activeElement);
+  for (const control of controls) control.disabled = disabled;
+  if (focused && disabled && fallback && !fallback.disabled) fallback.focus({ focusVisible: true });
+}
+
 /** Make root live: returns request(control), which asks fn with args() and shows the view it answers.
  *   fn       the bridge's view function; args() its arguments read from the controls now (throws InputError
  *            when they cannot be asked)
  *   show     show(view, args): what to do with an answer (bind it into root by default)
- *   failure  failure(error, args): the reader's words for a failed call ("Could not compute this: …")
+ *   failure  the reader's words for a failed call: a start ("Could not compute this" by default) that the
+ *            error's message follows, or failure(error, args) for words of its own
  *   settled  settled(error): after the latest request is answered (error null) or refused */
 export function live(root, { fn, args, show = (view) => bind(root, view), failure, settled = () => {} }) {
   let cause = root;
@@ -62,7 +71,8 @@ export function live(root, { fn, args, show = (view) => bind(root, view), failur
   const say = (error) => {
     if (!error) return "";
     if (error instanceof InputError) return error.message;
-    return failure ? failure(error, asked) : `Could not compute this: ${error.message}`;
+    if (typeof failure === "function") return failure(error, asked);
+    return `${failure ?? "Could not compute this"}: ${error.message}`;
   };
   const request = latestWins({
     ask: () => {

@@ -5,11 +5,12 @@
 // SLICE_MS, so the page stays responsive.
 // data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
 import { call } from "../runtime/bridge.js";
+import { setDisabled } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "../shared/grid.js";
-import { wholeNumber } from "../shared/numbers.js";
+import { readWhole } from "../shared/numbers.js";
 import { makePalette } from "../shared/palette.js";
 import { sha256 } from "../shared/sha256.js";
 import { drawCharts } from "./charts.js";
@@ -139,41 +140,59 @@ function bestInduction(scores) {
   return best;
 }
 
-function fail(w, message) {
+/** An error, shown next to what caused it: the run's buttons (slot "run-error") or the sequence's field ("error"). */
+function fail(w, message, slot = "error") {
   w.root.dataset.state = "error";
-  showMessage(w.root, "error", message);
+  showMessage(w.root, slot, message);
 }
 
-/** The reader's settings as TrainConfig fields, checked by Python (the bridge names a field it refuses and why):
- * a block length as its whole number, or as typed (null when blank) if it is not one. */
+/** {config} of the reader's settings as TrainConfig fields, or {error} in the fields' own words when a block
+ * length is not a whole number the fields allow (a block holds distinct tokens: at most the vocabulary) or
+ * the shortest is longer than the longest. How the rest fits together is Python's check. */
 function settings(form) {
   const choice = (name) => Number(form.elements[name].value);
-  const whole = (name) => wholeNumber(form.elements[name].value) ?? (form.elements[name].value.trim() || null);
-  return { n_layers: choice("n_layers"), n_heads: choice("n_heads"), lr: choice("lr"), min_period: whole("min_period"), max_period: whole("max_period") };
+  const [from, to] = [readWhole(form.elements.min_period), readWhole(form.elements.max_period)];
+  const errors = [from.error, to.error].filter(Boolean);
+  if (!errors.length && from.value > to.value) {
+    errors.push(`Block length from ${from.value} to ${to.value}: the first must not be larger than the second.`);
+  }
+  if (errors.length) return { error: errors.join(" ") };
+  return { config: { n_layers: choice("n_layers"), n_heads: choice("n_heads"), lr: choice("lr"),
+    min_period: from.value, max_period: to.value } };
 }
 
+/** Train and the buttons that measure a finished run or start a new one are off while a run trains, Stop on;
+ * the focus moves to whichever of Train and Stop now acts, so a keyboard reader keeps it in sight. */
 function setRunning(w, running) {
-  w.form.elements.train.disabled = running;
-  w.form.elements.stop.disabled = !running;
-  for (const button of w.root.querySelectorAll('button:is([name="knockout"], [name="show"], [name="reset"], [name="experiment"])')) {
-    button.disabled = running; // these measure a finished run or start a new one
-  }
+  const { train, stop } = w.form.elements;
+  const others = w.root.querySelectorAll('button:is([name="knockout"], [name="show"], [name="reset"], [name="experiment"])');
+  if (running) stop.disabled = false;
+  else train.disabled = false;
+  setDisabled([train, ...others], running, stop);
+  setDisabled([stop], !running, train);
 }
 
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
 async function train(w) {
   if (w.training) return;
+  const { config, error } = settings(w.form);
+  if (error) return fail(w, error, "run-error"); // said beside the fields, in their words; nothing else changes
   const seed = Math.floor(Math.random() * 2 ** 31);
   w.training = { stop: false };
   showMessage(w.root, "error", "");
+  showMessage(w.root, "run-error", "");
   setRunning(w, true);
   w.root.dataset.state = "busy";
+  const shownBefore = output(w.root, "run").textContent; // what is still shown if no run starts
   setText(output(w.root, "run"), "Starting Python and a fresh model…");
+  let started = false;
   const progress = w.form.querySelector("progress");
   progress.value = 0;
   try {
-    const run = await call("training_start", { config: settings(w.form), seed });
+    const run = await call("training_start", { config, seed });
     const start = performance.now();
+    started = true;
+    setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step 0 of ${run.steps}…`);
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
@@ -195,6 +214,7 @@ async function train(w) {
       run.checkpoints.push(...slice.checkpoints);
       progress.value = step;
       setText(progress, `${step} of ${run.steps} steps`);
+      if (next) setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step ${step} of ${run.steps}…`);
       setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
       else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
@@ -206,9 +226,8 @@ async function train(w) {
       `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
     w.root.dataset.state = "live";
   } catch (err) {
-    fail(w, err.message);
-    setText(output(w.root, "run"), w.root.dataset.run === "reader" ?
-      "Shown: your run, up to its last good checkpoint." : "Shown: the run trained when this page was built.");
+    fail(w, err.message, "run-error");
+    setText(output(w.root, "run"), started ? "Shown: your run, up to its last good checkpoint." : shownBefore);
   } finally {
     w.training = null;
     setRunning(w, false);
