@@ -127,7 +127,7 @@ def fixed(config: TrainConfig, run: dict, prev_head: int) -> dict:
                            steps, [e["loss_first"] for e in entries], total, loss_top)}],
         "uniform": {"y": round(y_of(math.log(config.vocab), loss_top), 1), "text": decimal(math.log(config.vocab))},
         "x_ticks": [{"x": round(x_of(s, total), 1), "text": str(s)} for s in steps[::max(1, len(steps) // 4)]],
-        "tokens": tokens, "period": period, "kinds": kinds(len(tokens) - 1, period), "pos_top": pos_top, "vocab": config.vocab, "seq_len": config.seq_len,
+        "period": period, "kinds": kinds(len(tokens) - 1, period), "pos_top": pos_top, "seq_len": config.seq_len,
     }
 
 
