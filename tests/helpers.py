@@ -179,3 +179,56 @@ def check_answered(name, widget, value) -> None:
     else:
         expect(widget).to_have_attribute("data-state", "live")
         check_layout(widget.evaluate(READ), tokens_of(value))
+
+
+# ---------------------------------------------------------------- the circuits widget, read in the page
+
+def png_indices(url: str):
+    """The palette indices [h, w] of an 8-bit indexed PNG given as a data URL (or CSS url("…")), read afresh:
+    chunks, zlib, and filter 0 on every row, as the widget writes it."""
+    import base64
+    import struct
+    import zlib
+
+    import numpy as np
+    data = base64.b64decode(re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", url).group(1))
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    at, chunks = 8, {}
+    while at < len(data):
+        size, kind = struct.unpack(">I4s", data[at:at + 8])
+        chunks[kind] = chunks.get(kind, b"") + data[at + 8:at + 8 + size]
+        at += 12 + size
+    w, h, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (depth, colour) == (8, 3)
+    rows = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(h, w + 1)
+    assert not rows[:, 0].any()  # no filter
+    return rows[:, 1:]
+
+
+def circuits_expected(run: dict, step: int) -> dict:
+    """What the circuits widget must show at step of run (run.json's form), computed by mha_core.circuits itself:
+    K-composition {(layer-0 head, layer-1 head): score}, copying {layer-1 head: score}, the layer-1 heads' full
+    OV circuits and the previous-token head's positional QK circuit (causal part), each as the palette indices of
+    16 levels a side of its largest magnitude, and the loss at each position of the display sequence."""
+    import numpy as np
+
+    from mha_core import circuits
+    from mha_core.views.training import decode_params, display_tokens
+    from mha_core.model import TrainConfig
+    config = TrainConfig(**run["config"])
+    checkpoint = next(c for c in run["checkpoints"] if c["step"] == step)
+    params = decode_params(checkpoint["params"], config)
+    prev = run["checkpoints"][-1]["roles"][0].index("previous_token")  # the head the detectors name at the end
+
+    def levels(M):
+        M = np.nan_to_num(M)
+        return (np.rint(np.clip(M / np.abs(M).max(), -1, 1) * 16) + 16).astype(np.uint8)
+    full_ov = circuits.full_ov_circuits(params, config, 1)  # [h, V, V]
+    qk = circuits.positional_qk_circuits(params, config, 0)[prev]  # [n, n]
+    k = circuits.k_composition(params, config)  # [L, h, L, h]
+    h = range(config.n_heads)
+    return {"k": {(a, b): float(k[0, a, 1, b]) for a in h for b in h},
+            "ov": {b: float(circuits.copying_scores(full_ov[b])) for b in h},
+            "ov_levels": {b: levels(full_ov[b]) for b in h},
+            "qk_levels": levels(np.where(np.tri(len(qk), dtype=bool), qk, np.nan)),
+            "positions": circuits.position_losses(params, display_tokens(config), config).tolist()}

@@ -142,6 +142,7 @@ def test_widgets_are_placed_where_the_text_expects_them(pages):
         ("mechanism.md", "<!-- widget: worked -->", "worked"),
         ("mechanism.md", "<!-- widget: memory -->", "memory"),
         ("why-heads.md", "<!-- widget: one_vs_many -->", "one-vs-many"),
+        ("what-heads-learn.md", "<!-- widget: circuits -->", "circuits"),
     ]
     for page in PAGES:
         lines = [line.strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()]

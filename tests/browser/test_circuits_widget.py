@@ -1,0 +1,114 @@
+"""The circuits widget in Chromium: it arrives with mha_core's circuits at the run's last step; the step control,
+moved with the keyboard, shows every score, heatmap and loss mha_core computes here in CPython at that step (from
+the run the site ships); it fits a phone's 390 px; axe finds no serious violation in light and dark, on desktop
+and phone. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+import conftest
+from test_accessibility import SCHEMES, VIEWPORTS, axe_source, blocking, settle  # noqa: F401 (axe_source: a fixture)
+from tests.helpers import circuits_expected, png_indices
+
+NAME = "circuits"
+READ = """root => ({
+  step: root.querySelector('input[name="step"]').value,
+  shown: root.querySelector('[data-output="step"]').textContent,
+  k: [...root.querySelectorAll('[data-output="k-composition"]')].map(e =>
+    [+e.dataset.sourceHead, +e.dataset.targetHead, e.dataset.value, e.textContent]),
+  ov: [...root.querySelectorAll('[data-output="ov-copying"]')].map(e => [+e.dataset.layer, +e.dataset.head, e.dataset.value, e.textContent]),
+  maps: [...root.querySelectorAll('[data-output="ov-map"]')].map(e => e.style.getPropertyValue("--map")),
+  qk: root.querySelector('[data-output="qk-map"]').style.getPropertyValue("--map"),
+  bars: [...root.querySelectorAll('.mha-circuits__bars > .mha-circuits__bar')].map(e => +e.dataset.value),
+  marker: [...root.querySelectorAll('[data-output="marker"]')].map(e => Number(e.style.getPropertyValue("--x"))),
+  summary: root.querySelector('[data-output="summary"]').textContent,
+})"""
+
+
+@pytest.fixture(scope="module")
+def run(built_site) -> dict:
+    """The run the site ships (the training widget's asset)."""
+    return json.loads((built_site / "assets" / "widgets" / "training" / "run.json").read_bytes())
+
+
+def assert_shows(widget, run: dict, step: int) -> dict:
+    """Wait for step to be shown, then compare every score, heatmap and loss with mha_core's at that step."""
+    expect(widget).to_have_attribute("data-step", str(step))
+    read = widget.evaluate(READ)
+    want = circuits_expected(run, step)
+    assert (read["step"], read["shown"]) == (str(step), f"Step {step}")
+    assert {(a, b): (float(v), t) for a, b, v, t in read["k"]} == {p: (s, f"{s:.2f}") for p, s in want["k"].items()}
+    assert {(layer, h): (float(v), t) for layer, h, v, t in read["ov"]} == {(1, b): (s, f"{s:.2f}") for b, s in want["ov"].items()}
+    for b, url in enumerate(read["maps"]):
+        assert np.array_equal(png_indices(url), want["ov_levels"][b]), f"L1 H{b}'s full OV circuit at step {step}"
+    assert np.array_equal(png_indices(read["qk"]), want["qk_levels"]), f"the positional QK circuit at step {step}"
+    assert read["bars"] == pytest.approx(want["positions"], abs=5e-4)
+    return read
+
+
+def test_it_arrives_with_mha_core_s_circuits_at_the_last_step(page, site_url, widget_path, run):
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    expect(widget).to_have_attribute("data-state", "live")  # no Python needed: every step is in the page
+    step = widget.locator('input[name="step"]')
+    steps = [c["step"] for c in run["checkpoints"]]
+    assert (step.get_attribute("type"), step.get_attribute("min"), step.get_attribute("max")) == (
+        "range", str(steps[0]), str(steps[-1]))
+    assert widget.evaluate("root => root.querySelector('input[name=\"step\"]').labels[0].textContent.trim()")
+    assert_shows(widget, run, steps[-1])
+
+
+def test_the_step_moved_with_the_keyboard_shows_mha_core_s_circuits_there(page, site_url, widget_path, run):
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    expect(widget).to_have_attribute("data-state", "live")
+    step = widget.locator('input[name="step"]')
+    last = assert_shows(widget, run, 600)
+    step.press("Home")
+    first = assert_shows(widget, run, 0)
+    assert first["k"] != last["k"] and first["maps"] != last["maps"] and first["qk"] != last["qk"]
+    assert first["marker"] != last["marker"] and first["summary"] != last["summary"]
+    assert step.evaluate("el => el.matches(':focus-visible') && getComputedStyle(el).outlineStyle !== 'none'")
+    for _ in range(9):
+        step.press("ArrowRight")
+    during = assert_shows(widget, run, 270)  # the phase change
+    assert during["ov"] != first["ov"]
+    step.press("End")
+    assert assert_shows(widget, run, 600) == last
+
+
+def test_at_390_px_everything_fits(page, site_url, widget_path, run):
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    conftest.resize(page, VIEWPORTS["phone"])
+    widget.scroll_into_view_if_needed()
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    assert widget.locator('input[name="step"]').bounding_box()["width"] >= 200  # room to move it with a thumb
+    for picture in widget.locator('[role="img"]').all():
+        box = picture.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["width"] >= 120, box
+    widget.locator('input[name="step"]').press("PageDown")
+    assert_shows(widget, run, int(widget.locator('input[name="step"]').input_value()))
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+
+
+def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(page, site_url, widget_path,
+                                                                                  run, axe_source):  # noqa: F811
+    found, selector = [], f'[data-mha-widget="{NAME}"]'
+
+    def check(state):
+        for scheme, viewport in ((s, v) for s in SCHEMES for v in VIEWPORTS):
+            conftest.resize(page, VIEWPORTS[viewport])
+            if page.locator("body").get_attribute("data-md-color-scheme") != SCHEMES[scheme]:
+                page.locator('label[for^="__palette"]:not([hidden])').click()  # the reader's toggle
+            expect(page.locator("body")).to_have_attribute("data-md-color-scheme", SCHEMES[scheme])
+            settle(page)
+            found.extend(blocking(page, axe_source, f"{state} ({scheme}, {viewport})", selector))
+
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    check("as built")
+    widget.locator('input[name="step"]').press("Home")
+    assert_shows(widget, run, 0)
+    check("at step 0")
+    assert not found, "\n".join(found)
