@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, softmax, split_heads
-from .bridge.training_views import MAX_PARAMS_CHARS, decode_params
+from .views.training import MAX_PARAMS_CHARS, decode_params
 from .detectors import detector_scores, ideal_patterns
 from .fields import Choice, Maybe, Text, arguments
 from .model import TrainConfig, forward
@@ -516,7 +516,7 @@ def run_exercise(name: str, code: str, params: str | None = None) -> dict:
     Returns {status, message, output}: status "pass", "fail" (a case's result is wrong: the message names
     the case, its inputs, what was expected and what was received) or "error" (the code could not run: a
     syntax error or an exception, with the line in the reader's code); output is what the code printed.
-    params: the trained model's weights (mha_core.bridge.training_views.encode_params' form, the default
+    params: the trained model's weights (mha_core.views.training.encode_params' form, the default
     TrainConfig), for an exercise that checks the reader's functions on its patterns; None for the others.
     """
     exercise, output = EXERCISES[name], BoundedText()

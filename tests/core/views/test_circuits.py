@@ -8,7 +8,7 @@ from threadpoolctl import threadpool_limits
 
 from mha_core import circuits
 from mha_core.training import eval_batch
-from mha_core.bridge.training_views import decode_params, recorded_run
+from mha_core.views.training import decode_params, recorded_run
 from mha_core.detectors import evaluate
 from mha_core.model import TrainConfig
 from mha_core.views import decimal
