@@ -104,12 +104,13 @@ def _arrivals(groups, text: dict) -> str:
 
 def _summary(r: dict, outputs: dict) -> str:
     """The result in two sentences, for the widget's live region."""
-    text = {name: outputs[name]["text"] for name in outputs if isinstance(outputs[name], dict) and "text" in outputs[name]}
+    text = {name: slot["text"] for name, slot in outputs.items() if isinstance(slot, dict) and "text" in slot}
     one = [f"{text[f'one-{rel}']} of {OWNERS[rel]} vector" for rel in RELATIONSHIPS]
     one_label, many_label = (text[f"{name}-label"][0].lower() + text[f"{name}-label"][1:] for name in LAYERS)
     return (f"With {one_label}, “{TOKENS[VERB]}” receives {one[0]}, {one[1]} and {one[2]}, summed in one "
             f"average: its number reads {text['one-number']}, so “{text['one-verb']}”. With "
-            f"{many_label}, {_arrivals(r['groups'], text)}: number {text['many-number']}, so “{text['many-verb']}”.")
+            f"{many_label}, {_arrivals(r['groups'], text)}: number {text['many-number']}, "
+            f"so “{text['many-verb']}”.")
 
 
 def fixed() -> dict:

@@ -99,7 +99,8 @@ def test_two_heads_make_two_relationships_share_one_chosen_with_the_keyboard(liv
     expect(widget.locator('input[name="heads"][value="2"]')).to_be_checked()
     expect(widget).to_have_attribute("data-heads", "2")
     shown = answered(widget)
-    assert (shown["many-label"], shown["many-subject"], shown["many-clause"], shown["many-previous"]) == ("2", "1.0000", "0.5000", "0.5000")
+    assert shown["many-label"] == "2"
+    assert (shown["many-subject"], shown["many-clause"], shown["many-previous"]) == ("1.0000", "0.5000", "0.5000")
     assert (shown["many-number"], shown["many-verb"]) == ("1.0000", "was")
     expect(widget.locator('[data-output="many-title"]')).to_have_text(
         "two softmaxes for three relationships: the clause and the previous token share one, half each")

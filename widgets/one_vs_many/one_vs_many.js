@@ -9,7 +9,8 @@ const RELATIONSHIPS = ["subject", "clause", "previous"];
 
 /** The form's values as one_vs_many_view's arguments. */
 function args(form) {
-  const out = { wide: form.elements.wide.checked, heads: Number(form.elements.heads.value), alone: form.elements.alone.value };
+  const { wide, heads, alone } = form.elements;
+  const out = { wide: wide.checked, heads: Number(heads.value), alone: alone.value };
   for (const rel of RELATIONSHIPS) out[rel] = form.elements[rel].valueAsNumber;
   return out;
 }
@@ -26,7 +27,8 @@ function mount(root) {
   });
   choosable();
   // A browser that restored the controls from an earlier visit shows a form the built view is not for.
-  const shown = { wide: String(form.elements.wide.checked), heads: form.elements.heads.value, alone: form.elements.alone.value };
+  const { wide, heads, alone } = args(form);
+  const shown = { wide: String(wide), heads: String(heads), alone };
   if (Object.keys(shown).some((key) => shown[key] !== root.dataset[key])) request(form);
 }
 

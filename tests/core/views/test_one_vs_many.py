@@ -24,7 +24,8 @@ def test_fractions_are_formatted_once_with_a_minus_sign_and_never_minus_zero():
 @pytest.mark.parametrize("wide", [False, True])
 @pytest.mark.parametrize("heads,alone", [(3, "subject"), (2, "subject"), (2, "clause"), (2, "previous"), (1, "clause")])
 def test_each_number_shown_is_mha_core_s(weights, wide, heads, alone):
-    r, view = one_vs_many(*weights, wide=wide, heads=heads, alone=alone), one_vs_many_view(*weights, wide=wide, heads=heads, alone=alone)
+    args = {"wide": wide, "heads": heads, "alone": alone}
+    r, view = one_vs_many(*weights, **args), one_vs_many_view(*weights, **args)
     out = view["outputs"]
     for i, rel in enumerate(RELATIONSHIPS):
         assert float(out[f"share-{rel}"]["value"]) == pytest.approx(r["shares"][i], abs=5e-5)
