@@ -2,7 +2,7 @@
 
 Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the standard library only.
 
-    config, shapes, presets, display   one attention layer's sizes, what they cost, published models, their text
+    config, shapes, presets            one attention layer's sizes, what they cost, published models
     attention                          the layer itself: softmax, split and merge, multi-head attention
     heads, tokens                      constructed heads on a sentence, and the tokenizer
     memory, worked                     the split and merge in memory; the first page's worked example
@@ -10,7 +10,8 @@ Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the stan
     rng                                seeded random numbers without numpy.random
     fields                             the declaration of every public function's arguments, checked on each call
     llama/                             a real model (SmolLM2-135M) from its GGUF file: its block, tokenizer, heads' scores
-    bridge/                            what the browser calls (the same declarations), the widgets' views
+    bridge/                            what the browser calls (the same declarations)
+    views/                             each widget's view: every number and word its reader reads
 
 Each public function refuses nonsense with a ValueError naming the argument (its declaration, @arguments); the
 kernel underneath trusts its input.

@@ -100,7 +100,7 @@ def _resolve(d_model, n_heads, n_kv_heads=None, d_head=None) -> tuple[dict, dict
             d_head=_nearest(d / h, [w for w in (d // h, d // h + 1) if 1 <= w <= LIMITS["d_head"]]),
         ), None
     d_k = values.get("d_head", d // h)
-    message = f"OK: {h} heads of width d_head={d_k}"
+    message = f"OK: {h} head{'s' if h > 1 else ''} of width d_head={d_k}"
     if h_kv != h:
         message += f", sharing {h_kv} key/value head{'s' if h_kv > 1 else ''}."
     else:

@@ -56,24 +56,6 @@ def _in_memory(a: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def _note(step: dict, h: int) -> str:
-    """What the step did to memory, in words."""
-    if step["view"] and step["name"] == "merge":
-        return f"a view of z: no copy, because {'h' if h == 1 else 'n'} = 1"
-    if step["view"]:
-        return f"a view of {step['buffer']}: the same buffer, new strides"
-    if step["from"] is None:
-        return "a new array, token by token" if step["name"] == "q" else "a new array, from the attention"
-    return f"a copy: {step['moved']} of {len(step['memory'])} numbers move to a new place, token by token"
-
-
-def fmt_strides(strides: list[int], itemsize: int) -> str:
-    """[64, 8], 8 -> 'strides (64, 8) bytes = (8, 1) elements'."""
-    def tup(values):
-        return "(" + ", ".join(map(str, values)) + ("," if len(values) == 1 else "") + ")"
-    return f"strides {tup(strides)} bytes = {tup([s // itemsize for s in strides])} elements"
-
-
 def _step(name, code, a, labels, source, buffers, d_k) -> dict:
     """One step: the array's shape and NumPy's strides, the buffer it lives in, and its cells twice:
     as they lie in memory and as its indices read them."""
@@ -84,7 +66,7 @@ def _step(name, code, a, labels, source, buffers, d_k) -> dict:
     return {
         "name": name, "code": code, "shape": list(a.shape), "buffer": buffer, "view": view,
         "strides_bytes": list(a.strides), "strides_elements": [s // a.itemsize for s in a.strides],
-        "strides_text": fmt_strides(list(a.strides), a.itemsize), "contiguous": bool(a.flags.c_contiguous),
+        "contiguous": bool(a.flags.c_contiguous),
         "memory": _cells(_in_memory(a, labels), d_k), "read": _cells(labels.ravel(), d_k),
     }
 
@@ -124,14 +106,13 @@ def _wrong_split(q, labels, z, h: int) -> tuple[list, dict]:
     return steps, {"q": q, "z": z}
 
 
-def _moves(drawn: list[dict], h: int) -> None:
-    """Add each step's note and, for the merge's copy, where it takes each number from and how many move."""
+def _moves(drawn: list[dict]) -> None:
+    """Add to the merge's copy where it takes each number from and how many move (0 and None elsewhere)."""
     for before, step in zip([None, *drawn], drawn):
         copied = before is not None and not step["view"] and step["name"] == "merge"
         where = {(c["token"], c["head"], c["feature"]): i for i, c in enumerate(before["memory"])} if copied else {}
         step["from"] = [where[c["token"], c["head"], c["feature"]] for c in step["memory"]] if copied else None
         step["moved"] = sum(i != j for i, j in enumerate(step["from"])) if copied else 0
-        step["note"] = _note(step, h)
 
 
 @arguments(n_tokens=Whole(1, MAX_TOKENS), n_heads=Choice(HEAD_CHOICES, "d_model = 8"), wrong=Flag())
@@ -141,7 +122,7 @@ def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> di
     Right: reshape [n, h, d_k] -> transpose [h, n, d_k] (split_heads) -> attention -> z -> transpose
     back [n, h, d_k] -> reshape [n, d_model] (merge_heads). Wrong: reshape [h, n, d_k] -> attention ->
     z -> reshape [n, d_model]. Returns {n, h, d_k, d_model, itemsize, wrong, steps, merge_copies,
-    patterns: {right, wrong} ([h, n, n] weights, causal), patterns_text}.
+    patterns: {right, wrong} ([h, n, n] weights, causal)}. What the widget shows of it: mha_core.views.memory.
     """
     n, h, d_k = n_tokens, n_heads, D_MODEL // n_heads
     q, k, v = constructed_qkv(n, h)  # [n, d_model] each
@@ -154,12 +135,10 @@ def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> di
     wrong_z, wrong_weights = attend(lambda a: a.reshape(h, n, d_k))  # the bug: no transpose
     steps, buffers = (_wrong_split(q, labels, wrong_z, h) if wrong else _right_split(q, labels, right_z, h))
     drawn = [_step(*step, buffers, d_k) for step in steps]
-    _moves(drawn, h)
+    _moves(drawn)
     patterns = {"right": right_weights, "wrong": wrong_weights}
     return {
         "n": n, "h": h, "d_k": d_k, "d_model": D_MODEL, "itemsize": q.itemsize, "wrong": wrong, "steps": drawn,
         "merge_copies": not np.shares_memory(merge_heads(right_z), right_z),
         "patterns": patterns,
-        "patterns_text": {split: [[[f"{w:.2f}" for w in row] for row in head] for head in p.tolist()]
-                          for split, p in patterns.items()},
     }

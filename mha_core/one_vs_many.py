@@ -149,51 +149,7 @@ def _one_layer(x: np.ndarray, T: np.ndarray, shares_by_head, d_k: int) -> dict:
     coefficients, residual = decompose(blocks, T)
     number = float(blocks[0, NUMBER_FEATURE])  # block 0: where one head, or the subject's head, writes
     return {"n_heads": W["n_heads"], "d_k": d_k, "weights": weights, "blocks": coefficients,
-            "arrives": coefficients.max(axis=0), "residual": residual, "number": number,
-            "verb_form": verb_form(number)}
-
-
-def verb_form(number: float) -> str:
-    """The verb a number reads as: "was" (singular, > 0), "were" (plural, < 0), or "was or were?"."""
-    return "was or were?" if abs(number) < UNDECIDED else "was" if number > 0 else "were"
-
-
-def _fraction(value: float, signed: bool = False) -> dict:
-    """A number as the widget shows it: text to 2 decimals, value (data-value) to 4; no "-0.00"."""
-    value = round(float(value), 4) + 0.0
-    text = f"{value:.2f}".replace("-0.00", "0.00")
-    return {"value": f"{value:.4f}", "text": "+" + text if signed and value >= 0.005 else text.replace("-", "−")}
-
-
-LABELS = {"subject": "the subject's", "clause": "the clause's", "previous": "the previous token's"}
-COUNTS = {1: "one", 3: "three"}
-
-
-def _label(n_heads: int, d_k: int) -> str:
-    """"One head, d_k = 18", "One wide head, d_k = 54 = d_model", "Three heads, d_k = 18 each"."""
-    if n_heads > 1:
-        return f"{COUNTS[n_heads].capitalize()} heads, d_k = {d_k} each"
-    return f"One wide head, d_k = {d_k} = d_model" if d_k == D_MODEL else f"One head, d_k = {d_k}"
-
-
-def _shown(result: dict) -> dict:
-    """What the widget writes for one layer: numbers as text and data-value, its label, and each head's
-    attention at the verb as a sentence (the picture's text alternative)."""
-    looks = [", ".join(f"{t} {_fraction(w)['text']}" for t, w in zip(TOKENS, row)) for row in result["weights"]]
-    return {"arrives": [_fraction(a) for a in result["arrives"]], "number": _fraction(result["number"], signed=True),
-            "label": _label(result["n_heads"], result["d_k"]),
-            "looks": [f"Head {h + 1} attends from “{TOKENS[VERB]}” to: {text}" for h, text in enumerate(looks)]}
-
-
-def _summary(one: dict, many: dict) -> str:
-    """The result in two sentences, for the widget's live region."""
-    a = [f"{x['text']} of {LABELS[r]} vector" for r, x in zip(RELATIONSHIPS, one["shown"]["arrives"])]
-    one_label, many_label = (layer["shown"]["label"][0].lower() + layer["shown"]["label"][1:] for layer in (one, many))
-    many_arrive = ", ".join(x["text"] for x in many["shown"]["arrives"])
-    return (f"With {one_label}, “{TOKENS[VERB]}” receives {a[0]}, {a[1]} and {a[2]}, summed in one "
-            f"average: its number reads {one['shown']['number']['text']}, so “{one['verb_form']}”. With "
-            f"{many_label}, each arrives whole ({many_arrive}) in a block of its own: number "
-            f"{many['shown']['number']['text']}, so “{many['verb_form']}”.")
+            "arrives": coefficients.max(axis=0), "residual": residual, "number": number}
 
 
 @arguments(subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT), previous=Between(0, MAX_WEIGHT),
@@ -203,10 +159,10 @@ def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> di
 
     subject, clause, previous: the one head's relative weights (0..100 each, not all 0), normalised into
     its softmax shares. wide: the one head is d_model wide instead of d_head. Returns {tokens, verb,
-    relationships: {name: key positions}, d_model, d_head, shares [3], one, many}; one and many each
+    relationships: {name: key positions}, d_model, d_head, wide, shares [3], one, many}; one and many each
     {n_heads, d_k, weights [h, n] (the verb's row), blocks [3 blocks, 3 relationships] (coefficients),
-    arrives [3] (each relationship's largest coefficient), residual, number (block 0's), verb_form,
-    shown {arrives, number (each {text, value}: 2 and 4 decimals), label, looks [h]}}, summary (a sentence).
+    arrives [3] (each relationship's largest coefficient), residual, number (block 0's: +1 singular, -1
+    plural; within UNDECIDED of 0, neither)}. What the widget shows of it: mha_core.views.one_vs_many.
     """
     weights = [float(w) for w in (subject, clause, previous)]
     if sum(weights) <= 0:
@@ -216,8 +172,5 @@ def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> di
     T = relationship_vectors(x)  # [3, d_content]
     one = _one_layer(x, T, [shares], D_MODEL if wide else D_HEAD)
     many = _one_layer(x, T, list(np.eye(N_HEADS)), D_HEAD)  # head h: all its weight on relationship h
-    for result in (one, many):
-        result["shown"] = _shown(result)
     return {"tokens": list(TOKENS), "verb": VERB, "relationships": {r: list(KEYS[r]) for r in RELATIONSHIPS},
-            "d_model": D_MODEL, "d_head": D_HEAD, "wide": wide, "shares": shares,
-            "shown_shares": [_fraction(s) for s in shares], "one": one, "many": many, "summary": _summary(one, many)}
+            "d_model": D_MODEL, "d_head": D_HEAD, "wide": wide, "shares": shares, "one": one, "many": many}

@@ -13,7 +13,6 @@ import numpy as np
 
 from .attention import attention_steps
 from .config import BIAS, LAYER, SIZES, AttentionConfig, configure
-from .display import shapes_display
 from .fields import Choice, arguments
 from .rng import Random
 
@@ -98,18 +97,6 @@ def _views(B: int, n: int, h_kv: int, group: int, d_k: int) -> dict[str, bool]:
             for name, (source, _) in STEPS.items()}
 
 
-def _memory_note(name: str, source: str | None, view: bool) -> str:
-    if source is None:
-        return "input"
-    if name == "weights" and view:
-        return "same buffer as scores: the softmax runs in place"
-    if view:
-        return f"a view of {source}: no data copied"
-    if name == "merged":
-        return "a copy: after the transpose the heads are not contiguous, so the reshape copies"
-    return "a new array"
-
-
 def _tensors(cfg: AttentionConfig, B: int, n: int, dtype_bytes: int) -> list[dict]:
     shapes, symbols = _shapes(cfg, B, n), _symbols(cfg)
     views = _views(min(B, 2), min(n, 2), min(cfg.n_kv_heads, 2), min(cfg.group_size, 2), min(cfg.d_head, 2))
@@ -120,7 +107,7 @@ def _tensors(cfg: AttentionConfig, B: int, n: int, dtype_bytes: int) -> list[dic
         tensors.append({
             "name": name, "symbol": symbols[name], "shape": list(shapes[name]),
             "numel": numel, "bytes": numel * dtype_bytes,
-            "view": views[name], "source": source, "op": op, "note": _memory_note(name, source, views[name]),
+            "view": views[name], "source": source, "op": op,
         })
     return tensors
 
@@ -145,7 +132,7 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
     Plain JSON types only. Keys:
       ok, check ({ok, message, suggestions}, see check_config), config (the resolved sizes),
       tensors: one dict per step in pipeline order (TENSOR_NAMES), each {name, symbol, shape, numel,
-        bytes, view, source, op, note}; view is True when numpy's np.shares_memory says the step
+        bytes, view, source, op}; view is True when numpy's np.shares_memory says the step
         shares the buffer of its source (asked of the real forward pass on a tiny input);
       weights: one dict per learned array {name, symbol, shape, numel, bytes};
       params: {W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, total} (biases 0 when bias is False);
@@ -156,14 +143,14 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
         + 2·B·h·n²·d_k                 scores
         + 2·B·h·n²·d_k                 weighted sum (weights @ v)
         + 2·B·n·d_q·d_model            output projection
-        (softmax, scaling, masking and bias additions are O(B·h·n²) and O(B·n·d) and not counted);
-      display: what the shapes widget shows, as text (see display.shapes_display).
+        (softmax, scaling, masking and bias additions are O(B·h·n²) and O(B·n·d) and not counted).
+    What the shapes widget shows of it, as text: mha_core.views.shapes.
     """
     cfg, check = configure(d_model, n_heads, n_kv_heads, d_head, bias)
     report = {"ok": check["ok"], "check": check, "config": None, "tensors": [], "weights": [], "params": None,
               "kv_cache_bytes": None, "kv_cache_model_bytes": None, "flops": None, "flops_by_step": None}
     if not check["ok"]:
-        return {**report, "display": shapes_display(report)}
+        return report
     n, B, n_layers, dtype_bytes = int(seq_len), int(batch), int(n_layers), int(dtype_bytes)
     flops, symbols = _flops(cfg, B, n), _symbols(cfg)
     weights = [{"name": name, "symbol": symbols[name], "shape": list(shape), "numel": math.prod(shape),
@@ -182,4 +169,4 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
         flops=sum(flops.values()),
         flops_by_step=flops,
     )
-    return {**report, "display": shapes_display(report)}
+    return report

@@ -2,8 +2,8 @@
 
 n = 3 tokens, d_model = 4, h = 2 heads of d_k = 2, no mask and no biases. The input and the weights
 are drawn from a seed and rounded to one decimal, so the reader can redo any product by hand. Every
-matrix the page shows is here, computed by the same functions as the rest of mha_core, and formatted
-once, here, for both the build-time page and the browser.
+matrix the page shows is here, computed by the same functions as the rest of mha_core (the page's text
+of each is mha_core.views.worked's).
 """
 
 from __future__ import annotations
@@ -21,13 +21,7 @@ TOKENS = ("the", "cat", "sat")  # the sentence shown first
 N_TOKENS, D_MODEL, N_HEADS = len(TOKENS), 4, 2
 D_HEAD = D_MODEL // N_HEADS
 MAX_SEED = 2**32 - 1
-INPUTS = ("X", "W_Q", "W_K", "W_V", "W_O", "W_O_0", "W_O_1")  # drawn with one decimal, shown so
-
-
-def fmt(value: float, decimals: int = 2) -> str:
-    """0.5 -> '0.50', -1.25 -> '−1.25' (a true minus sign); never '−0.00'."""
-    text = f"{value:.{decimals}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text.replace("-", "\u2212")
+INPUTS = ("X", "W_Q", "W_K", "W_V", "W_O", "W_O_0", "W_O_1")  # drawn with one decimal
 
 
 def _drawn(rng: Random, shape: tuple[int, ...], scale: float) -> np.ndarray:
@@ -59,13 +53,10 @@ def worked_steps(seed: int = 1, tokens=TOKENS) -> dict[str, np.ndarray]:
 @arguments(seed=Whole(1, MAX_SEED + 1), tokens=ListOf(Choice(VOCAB), len(TOKENS), length=len(TOKENS)))
 def worked_example(seed: int = 1, tokens=TOKENS) -> dict:
     """The example for a seed (1 to 2**32) and 3 words of VOCAB, as plain data: {seed, tokens, vocab, n,
-    d_model, n_heads, d_head, matrices: {name: {shape, values, text}}}, text being each number as the page
-    shows it."""
+    d_model, n_heads, d_head, matrices: {name: {shape, values}}}. The page's text: mha_core.views.worked."""
     steps = worked_steps(seed, tokens)
     return {
         "seed": int(seed), "tokens": list(tokens), "vocab": list(VOCAB), "n": N_TOKENS, "d_model": D_MODEL,
         "n_heads": N_HEADS, "d_head": D_HEAD,
-        "matrices": {name: {"shape": list(a.shape), "values": a.tolist(),
-                            "text": [[fmt(v, 1 if name in INPUTS else 2) for v in row] for row in a.tolist()]}
-                     for name, a in steps.items()},
+        "matrices": {name: {"shape": list(a.shape), "values": a.tolist()} for name, a in steps.items()},
     }

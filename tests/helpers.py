@@ -104,7 +104,8 @@ def check_small_widget(name, widget, value) -> None:
         shown = widget.evaluate("root => [...root.querySelectorAll('[data-output=\"steps\"] > li')].map(li => li.dataset.strides)")
         assert shown == [",".join(map(str, s["strides_bytes"])) for s in want["steps"]]
     else:
-        want = mha_core.worked_example(value)["matrices"]["out"]["text"]
+        from mha_core.views.worked import worked_view
+        want = [[cell["text"] for cell in row["rows"]] for row in worked_view(value)["outputs"]["matrix-out"]["rows"]]
         shown = widget.evaluate("root => [...root.querySelector('table[data-matrix=\"out\"]').rows].map(r => [...r.querySelectorAll('td')].map(td => td.textContent))")
         assert shown == want
 
@@ -127,21 +128,15 @@ def one_vs_many_form(widget) -> dict:
 
 
 def one_vs_many_outputs(widget) -> dict:
-    """{data-output: data-value} of every output the widget shows."""
-    return widget.evaluate("root => Object.fromEntries([...root.querySelectorAll('[data-output]')].map(e => [e.dataset.output, e.dataset.value]))")
+    """{data-output: data-value} of every output the widget shows a number or word in."""
+    return widget.evaluate("root => Object.fromEntries([...root.querySelectorAll('[data-output][data-value]')].map(e => [e.dataset.output, e.dataset.value]))")
 
 
 def one_vs_many_expected(**args) -> dict:
-    """{data-output: data-value} as mha_core computes them for the controls' values."""
-    from mha_core.one_vs_many import RELATIONSHIPS, one_vs_many
-    r = one_vs_many(**args)
-    out = {f"share-{rel}": r["shown_shares"][i]["value"] for i, rel in enumerate(RELATIONSHIPS)}
-    for name in ("one", "many"):
-        layer = r[name]
-        out |= {f"{name}-label": str(layer["n_heads"]), f"{name}-number": layer["shown"]["number"]["value"],
-                f"{name}-verb": layer["verb_form"]}
-        out |= {f"{name}-{rel}": layer["shown"]["arrives"][i]["value"] for i, rel in enumerate(RELATIONSHIPS)}
-    return out
+    """{data-output: data-value} as mha_core's view makes them for the controls' values."""
+    from mha_core.views.one_vs_many import one_vs_many_view
+    outputs = one_vs_many_view(**args)["outputs"]
+    return {name: slot["value"] for name, slot in outputs.items() if isinstance(slot, dict) and "value" in slot}
 
 
 def ask(name, widget, value) -> None:

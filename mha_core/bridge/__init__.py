@@ -17,11 +17,12 @@ import numpy as np
 from ..config import check_config
 from ..fields import Declared
 from ..heads import head_patterns, head_weights
-from ..memory import memory_steps
-from ..one_vs_many import one_vs_many
 from ..presets import presets
-from ..shapes import param_count, shape_report
-from ..worked import worked_example
+from ..shapes import param_count
+from ..views.memory import memory_view
+from ..views.one_vs_many import one_vs_many_view
+from ..views.shapes import shapes_view
+from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
 from .training_views import training_advance, training_evaluate, training_start, training_stop
 
@@ -32,8 +33,8 @@ def declare(fn, **args) -> Declared:
 
 
 FUNCTIONS = {fn.__name__: fn for fn in (
-    check_config, shape_report, param_count, presets, head_patterns, head_weights, worked_example, memory_steps,
-    one_vs_many, training_start, training_advance, training_stop, training_evaluate, circuits_at,
+    check_config, shapes_view, param_count, presets, head_patterns, head_weights, worked_view, memory_view,
+    one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
     circuits_over_training)}
 
 

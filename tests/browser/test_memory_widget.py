@@ -14,12 +14,12 @@ STEPS = """root => [...root.querySelectorAll('[data-output="steps"] > li')].map(
   name: li.dataset.step, shape: li.dataset.shape.split(",").map(Number),
   strides: li.dataset.strides.split(",").map(Number), elements: li.dataset.stridesElements.split(",").map(Number),
   view: li.dataset.view === "true", buffer: li.dataset.buffer, moved: Number(li.dataset.moved),
-  memory: [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')].map(c => [c.textContent, c.classList[1]]),
-  slid: [...li.querySelectorAll('[data-row="memory"] .mha-memory__moved')].map(c => Number(c.style.getPropertyValue("--from"))),
-  play: li.querySelectorAll('button[data-action="play"]').length,
+  memory: [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell')].map(c => [c.textContent, c.dataset.cellHead]),
+  slid: [...li.querySelectorAll('[data-row="memory"] .mha-memory__cell[data-moved="true"]')].map(c => Number(c.style.getPropertyValue("--from"))),
+  play: li.querySelectorAll('button[data-action="play"]:not([hidden])').length,
 }))"""
 PATTERNS = """root => Object.fromEntries([...root.querySelectorAll('[data-output="patterns"] figure')].map(f => [f.dataset.split,
-  [...f.querySelectorAll("table")].map(t => [...t.querySelectorAll("tr")].map(tr => [...tr.querySelectorAll("td")].map(td => td.textContent)))]))"""
+  [...f.querySelectorAll("table")].map(t => [...t.querySelectorAll("tr")].map(tr => [...tr.querySelectorAll("td")].map(td => [td.textContent, Number(td.style.getPropertyValue("--w"))])))]))"""
 
 
 def numpy_layout(n: int, h: int, wrong: bool) -> list[tuple[list[int], bool]]:
@@ -47,11 +47,17 @@ def assert_shows(widget, n: int, h: int, wrong: bool) -> None:
         assert s["elements"] == [b // 8 for b in s["strides"]]
         assert s["view"] == view, s["name"]
         assert s["shape"] == w["shape"] and s["buffer"] == w["buffer"] and s["moved"] == w["moved"]
-        assert s["memory"] == [[str(c["token"] + 1), f"mha-h{c['head']}"] for c in w["memory"]]
+        assert s["memory"] == [[str(c["token"] + 1), str(c["head"])] for c in w["memory"]]
         sources = w["from"] or []  # a copy: each moved cell slides from its place in z's buffer
         assert s["slid"] == [j - i for i, j in enumerate(sources) if j != i] and len(s["slid"]) == s["moved"]
         assert s["play"] == (1 if s["moved"] else 0)
-    assert widget.evaluate(PATTERNS) == want["patterns_text"]
+    patterns = widget.evaluate(PATTERNS)  # {split: [h][query][key] of [text, --w]}
+    assert sorted(patterns) == ["right", "wrong"]
+    for split, shown in patterns.items():
+        weights = np.asarray(want["patterns"][split])  # [h, n, n]
+        assert np.array(shown, dtype=object).shape[:3] == weights.shape
+        assert np.allclose([[[w for _, w in row] for row in head] for head in shown], weights, atol=1e-12)
+        assert np.allclose([[[float(t) for t, _ in row] for row in head] for head in shown], weights, atol=0.005)
     assert widget.get_attribute("data-n") == str(n) and widget.get_attribute("data-h") == str(h)
 
 

@@ -202,8 +202,8 @@ RESTORED = "restored as your last visit left it"
 ANSWERS = """async ([url, sentence]) => {
   const { call } = await import(url);
   return JSON.stringify([await call("head_patterns", { text_or_tokens: sentence, ablate: ["previous_token"] }),
-                         await call("worked_example", { seed: 3 }), await call("memory_steps", { wrong: true }),
-                         await call("shape_report", { d_model: 96, n_heads: 6, seq_len: 7, batch: 2 }),
+                         await call("worked_view", { seed: 3 }), await call("memory_view", { wrong: true }),
+                         await call("shapes_view", { d_model: 96, n_heads: 6, seq_len: 7, batch: 2 }),
                          await call("training_start", { seed: 1 })]);
 }"""
 

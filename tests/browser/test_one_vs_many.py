@@ -20,7 +20,7 @@ CONTROLS = """root => [...root.querySelectorAll("form input, form select, form t
   label: c.labels.length ? c.labels[0].textContent.trim() : "",
 }))"""
 SEGMENTS = """root => [0, 1, 2].map(b => ["subject", "clause", "previous"].map(r =>
-  Number(root.querySelector(`[data-segment="one-${b}-${r}"]`).style.getPropertyValue("--v"))))"""
+  Number(root.querySelector(`[data-output="one-${b}-${r}"]`).style.getPropertyValue("--v"))))"""
 
 
 def answered(widget) -> dict:
@@ -42,17 +42,17 @@ def test_first_paint_holds_mha_core_numbers_and_native_labelled_controls(page, s
     assert [(c["type"], c["name"]) for c in controls] == [("range", "subject"), ("range", "clause"),
                                                           ("range", "previous"), ("checkbox", "wide")]
     assert all(c["tag"] == "input" and c["label"] for c in controls)
-    assert widget.locator("[data-summary]").get_attribute("aria-live") == "polite"
+    assert widget.locator('[data-output="summary"]').get_attribute("aria-live") == "polite"
 
 
 def test_each_control_moved_with_the_keyboard_gives_mha_core_s_answer(live_widget):
     widget = live_widget(NAME)
-    summary = widget.locator("[data-summary]").text_content()
+    summary = widget.locator('[data-output="summary"]').text_content()
     subject = widget.locator('input[name="subject"]')
     subject.press("End")  # 100, 50, 50
     shown = answered(widget)
     assert shown["share-subject"] == "0.5000" and shown["one-subject"] == "0.5000" and shown["many-subject"] == "1.0000"
-    assert widget.locator("[data-summary]").text_content() != summary
+    assert widget.locator('[data-output="summary"]').text_content() != summary
     widget.locator('input[name="clause"]').press("Home")  # 100, 0, 50
     answered(widget)
     widget.locator('input[name="previous"]').press("Home")  # 100, 0, 0: all on the subject
@@ -86,7 +86,7 @@ def test_the_wide_head_is_still_one_average(live_widget):
     answered(widget)
 
 
-def test_no_weight_at_all_is_explained_and_the_numbers_stay(live_widget):
+def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(live_widget):
     widget = live_widget(NAME)
     for name in ("subject", "clause"):
         widget.locator(f'input[name="{name}"]').press("Home")
@@ -98,9 +98,12 @@ def test_no_weight_at_all_is_explained_and_the_numbers_stay(live_widget):
     expect(error).to_be_visible()
     expect(error).to_contain_text("give at least one relationship some weight")
     assert one_vs_many_outputs(widget) == before
+    results = widget.locator("[data-results]")
+    expect(results).to_have_attribute("data-stale", "true")  # the old numbers, marked as not the sliders' answer
     widget.locator('input[name="clause"]').press("ArrowRight")
     answered(widget)
     expect(error).to_be_hidden()
+    expect(results).to_have_attribute("data-stale", "false")
 
 
 def test_a_keyboard_user_sees_where_the_focus_is(live_widget):

@@ -158,7 +158,7 @@ def test_a_fatal_python_error_after_the_start_is_an_error_and_retry_recovers(pag
       const { call } = await import(url);
       let deep = 1;
       for (let i = 0; i < depth; i++) deep = [deep];
-      try { await call("shape_report", { d_model: deep }); return null; } catch (err) { return err.message; }
+      try { await call("shapes_view", { d_model: deep }); return null; } catch (err) { return err.message; }
     }""", [site_url + "assets/widgets/runtime/bridge.js", NESTED])
     assert refused and refused.startswith("Python stopped after a fatal error"), refused
     expect_error(page, "Python stopped after a fatal error: .*Maximum call stack size exceeded")

@@ -9,6 +9,7 @@ from pathlib import Path
 import mha_core
 import pytest
 from mha_core.presets import PRESETS
+from mha_core.views.shapes import shapes_display
 from playwright.sync_api import expect
 
 import conftest
@@ -142,6 +143,25 @@ def test_an_empty_or_invalid_field_leaves_its_slider(page, site_url, shapes_path
     expect(widget.locator('[data-output="input-error"]')).to_be_hidden()
 
 
+@pytest.mark.before_python
+def test_a_size_past_the_limit_is_refused_in_words_and_the_slider_stays(page, site_url, shapes_path):
+    widget = open_widget(page, site_url, shapes_path)
+    before = sliders(widget)
+    number(widget, "d_model").fill("100000000")  # typed, no Enter: refused at once
+    error = widget.locator('[data-output="input-error"]')
+    expect(error).to_have_text(f"d_model must be a whole number from 1 to {mha_core.LIMITS['d_model']:,}.")
+    expect(number(widget, "d_model")).to_have_value("100000000")  # not clipped
+    assert sliders(widget) == before
+    expect_stale(widget, True)
+
+
+def test_a_number_typed_is_computed_without_enter(fresh_widget):
+    widget = fresh_widget("shapes")
+    number(widget, "n_heads").fill("16")  # no Enter, no Tab
+    assert_shows(widget, **{**form_config(widget), "n_heads": 16})
+    expect_stale(widget, False)
+
+
 def test_divisibility_message_and_clickable_suggestions(fresh_widget):
     widget = fresh_widget("shapes")
     config = {**form_config(widget), "d_model": 512, "n_heads": 6}
@@ -182,8 +202,8 @@ def test_advanced_controls_and_presets(fresh_widget):
     kv, model = widget.locator('[data-output="kv_cache"]'), widget.locator('[data-output="kv_cache_model"]')
     expect(model).to_have_attribute("data-value", str(report["kv_cache_model_bytes"]))
     assert report["kv_cache_model_bytes"] == 32 * report["kv_cache_bytes"]
-    expect(kv).to_have_text(report["display"]["totals"]["kv_cache"]["text"])  # "this layer"
-    expect(model).to_have_text(report["display"]["totals"]["kv_cache_model"]["text"])
+    expect(kv).to_have_text(shapes_display(report)["totals"]["kv_cache"]["text"])  # "this layer"
+    expect(model).to_have_text(shapes_display(report)["totals"]["kv_cache_model"]["text"])
     expect(widget.locator('[data-output="n_layers"]')).to_have_text("32 layers")
     expect(widget.locator("dl")).to_contain_text("KV cache, this layer")
     expect(widget.locator("dl")).to_contain_text("FLOPs of one forward pass, this layer")
@@ -370,8 +390,8 @@ def test_labelled_and_usable_on_a_phone_in_both_schemes(browser, site_url, shape
         for row in rows:
             assert row["visible"] and not row["scrolls"] and row["left"] >= 0 and row["right"] <= 390, row
         merged = widget.locator('[data-tensor="merged"]')
-        for field in ("shape", "numel", "bytes", "note"):
-            expect(merged.locator(f'[data-field="{field}"]')).to_be_visible()
+        for field in ("shape", "numel", "bytes", "layout"):
+            expect(merged.locator(f'[data-output="{field}"]')).to_be_visible()
         contrast = widget.evaluate(CONTRAST, '[data-output="check"]')
         assert contrast >= 4.5, f"{scheme}: contrast {contrast:.1f} of the check message"
         context.close()
@@ -387,9 +407,9 @@ def test_the_tensor_table_fits_a_desktop_column(page, site_url, shapes_path):
 
 
 SHOWN_TEXT = """root => ({
-  tensors: [...root.querySelectorAll("[data-tensor]")].map(r => ["shape", "numel", "bytes", "note"].map(
-    f => r.querySelector(`[data-field="${f}"]`).textContent)),
-  params: [...root.querySelectorAll("[data-param]")].map(r => r.querySelector('[data-field="numel"]').textContent),
+  tensors: [...root.querySelectorAll("[data-tensor]")].map(r => ["shape", "numel", "bytes", "layout"].map(
+    f => r.querySelector(`[data-output="${f}"]`).textContent)),
+  params: [...root.querySelectorAll("[data-param]")].map(r => r.querySelector('[data-output="numel"]').textContent),
   totals: Object.fromEntries(["params", "params_bytes", "kv_cache", "kv_cache_model", "flops"].map(
     k => [k, [root.querySelector(`[data-output="${k}"]`).dataset.value, root.querySelector(`[data-output="${k}"]`).textContent]])),
 })"""
@@ -407,13 +427,13 @@ def test_counts_are_exact_at_the_limits(fresh_widget):
         set_number(widget, name, value)
     full = {**form_config(widget), "dtype_bytes": 8}
     assert_shows(widget, **full)
-    shown = mha_core.shape_report(**full)["display"]
+    shown = shapes_display(mha_core.shape_report(**full))
     assert widget.evaluate(SHOWN_TEXT) == {
         "tensors": [[t["shape_text"], t["numel"], t["bytes"], t["note"]] for t in shown["tensors"]],
         "params": [p["numel"] for p in shown["params"]],
         "totals": {k: [v["value"], v["text"]] for k, v in shown["totals"].items()},
     }
-    scores = widget.locator('[data-tensor="scores"] [data-field="numel"]')
+    scores = widget.locator('[data-tensor="scores"] [data-output="numel"]')
     expect(scores).to_have_text(f"{2**16 * 2**16 * 2**24 * 2**24:,}")  # 2**80, every digit
 
 

@@ -217,13 +217,16 @@ def test_the_readers_own_text(live_widget, run):
 def test_train_it_yourself_then_stop_then_again(live_widget):
     widget = live_widget("training")
     widget.locator('select[name="n_heads"]').select_option("3")
-    widget.locator('button[name="train"]').click()
+    widget.locator('button[name="train"]').press("Enter")  # from the keyboard: the focus must stay in sight
     expect(widget).to_have_attribute("data-state", "training")
     expect(widget.locator('button[name="stop"]')).to_be_enabled()
+    expect(widget.locator('button[name="stop"]')).to_be_focused()  # Train disabled itself: the focus moved to Stop
     expect(widget.locator("button[data-layer]")).to_have_count(6)  # 2 layers × 3 heads: the reader's run
     expect(widget.locator('input[name="step"]')).to_have_attribute("max", "2", timeout=120_000)  # checkpoints 0, 30, 60
-    widget.locator('button[name="stop"]').click()
+    expect(widget.locator('[data-output="run"]')).to_have_text(re.compile(r"Training a fresh model \(seed \d+\): step [1-9]\d* of 600…"))
+    widget.locator('button[name="stop"]').press("Enter")
     expect(widget).to_have_attribute("data-state", "live")
+    expect(widget.locator('button[name="train"]')).to_be_focused()
     expect(widget).to_have_attribute("data-run", "reader")
     expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
     step = int(widget.locator("progress").evaluate("p => p.value"))
@@ -245,22 +248,29 @@ def test_train_it_yourself_then_stop_then_again(live_widget):
 def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     widget = live_widget("training")
     shown_step = widget.locator('[data-output="step"]').get_attribute("data-value")
+    shown_run = widget.locator('[data-output="run"]').text_content()
     widget.locator('input[name="min_period"]').fill("1")
     widget.locator('button[name="train"]').click()
     expect(widget).to_have_attribute("data-state", "error")
-    expect(widget.locator('[data-output="error"]')).to_have_text("min_period must be at least 2, got 1.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text("min_period must be at least 2, got 1.")
     assert widget.locator('[data-output="step"]').get_attribute("data-value") == shown_step  # nothing lost
+    expect(widget.locator('[data-output="run"]')).to_have_text(shown_run)  # no run happened: it says so still
+    near = widget.evaluate("""root => {  // the message sits by the buttons the reader pressed
+      const [message, button] = [root.querySelector('[data-output="run-error"]'), root.querySelector('button[name="train"]')];
+      return Math.abs(message.getBoundingClientRect().top - button.getBoundingClientRect().bottom);
+    }""")
+    assert near < 200, near
     widget.locator('input[name="min_period"]').fill("")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="error"]')).to_have_text("min_period must be a whole number, got None.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text("min_period must be a whole number, got None.")
     widget.locator('input[name="min_period"]').fill("5")
     widget.locator('input[name="max_period"]').fill("40")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="error"]')).to_contain_text("max_period=40 exceeds vocab=32")
+    expect(widget.locator('[data-output="run-error"]')).to_contain_text("max_period=40 exceeds vocab=32")
     widget.locator('input[name="max_period"]').fill("16")
     widget.locator('select[name="lr"]').select_option("1.0")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="error"]')).to_contain_text("training diverged at step", timeout=60_000)
+    expect(widget.locator('[data-output="run-error"]')).to_contain_text("training diverged at step", timeout=60_000)
     expect(widget).to_have_attribute("data-state", "error")
     expect(widget.locator('button[name="train"]')).to_be_enabled()
     expect(widget.locator('button[name="stop"]')).to_be_disabled()
@@ -477,7 +487,7 @@ def test_a_learning_rate_that_diverges(live_widget):
     widget = live_widget("training")
     widget.locator('button[name="experiment"][value="diverge"]').click()
     expect(widget.locator('select[name="lr"]')).to_have_value("1.0")
-    expect(widget.locator('[data-output="error"]')).to_have_text(re.compile(
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(re.compile(
         r"training diverged at step \d+: the loss reached .+ \(a uniform guess scores 3\.47\); "
         r"try a smaller learning rate than lr=1\."), timeout=120_000)
     expect(widget).to_have_attribute("data-state", "error")

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.worked import TOKENS, worked_example
+from mha_core.worked import INPUTS, TOKENS, worked_example
 
 CELLS = """root => [...root.querySelectorAll("table[data-matrix]")].map(t => ({
   name: t.dataset.matrix, transposed: t.hasAttribute("data-transposed"),
@@ -19,19 +19,23 @@ LABELS = """root => [...root.querySelectorAll("th[data-token-index]")].map(th =>
 
 
 def assert_shows(widget, seed: int, tokens=TOKENS) -> None:
-    """Every matrix cell the widget holds is mha_core's text for seed and tokens, every matrix is shown,
-    and every token label names its token."""
+    """Every matrix cell the widget holds is mha_core's number for seed and tokens (to the decimals shown:
+    one for the drawn inputs, two for what is computed), every matrix is shown, and every token label names
+    its token."""
     want = worked_example(seed, list(tokens))["matrices"]
     labels = widget.evaluate(LABELS)
     assert labels and all(text == tokens[i] for i, text in labels)
     tables = widget.evaluate(CELLS)
     assert {t["name"] for t in tables} == set(want)
     for t in tables:
-        text = want[t["name"]]["text"]
-        rows, cols = len(text), len(text[0])
+        values = want[t["name"]]["values"]
+        rows, cols = len(values), len(values[0])
         assert len(t["cells"]) == rows * cols, t["name"]
+        decimals = 1 if t["name"] in INPUTS else 2
         for r, c, shown in t["cells"]:
-            assert shown == (text[c][r] if t["transposed"] else text[r][c]), (t["name"], r, c)
+            value = values[c][r] if t["transposed"] else values[r][c]
+            assert len(shown.split(".")[1]) == decimals and "-" not in shown, (t["name"], shown)
+            assert float(shown.replace("\u2212", "-")) == pytest.approx(value, abs=0.5 * 10**-decimals + 1e-12), (t["name"], r, c)
     assert widget.locator('[data-output="seed"]').text_content() == str(seed)
 
 
@@ -61,10 +65,10 @@ def test_the_steps_open_and_the_heads_carry_their_colours(page, site_url, widget
     expect(steps.nth(1)).to_have_attribute("open", "")
     # W_Q's column blocks and W_O's row blocks, coloured by head
     heads = widget.evaluate("""root => ({
-      W_Q: [...root.querySelector('table[data-matrix="W_Q"]').querySelectorAll("tr")[0].querySelectorAll("td")].map(td => td.className),
-      W_O: [...root.querySelector('table[data-matrix="W_O"]').querySelectorAll("tr")].map(tr => tr.querySelector("td").className),
+      W_Q: [...root.querySelector('table[data-matrix="W_Q"]').querySelectorAll("tr")[0].querySelectorAll("td")].map(td => td.dataset.cellHead),
+      W_O: [...root.querySelector('table[data-matrix="W_O"]').querySelectorAll("tr")].map(tr => tr.querySelector("td").dataset.cellHead),
     })""")
-    assert heads == {"W_Q": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"], "W_O": ["mha-h0", "mha-h0", "mha-h1", "mha-h1"]}
+    assert heads == {"W_Q": ["0", "0", "1", "1"], "W_O": ["0", "0", "1", "1"]}
 
 
 @pytest.mark.returning_reader

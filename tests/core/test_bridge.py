@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mha_core import LIMITS, bridge, head_patterns, shape_report
+from mha_core import LIMITS, bridge, head_patterns
+from mha_core.views.shapes import shapes_view
 from mha_core.bridge import declare
 
 
@@ -19,22 +20,23 @@ def call(fn, args):
 
 
 def test_whitelist():
-    assert set(bridge.FUNCTIONS) == {"check_config", "shape_report", "param_count", "presets",
-                                    "head_patterns", "head_weights", "worked_example", "memory_steps", "one_vs_many",
+    assert set(bridge.FUNCTIONS) == {"check_config", "shapes_view", "param_count", "presets",
+                                    "head_patterns", "head_weights", "worked_view", "memory_view", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate",
                                     "circuits_at", "circuits_over_training"}
 
 
-def test_shape_report_round_trip():
-    answer = call("shape_report", {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2})
+def test_shapes_view_round_trip():
+    answer = call("shapes_view", {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2})
     assert answer["ok"] is True
-    assert answer["result"] == json.loads(json.dumps(shape_report(512, 8, 10, 2)))
+    assert answer["result"] == json.loads(json.dumps(shapes_view(512, 8, 10, 2)))
 
 
 def test_invalid_config_is_a_result_not_an_error():
-    answer = call("shape_report", {"d_model": 512, "n_heads": 6, "seq_len": 10, "batch": 2})
-    assert answer["ok"] is True and answer["result"]["ok"] is False
-    assert answer["result"]["check"]["suggestions"]["n_heads"] == [4, 8]
+    answer = call("shapes_view", {"d_model": 512, "n_heads": 6, "seq_len": 10, "batch": 2})
+    assert answer["ok"] is True and answer["result"]["outputs"]["check"]["data"]["ok"] == "false"
+    suggested = [row["outputs"]["suggestion"]["data"] for row in answer["result"]["outputs"]["suggestions"]["rows"]]
+    assert [s["value"] for s in suggested if s["name"] == "n_heads"] == ["4", "8"]
     answer = call("check_config", {"d_model": 512, "n_heads": 6, "n_kv_heads": None})
     assert answer["result"]["message"].startswith("d_model=512 is not divisible by n_heads=6")
 
@@ -70,10 +72,10 @@ def test_head_weights_serialise():
     ("__import__('os').system('true')", {}, "unknown function"),
     ("FUNCTIONS", {}, "unknown function"),
     (None, {}, "unknown function"),
-    ("shape_report", "{not json", "not valid JSON"),
-    ("shape_report", "[512, 8]", "must be a JSON object"),
-    ("shape_report", {"d_model": 512}, "missing a required argument"),
-    ("shape_report", {"d_model": 512, "n_heads": 8, "seq_len": 2, "batch": 1, "evil": 1}, "unexpected keyword"),
+    ("shapes_view", "{not json", "not valid JSON"),
+    ("shapes_view", "[512, 8]", "must be a JSON object"),
+    ("shapes_view", {"d_model": 512}, "missing a required argument"),
+    ("shapes_view", {"d_model": 512, "n_heads": 8, "seq_len": 2, "batch": 1, "evil": 1}, "unexpected keyword"),
     ("head_patterns", {"text_or_tokens": "   "}, "text is empty"),
     ("head_patterns", {"text_or_tokens": "a b", "ablate": ["averaged"]}, "ablate[0] must be one of previous_token"),
     ("param_count", {"d_model": True, "n_heads": 8}, "d_model must be a whole number, got True."),
@@ -118,12 +120,12 @@ def test_each_argument_is_declared_once_and_only_the_functions_own(fn_name):
 
 GOOD = {
     "check_config": {"d_model": 512, "n_heads": 8},
-    "shape_report": {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2},
+    "shapes_view": {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2},
     "param_count": {"d_model": 512, "n_heads": 8},
     "head_patterns": {"text_or_tokens": "a b a b"},
     "head_weights": {"text_or_tokens": "a b a b"},
-    "worked_example": {"seed": 1},
-    "memory_steps": {},
+    "worked_view": {"seed": 1},
+    "memory_view": {},
     "training_start": {"config": {"batch": 2}},
     "training_stop": {"run": 1},
 }
@@ -133,24 +135,24 @@ BAD = [  # function, the argument changed, its bad value, the message
     ("check_config", "n_heads", 2.5, "n_heads must be a whole number, got 2.5."),
     ("check_config", "n_kv_heads", LIMITS["n_kv_heads"] + 1, "n_kv_heads must be at most 65,536, got 65537."),
     ("check_config", "d_head", "64", "d_head must be a whole number, got '64'."),
-    ("shape_report", "seq_len", 10**30, "seq_len must be at most 16,777,216, got a 31-digit number."),
-    ("shape_report", "batch", None, "batch must be a whole number, got None."),
-    ("shape_report", "bias", "no", "bias must be true or false, got 'no'."),
-    ("shape_report", "dtype_bytes", 3, "dtype_bytes must be one of 1, 2, 4, 8 (int8, 16-bit, float32, float64), got 3."),
-    ("shape_report", "n_layers", 0, "n_layers must be at least 1, got 0."),
+    ("shapes_view", "seq_len", 10**30, "seq_len must be at most 16,777,216, got a 31-digit number."),
+    ("shapes_view", "batch", None, "batch must be a whole number, got None."),
+    ("shapes_view", "bias", "no", "bias must be true or false, got 'no'."),
+    ("shapes_view", "dtype_bytes", 3, "dtype_bytes must be one of 1, 2, 4, 8 (int8, 16-bit, float32, float64), got 3."),
+    ("shapes_view", "n_layers", 0, "n_layers must be at least 1, got 0."),
     ("param_count", "bias", 1, "bias must be true or false, got 1."),
     ("head_patterns", "text_or_tokens", "   ", "text is empty."),
     ("head_patterns", "text_or_tokens", "a" * 100_001, "text is too long: 100,001 characters (at most 100,000)."),
     ("head_patterns", "text_or_tokens", ["a", 3], "text_or_tokens must be a string or a list of 1 to 100,000"),
     ("head_patterns", "ablate", "previous_token", "ablate must be a list, got 'previous_token'."),
     ("head_weights", "ablate", ["nope"], "ablate[0] must be one of previous_token, positional, induction, content"),
-    ("worked_example", "seed", 0, "seed must be at least 1, got 0."),
-    ("worked_example", "seed", 2**32 + 1, "seed must be at most 4,294,967,296"),
-    ("worked_example", "tokens", ["the", "dog", "sat"], "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
-    ("worked_example", "tokens", ["cat"], "tokens must hold 3 items, got 1."),
-    ("memory_steps", "n_tokens", 5, "n_tokens must be at most 4, got 5."),
-    ("memory_steps", "n_heads", 3, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
-    ("memory_steps", "wrong", "yes", "wrong must be true or false, got 'yes'."),
+    ("worked_view", "seed", 0, "seed must be at least 1, got 0."),
+    ("worked_view", "seed", 2**32 + 1, "seed must be at most 4,294,967,296"),
+    ("worked_view", "tokens", ["the", "dog", "sat"], "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
+    ("worked_view", "tokens", ["cat"], "tokens must hold 3 items, got 1."),
+    ("memory_view", "n_tokens", 5, "n_tokens must be at most 4, got 5."),
+    ("memory_view", "n_heads", 3, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
+    ("memory_view", "wrong", "yes", "wrong must be true or false, got 'yes'."),
     ("training_start", "config", {"n_heads": 0}, "n_heads must be at least 1, got 0."),
     ("training_start", "config", {"n_heads": 9}, "n_heads must be at most 8, got 9."),
     ("training_start", "config", {"min_period": 1}, "min_period must be at least 2, got 1."),
@@ -183,14 +185,14 @@ def test_a_runs_budget_at_its_edges(budget_ms, ok):
 EDGES = [  # the values at the ends of each declared range are accepted
     ("check_config", {"d_model": LIMITS["d_model"], "n_heads": 1, "n_kv_heads": 1, "d_head": LIMITS["d_head"]}),
     ("check_config", {"d_model": 1.0, "n_heads": 1, "n_kv_heads": None, "d_head": None}),
-    ("shape_report", {"d_model": 8, "n_heads": 8, "seq_len": LIMITS["seq_len"], "batch": LIMITS["batch"],
+    ("shapes_view", {"d_model": 8, "n_heads": 8, "seq_len": LIMITS["seq_len"], "batch": LIMITS["batch"],
                       "n_layers": LIMITS["n_layers"], "dtype_bytes": 8, "bias": False}),
-    ("shape_report", {"d_model": 1, "n_heads": 1, "seq_len": 1, "batch": 1, "n_layers": 1, "dtype_bytes": 1}),
+    ("shapes_view", {"d_model": 1, "n_heads": 1, "seq_len": 1, "batch": 1, "n_layers": 1, "dtype_bytes": 1}),
     ("head_patterns", {"text_or_tokens": "a" * 100_000, "ablate": ["previous_token", "positional", "content", "induction"]}),
     ("head_weights", {"text_or_tokens": ["x"], "ablate": []}),
-    ("worked_example", {"seed": 2**32, "tokens": ["mat", "mat", "mat"]}),
-    ("memory_steps", {"n_tokens": 1, "n_heads": 4, "wrong": True}),
-    ("memory_steps", {"n_tokens": 4, "n_heads": 1}),
+    ("worked_view", {"seed": 2**32, "tokens": ["mat", "mat", "mat"]}),
+    ("memory_view", {"n_tokens": 1, "n_heads": 4, "wrong": True}),
+    ("memory_view", {"n_tokens": 4, "n_heads": 1}),
     ("training_start", {"config": {"min_period": 2, "max_period": 2, "seq_len": 4, "batch": 1, "lr": 10}, "seed": 2**32 - 1}),
     ("training_start", {"config": {"vocab": 64, "max_period": 62, "seq_len": 64, "batch": 1, "n_layers": 1,
                                    "n_heads": 1, "d_model": 1, "d_head": 1, "init_scale": 10}, "seed": 0}),
@@ -204,10 +206,10 @@ def test_the_edges_of_each_range_are_accepted(fn_name, args):
 
 
 def test_the_limits_a_page_carries_are_the_declared_ones():
-    assert bridge.limits("shape_report")["d_model"] == {"min": 1, "max": LIMITS["d_model"]}
+    assert bridge.limits("shapes_view")["d_model"] == {"min": 1, "max": LIMITS["d_model"]}
     config = bridge.limits("training_start")["config"]
     assert config["min_period"] == {"min": 2, "max": 62} and config["n_heads"] == {"min": 1, "max": 8}
-    assert bridge.limits("memory_steps")["n_heads"] == {"values": [1, 2, 4]}
+    assert bridge.limits("memory_view")["n_heads"] == {"values": [1, 2, 4]}
 
 
 anything = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**30), st.floats(), st.text(max_size=3),
@@ -219,9 +221,9 @@ anything = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**30), st.float
 def test_any_json_arguments_get_an_answer(d_model, n_heads, seq_len, batch, n_kv_heads, d_head, bias, dtype_bytes):
     args = dict(d_model=d_model, n_heads=n_heads, seq_len=seq_len, batch=batch, n_kv_heads=n_kv_heads, d_head=d_head,
                 bias=bias, dtype_bytes=dtype_bytes)
-    answer = call("shape_report", args)
+    answer = call("shapes_view", args)
     assert isinstance(answer["ok"], bool)
     if answer["ok"]:
-        assert answer["result"]["ok"] is answer["result"]["check"]["ok"]
+        assert answer["result"]["outputs"]["check"]["data"]["ok"] in ("true", "false")
     else:
         assert answer["error"].split()[0] in args and "internal error" not in answer["error"]

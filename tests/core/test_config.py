@@ -33,6 +33,11 @@ def test_one_shared_key_value_head_is_singular():
     assert check_config(4096, 32, n_kv_heads=8)["message"].endswith("sharing 8 key/value heads.")
 
 
+def test_one_head_is_singular():
+    assert check_config(64, 1)["message"] == "OK: 1 head of width d_head=64."
+    assert check_config(64, 2)["message"] == "OK: 2 heads of width d_head=32."
+
+
 @pytest.mark.parametrize("d_model, n_heads, n_kv_heads, d_head", [
     (512, 8, None, None), (768, 12, None, None), (4096, 32, 8, None), (4544, 71, 1, None),
     (3072, 16, 16, 256), (1, 1, None, None), (LIMITS["d_model"], 1, None, None),

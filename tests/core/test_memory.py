@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from mha_core import bridge, merge_heads, split_heads
+from mha_core import merge_heads, split_heads
 from mha_core.memory import D_MODEL, HEAD_CHOICES, MAX_TOKENS, OFFSETS, constructed_qkv, memory_steps
 
 CASES = [(n, h) for n in range(1, MAX_TOKENS + 1) for h in HEAD_CHOICES]
@@ -88,10 +88,6 @@ def test_the_patterns_are_the_constructed_heads_and_the_wrong_split_breaks_them(
     assert all(np.abs(wrong[i] - right[i]).max() > 0.4 for i in range(2))  # both heads scrambled
     assert np.array_equal(memory_steps(3, 2)["patterns"]["wrong"], memory_steps(3, 2, True)["patterns"]["wrong"])
 
-
-def test_through_the_bridge():
-    answer = json.loads(bridge.call("memory_steps", json.dumps({"n_tokens": 2, "n_heads": 4, "wrong": False})))
-    assert answer["ok"] and answer["result"] == json.loads(json.dumps(bridge.plain(memory_steps(2, 4))))
 
 
 @pytest.mark.parametrize("args, message", [

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from mha_core import PRESETS, check_config, param_count, presets, shape_report
+from mha_core.views.shapes import shapes_display
 
 # key: (d_model, n_heads, n_kv_heads, d_head, bias, n_layers, context), each from the publication named
 # beside it.
@@ -96,7 +97,7 @@ def test_llama2_whole_model_kv_cache():
     report = shape_report(p.d_model, p.n_heads, p.context, 1, p.n_kv_heads, p.d_head, p.bias, 2, p.n_layers)
     assert report["kv_cache_bytes"] == 2 * 4096 * 32 * 128 * 2 == 64 * 2**20
     assert report["kv_cache_model_bytes"] == 32 * 64 * 2**20 == 2 * 2**30
-    assert (report["display"]["totals"]["kv_cache"]["text"], report["display"]["totals"]["kv_cache_model"]["text"]) == (
+    assert (shapes_display(report)["totals"]["kv_cache"]["text"], shapes_display(report)["totals"]["kv_cache_model"]["text"]) == (
         "64.0 MiB", "2.00 GiB")
 
 

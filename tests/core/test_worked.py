@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mha_core import bridge, softmax
-from mha_core.worked import D_HEAD, D_MODEL, N_HEADS, N_TOKENS, fmt, worked_example, worked_steps
+from mha_core.worked import D_HEAD, D_MODEL, N_HEADS, N_TOKENS, worked_example, worked_steps
 
 SEEDS = (1, 2, 7, 2**32)
 
@@ -47,24 +47,6 @@ def test_inputs_have_one_decimal_and_seeds_differ():
         assert np.array_equal(a[name], np.round(a[name], 1))
     assert not np.array_equal(a["X"], b["X"])
     assert np.array_equal(worked_steps(1)["out"], a["out"])  # a seed is the same example every time
-
-
-def test_text_is_the_values_formatted():
-    example = worked_example(3)
-    for matrix in example["matrices"].values():
-        assert np.shape(matrix["text"]) == tuple(matrix["shape"])
-        for row, texts in zip(matrix["values"], matrix["text"]):
-            for value, text in zip(row, texts):
-                assert float(text.replace("\u2212", "-")) == pytest.approx(value, abs=0.005 + 1e-12)
-    assert (fmt(-0.001), fmt(-1.25), fmt(0.5)) == ("0.00", "\u22121.25", "0.50")
-
-
-def test_through_the_bridge():
-    import json
-    answer = json.loads(bridge.call("worked_example", json.dumps({"seed": 5})))
-    assert answer["ok"] and answer["result"] == json.loads(json.dumps(worked_example(5)))
-    answer = json.loads(bridge.call("worked_example", json.dumps({"seed": 0})))
-    assert not answer["ok"] and "seed" in answer["error"]
 
 
 def test_the_reader_s_words_pick_rows_of_one_embedding_table():

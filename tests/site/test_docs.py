@@ -18,6 +18,7 @@ import pytest
 
 import mha_core
 from mha_core import param_count, shape_report
+from mha_core.views.shapes import shapes_display
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -422,7 +423,7 @@ def test_the_kv_cache_follows_the_key_width_not_the_head_count():
     caches = {h: shape_report(512, h, 10, 2, dtype_bytes=4)["kv_cache_bytes"] for h in (1, 8, 16, 64)}
     assert set(caches.values()) == {81_920}
     assert shape_report(512, 8, 10, 2, n_kv_heads=2)["kv_cache_bytes"] == 81_920 // 4
-    shown = {shape_report(512, h, 10, 2, dtype_bytes=4)["display"]["totals"]["kv_cache"]["text"] for h in (1, 8, 16, 64)}
+    shown = {shapes_display(shape_report(512, h, 10, 2, dtype_bytes=4))["totals"]["kv_cache"]["text"] for h in (1, 8, 16, 64)}
     assert shown == {"80.0 KiB"}, "what the calculator shows"
     quoted("caveats-and-the-block.md", "$d_\\text{model} = 512$, $B = 2$, $n = 10$ in float32",
            "80.0 KiB (81,920 bytes) per layer for $h$ = 1, 8, 16 or 64")
@@ -439,7 +440,7 @@ def test_the_calculator_is_one_layer_and_a_model_has_many():
     link = re.search(r"\]\(parameters-and-shapes\.md\?([^)#]+)#the-shape-calculator\)", prose("caveats-and-the-block.md"))
     args = {k: int(v) for k, v in (pair.split("=") for pair in link.group(1).split("&"))}
     args["bias"] = bool(args["bias"])
-    totals = shape_report(**args)["display"]["totals"]
+    totals = shapes_display(shape_report(**args))["totals"]
     assert (totals["kv_cache"]["text"], totals["kv_cache_model"]["text"]) == ("64.0 MiB", "2.00 GiB")
     assert {k: args[k] for k in ("d_model", "n_heads", "n_layers")} == {"d_model": p["d_model"], "n_heads": p["n_heads"], "n_layers": layers}
     quoted("caveats-and-the-block.md", "shows 64.0 MiB for one layer and 2.00 GiB for the whole model of 32 layers")

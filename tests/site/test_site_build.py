@@ -125,12 +125,12 @@ def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
         assert 'data-state="initial"' in widget
         assert f'data-output="params" data-value="{report["params"]["total"]}"' in widget
         for t in report["tensors"]:
-            assert f'data-tensor="{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
+            assert f'data-tensor="{t["name"]}" data-output="tensor-{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
 
 
 def test_the_one_vs_many_widget_is_prerendered_with_mha_core_numbers(sites):
     """Every output at first paint is mha_core's value for the sliders' and the checkbox's values as built."""
-    for widget in widgets_built(sites[0], r'<div class="mha-ovm".*?data-summary', "one-vs-many"):
+    for widget in widgets_built(sites[0], r'<div class="mha-ovm".*?data-output="summary"', "one-vs-many"):
         form = {name: float(value) for name, value in
                 re.findall(r'<input type="range" id="[^"]+" name="(\w+)" min="0" max="100" step="1" value="(\d+)"', widget)}
         form["wide"] = bool(re.search(r'<input type="checkbox" name="wide"[^>]* checked', widget))

@@ -1,19 +1,18 @@
-"""Build-time side of the one-head-against-several widget: its options and its first state.
+"""Build-time side of the one-head-against-several widget: its options and its first view.
 
-build.py calls context(**options) and renders one_vs_many.html.j2 with mha_core.one_vs_many's answer,
+build.py calls context(**options) and renders one_vs_many.html.j2 with mha_core.views.one_vs_many's view,
 computed through the bridge in CPython, so the page shows what reaches the verb before Python starts in
-the browser; one_vs_many.js writes the same elements from Python's answer when the reader moves a control.
-The root carries data-mha-widget="one-vs-many".
+the browser; one_vs_many.js asks for the same view when the reader moves a control, and the shared binding
+fills the same slots. The root carries data-mha-widget="one-vs-many".
 """
 from __future__ import annotations
 
 import json
 
 from mha_core import bridge
-from mha_core.one_vs_many import D_CONTENT, KEYS, MAX_WEIGHT, RELATIONSHIPS, TOKENS, VERB
+from mha_core.one_vs_many import MAX_WEIGHT, RELATIONSHIPS, TOKENS, VERB
 
 DEFAULT_WEIGHT = 50  # each slider's start: equal shares, the even spread a reader tries first
-LABELS = {"subject": "Subject", "clause": "Clause", "previous": "Previous token"}
 
 
 def boolean(text: str) -> bool:
@@ -26,18 +25,11 @@ OPTIONS = {"wide": boolean}
 
 
 def context(wide: bool = False) -> dict:
-    """The template's variables: one_vs_many through the bridge, exactly the JSON the browser gets."""
+    """The template's variables: the view through the bridge, exactly the JSON the browser gets."""
     args = {r: DEFAULT_WEIGHT for r in RELATIONSHIPS} | {"wide": wide}
-    answer = json.loads(bridge.call("one_vs_many", json.dumps(args)))
+    answer = json.loads(bridge.call("one_vs_many_view", json.dumps(args)))
     if not answer["ok"]:
         raise ValueError(f"one_vs_many widget: {answer['error']}")
-    relationships = [{"name": r, "label": LABELS[r], "words": " ".join(TOKENS[j] for j in KEYS[r])}
-                     for r in RELATIONSHIPS]
-    return {"r": answer["result"], "relationships": relationships, "roles": roles(), "weight": DEFAULT_WEIGHT,
-            "max_weight": MAX_WEIGHT, "verb": TOKENS[VERB], "block_size": D_CONTENT}
-
-
-def roles() -> list[str]:
-    """Each token's colour: the relationship it belongs to (the neighbour's own, though it ends the clause)."""
-    role = {j: r for r in RELATIONSHIPS for j in KEYS[r]}  # later relationships win: "previous" over "clause"
-    return [role.get(j, "none") for j in range(len(TOKENS))]
+    view = answer["result"]
+    return {"view": view, "fixed": view["fixed"], "weight": DEFAULT_WEIGHT, "max_weight": MAX_WEIGHT,
+            "verb": TOKENS[VERB]}

@@ -1,5 +1,5 @@
 // The one path from the page to Python. Every widget imports `call`:
-//   const report = await call("shape_report", { d_model: 512, n_heads: 8, seq_len: 10, batch: 2 });
+//   const report = await call("shapes_view", { d_model: 512, n_heads: 8, seq_len: 10, batch: 2 });
 // One module Web Worker runs Pyodide (worker.js), another downloads its files (fetcher.js); requests carry ids,
 // plain JSON in and out. With instant navigation the same workers serve every page the reader moves to.
 // <html data-mha-runtime="idle|loading|ready|error"> and onStatus() tell where the runtime is:

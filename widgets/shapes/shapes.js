@@ -1,13 +1,13 @@
-// The shapes widget: sliders and fields for d_model, h, n and B (and more under "More"); every
-// tensor's shape, the parameters, KV cache and FLOPs, computed by mha_core.shape_report in the page's
-// Python worker. The page arrives pre-rendered (data-state="initial"); this module keeps it live. Until
-// Python answers for the form's values, what is shown is marked stale and a line says what it waits for
-// (or, if Python cannot answer, why).
-import { call } from "../runtime/bridge.js";
-import { mountEach } from "../runtime/page.js";
+// The shapes widget: sliders and fields for d_model, h, n and B (and more under "More"); every tensor's
+// shape, the parameters, KV cache and FLOPs. The page's Python answers with the widget's view
+// (mha_core.views.shapes), which the shared binding writes into the slots the template rendered; the
+// shared life cycle marks what no longer matches the form. This module wires the controls, the sliders, the
+// presets and the URL, and says what it waits for before Python has answered.
+import { bind } from "../runtime/bind.js";
 import { keepInURL, output, setData, setText, showMessage } from "../runtime/dom.js";
-import { noteIgnored, recomputeOnReady } from "../runtime/status.js";
-import { markStale, render } from "./render.js";
+import { InputError, live } from "../runtime/live.js";
+import { mountEach } from "../runtime/page.js";
+import { noteIgnored } from "../runtime/status.js";
 import { syncSliders, sliderValue } from "./sliders.js";
 import { defaultConfig, presetValues, readConfig, readURL, writeURL, writeValues } from "./state.js";
 
@@ -27,9 +27,7 @@ function changes(config, shown) {
  * cache (an encoder), the KV cache figures say so instead of a size. */
 function showCache(w) {
   const option = w.form.querySelector('select[name="preset"]').selectedOptions[0];
-  const note = output(w.root, "cache_note");
-  setText(note, option?.dataset.cacheNote || "");
-  note.hidden = !option?.dataset.cacheNote;
+  showMessage(w.root, "cache_note", option?.dataset.cacheNote || "");
   if (!option?.hasAttribute("data-no-cache")) return;
   for (const name of ["kv_cache", "kv_cache_model"]) {
     setData(output(w.root, name), "value", "0");
@@ -37,61 +35,40 @@ function showCache(w) {
   }
 }
 
-/** Ask Python for w.next; changes made meanwhile coalesce into one more request (latest wins). */
-async function compute(w) {
-  if (w.busy) return;
-  w.busy = true;
-  w.root.dataset.state = "busy";
-  while (w.next) {
-    const config = w.next;
-    w.next = null;
-    try {
-      const report = await call("shape_report", config);
-      render(w.root, report.display);
-      showCache(w);
-      w.shown = config;
-      if (w.next) markStale(w.root, true, true);
-      else showMessage(w.root, "pending", "");
-      w.root.dataset.state = w.next ? "busy" : "live";
-    } catch (err) {
-      w.root.dataset.state = "error";
-      showMessage(w.root, "pending", "");
-      showMessage(w.root, "input-error", `Could not compute ${changes(config, w.shown)}: ${err.message}`);
-    }
-  }
-  w.busy = false;
+/** The form's configuration as shapes_view's arguments, or an InputError naming each field that holds no
+ * size it can take. */
+function args(w) {
+  const { config, errors } = readConfig(w.form);
+  if (errors.length) throw new InputError(errors.join(" "));
+  return config;
 }
 
-/** Read the form; if it is valid, keep it in the URL and compute it; until then mark the outputs stale. */
-function update(w) {
+/** Ask for the form's configuration (the life cycle says what is stale); keep it in the URL. */
+function update(w, control) {
   const { config, errors } = readConfig(w.form);
-  showMessage(w.root, "input-error", errors.join(" "));
-  markStale(w.root, true, true);
-  if (errors.length) return showMessage(w.root, "pending", "");
-  if (w.urlState) keepInURL(w, () => writeURL(w.form, config, location.search));
-  showMessage(w.root, "pending", `Waiting for Python to compute ${changes(config, w.shown)}…`);
-  w.next = config;
-  compute(w);
+  const waiting = errors.length ? "" : `Waiting for Python to compute ${changes(config, w.shown)}…`;
+  showMessage(w.root, "pending", waiting);
+  if (!errors.length && w.urlState) keepInURL(w, () => writeURL(w.form, config, location.search));
+  w.request(control);
 }
 
 function onInput(w, target) {
-  if (target.type !== "range") return;
-  w.form.querySelector(`input[type="number"][name="${target.name}"]`).value = sliderValue(target);
-  onEdit(w, target);
+  if (target.type === "range") w.form.querySelector(`input[type="number"][name="${target.name}"]`).value = sliderValue(target);
+  if (target.type === "range" || target.type === "number") onEdit(w, target); // typing marks and asks at once
 }
 
 function onChange(w, target) {
-  if (target.type === "range") return; // applied on input
+  if (target.type === "range" || target.type === "number") return; // applied on input
   if (target.name !== "preset") return onEdit(w, target);
   writeValues(w.form, presetValues(w.form));
   syncSliders(w.form);
-  update(w);
+  update(w, target);
 }
 
 function onEdit(w, target) {
   if (PRESET_KEYS.includes(target.name)) w.form.querySelector('select[name="preset"]').value = "";
   syncSliders(w.form);
-  update(w);
+  update(w, target);
 }
 
 /** Apply the link's configuration: its preset first, then its other values. */
@@ -103,12 +80,23 @@ function restoreFromURL(w) {
   writeValues(w.form, { ...presetValues(w.form), ...values });
   syncSliders(w.form);
   if (preset || ADVANCED_KEYS.some((k) => k in values)) w.form.querySelector("details").open = true;
-  update(w);
+  update(w, w.form);
 }
 
 function mount(root) {
   const form = root.querySelector("form");
-  const w = { root, form, urlState: root.hasAttribute("data-url-state"), busy: false, next: null, shown: defaultConfig(form) };
+  const w = { root, form, urlState: root.hasAttribute("data-url-state"), shown: defaultConfig(form) };
+  w.request = live(root, {
+    fn: "shapes_view",
+    args: () => args(w),
+    show: (view, config) => {
+      bind(root, view);
+      showCache(w);
+      w.shown = config;
+    },
+    failure: (error, config) => `Could not compute ${changes(config, w.shown)}: ${error.message}`,
+    settled: () => showMessage(root, "pending", ""),
+  });
   syncSliders(form);
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("input", (event) => onInput(w, event.target));
@@ -120,7 +108,6 @@ function mount(root) {
     if (ADVANCED_KEYS.includes(button.dataset.name)) form.querySelector("details").open = true;
     onEdit(w, form.querySelector(`input[type="number"][name="${button.dataset.name}"]`));
   });
-  recomputeOnReady(root, () => update(w));
   if (w.urlState) restoreFromURL(w);
 }
 

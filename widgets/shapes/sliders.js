@@ -3,7 +3,7 @@
 // widget.py), the divisors of d_model for h, up to its data-max-step. The number field beside each takes any
 // value; the slider then sits at the nearest step and still announces the field's value. A slider is shown
 // once placed (data-placed): the page is rendered without positions, which mount sets before Python starts.
-import { wholeNumber } from "../shared/numbers.js";
+import { readWhole } from "../shared/numbers.js";
 
 const steps = (slider) => slider.dataset.values.split(",").map(Number);
 
@@ -29,8 +29,9 @@ function setDivisorSteps(slider, of) {
   if (slider.dataset.values !== values) slider.dataset.values = values;
 }
 
-/** A field's whole number, or null while it holds anything else (the slider then stays where it was). */
-const fieldValue = (form, name) => wholeNumber(form.querySelector(`input[type="number"][name="${name}"]`).value) || null;
+/** A field's whole number within its limits, or null while it holds anything else (the slider then stays
+ * where it was: a size past the field's max is refused in words, not clipped to the slider's end). */
+const fieldValue = (form, name) => readWhole(form.querySelector(`input[type="number"][name="${name}"]`)).value ?? null;
 
 /** Put every slider where its number field says. */
 export function syncSliders(form) {

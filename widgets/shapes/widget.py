@@ -2,16 +2,16 @@
 
 build.py calls context(**options) with the marker's options and renders shapes.html.j2 with the result,
 so the page shows mha_core's numbers (computed here, in CPython) before Python starts in the browser.
-Every number is text made by mha_core.display (report["display"]), the same text the browser shows.
+Every number is text made by the widget's view (mha_core.views.shapes), the same view the browser gets.
 """
 from __future__ import annotations
 
 import json
 
-import mha_core
 from mha_core import bridge
-from mha_core.display import integer
 from mha_core.presets import presets
+from mha_core.shapes import TENSOR_NAMES
+from mha_core.views.shapes import PARAM_NAMES, integer
 
 
 def boolean(text: str) -> bool:
@@ -65,13 +65,16 @@ def fields() -> list[dict]:
 def context(**options) -> dict:
     """The template's variables for the marker's options; an invalid configuration stops the build."""
     config = {**DEFAULTS, **options}
-    report = mha_core.shape_report(**config)
-    if not report["ok"]:
-        raise ValueError(f"shapes widget: {report['check']['message']}")
-    return {"config": config, "shown": report["display"], "fields": fields(), "presets": preset_options(),
-            "dtypes": DTYPES, "limits": size_limits(), "integer": integer}
+    answer = json.loads(bridge.call("shapes_view", json.dumps(config)))
+    if not answer["ok"]:
+        raise ValueError(f"shapes widget: {answer['error']}")
+    view = answer["result"]
+    if view["outputs"]["check"]["data"]["ok"] != "true":
+        raise ValueError(f"shapes widget: {view['outputs']['check']['text']}")
+    return {"config": config, "view": view, "tensors": TENSOR_NAMES, "params": PARAM_NAMES, "fields": fields(),
+            "presets": preset_options(), "dtypes": DTYPES, "limits": size_limits(), "integer": integer}
 
 
 def size_limits() -> dict[str, int]:
     """Each size's largest value, as the bridge accepts it (the number fields' max)."""
-    return {name: field["max"] for name, field in bridge.limits("shape_report").items() if "max" in field}
+    return {name: field["max"] for name, field in bridge.limits("shapes_view").items() if "max" in field}

@@ -23,8 +23,8 @@ from sitebuild import widgets
 from sitebuild.sources import sources_key
 
 ASSET = "run.json"
-DIVERGING_LR = 1.0  # the widget's largest learning rate, which its "A learning rate that diverges" sets
-FIXED_PERIOD = 8  # the block length of the widget's "Blocks of fixed length"
+DIVERGING_LR = model.EXPERIMENTS["diverge"]["lr"]  # what the widget's "A learning rate that diverges" sets
+FIXED_PERIOD = model.EXPERIMENTS["fixed-block"]["min_period"]  # the widget's "Blocks of fixed length"
 DROP_STEPS = 50  # the steep drop: the DROP_STEPS-step window in which the loss on the repeats falls most
 
 
@@ -34,11 +34,11 @@ def recorded_run() -> dict:
 
 
 def one_layer_run(run: dict) -> dict:
-    return variant(run, n_layers=1)
+    return variant(run, **model.EXPERIMENTS["one-layer"])
 
 
 def fixed_block_run(run: dict) -> dict:
-    return variant(run, min_period=FIXED_PERIOD, max_period=FIXED_PERIOD)
+    return variant(run, **model.EXPERIMENTS["fixed-block"])
 
 
 def variant(run: dict, **changes) -> dict:

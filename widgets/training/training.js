@@ -5,6 +5,7 @@
 // SLICE_MS, so the page stays responsive.
 // data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
 import { call } from "../runtime/bridge.js";
+import { setDisabled } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
@@ -139,9 +140,10 @@ function bestInduction(scores) {
   return best;
 }
 
-function fail(w, message) {
+/** An error, shown next to what caused it: the run's buttons (slot "run-error") or the sequence's field ("error"). */
+function fail(w, message, slot = "error") {
   w.root.dataset.state = "error";
-  showMessage(w.root, "error", message);
+  showMessage(w.root, slot, message);
 }
 
 /** The reader's settings as TrainConfig fields, checked by Python (the bridge names a field it refuses and why):
@@ -152,12 +154,15 @@ function settings(form) {
   return { n_layers: choice("n_layers"), n_heads: choice("n_heads"), lr: choice("lr"), min_period: whole("min_period"), max_period: whole("max_period") };
 }
 
+/** Train and the buttons that measure a finished run or start a new one are off while a run trains, Stop on;
+ * the focus moves to whichever of Train and Stop now acts, so a keyboard reader keeps it in sight. */
 function setRunning(w, running) {
-  w.form.elements.train.disabled = running;
-  w.form.elements.stop.disabled = !running;
-  for (const button of w.root.querySelectorAll('button:is([name="knockout"], [name="show"], [name="reset"], [name="experiment"])')) {
-    button.disabled = running; // these measure a finished run or start a new one
-  }
+  const { train, stop } = w.form.elements;
+  const others = w.root.querySelectorAll('button:is([name="knockout"], [name="show"], [name="reset"], [name="experiment"])');
+  if (running) stop.disabled = false;
+  else train.disabled = false;
+  setDisabled([train, ...others], running, stop);
+  setDisabled([stop], !running, train);
 }
 
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
@@ -166,14 +171,19 @@ async function train(w) {
   const seed = Math.floor(Math.random() * 2 ** 31);
   w.training = { stop: false };
   showMessage(w.root, "error", "");
+  showMessage(w.root, "run-error", "");
   setRunning(w, true);
   w.root.dataset.state = "busy";
+  const shownBefore = output(w.root, "run").textContent; // what is still shown if no run starts
   setText(output(w.root, "run"), "Starting Python and a fresh model…");
+  let started = false;
   const progress = w.form.querySelector("progress");
   progress.value = 0;
   try {
     const run = await call("training_start", { config: settings(w.form), seed });
     const start = performance.now();
+    started = true;
+    setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step 0 of ${run.steps}…`);
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
@@ -195,6 +205,7 @@ async function train(w) {
       run.checkpoints.push(...slice.checkpoints);
       progress.value = step;
       setText(progress, `${step} of ${run.steps} steps`);
+      if (next) setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step ${step} of ${run.steps}…`);
       setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
       else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
@@ -206,9 +217,8 @@ async function train(w) {
       `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
     w.root.dataset.state = "live";
   } catch (err) {
-    fail(w, err.message);
-    setText(output(w.root, "run"), w.root.dataset.run === "reader" ?
-      "Shown: your run, up to its last good checkpoint." : "Shown: the run trained when this page was built.");
+    fail(w, err.message, "run-error");
+    setText(output(w.root, "run"), started ? "Shown: your run, up to its last good checkpoint." : shownBefore);
   } finally {
     w.training = null;
     setRunning(w, false);

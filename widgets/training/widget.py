@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mha_core import bridge
 from mha_core.bridge.training_views import ROLE_MIN, recorded_run
-from mha_core.model import TrainConfig
+from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
 from widgets.palette import PALETTE, STEPS
@@ -28,10 +28,8 @@ SEED = 0
 ASSET = "run.json"
 ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
               "first_token": "first-token", None: "no clear role"}
-LRS = [0.003, 0.01, 0.03, 0.1, 1.0]  # the learning rates the reader can pick (1.0 diverges)
-# The sizes the reader can pick: what trains in a browser in seconds to a minute (the bridge takes more).
-LAYERS = [1, 2]
-HEADS = [1, 2, 3, 4]
+# What the reader can pick, from the model's one configuration (mha_core.model: the bridge takes more).
+LRS, LAYERS, HEADS = (list(TRAIN_CHOICES[name]) for name in ("lr", "n_layers", "n_heads"))
 
 OPTIONS: dict = {}
 
@@ -81,7 +79,7 @@ def context() -> dict:
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "step": last["step"], "loss": fmt3(entry["loss_repeat"]),
         "cells": cells, "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
-        "limits": limits,
+        "limits": limits, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
         "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"},
                  "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],

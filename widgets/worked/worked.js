@@ -1,46 +1,23 @@
-// The worked example: every matrix of a 3-token, 2-head layer, pre-rendered at build time. Choosing
-// other words, or "Draw new numbers" (the next seed), asks mha_core.worked in the page's Python worker
-// and refills the cells and labels with the text Python formatted.
-import { call } from "../runtime/bridge.js";
+// The worked example: every matrix of a 3-token, 2-head layer, rendered at build time. Choosing other words,
+// or "Draw new numbers" (the next seed), asks the page's Python for the widget's view (mha_core.views.worked),
+// which the shared binding writes into the cells the template rendered.
+import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
-import { output, setText, showMessage } from "../runtime/dom.js";
-import "../runtime/status.js";
-
-/** Each cell's text from Python's answer; a transposed matrix (Kᵀ) reads its cells the other way. */
-function fill(root, example) {
-  for (const table of root.querySelectorAll("table[data-matrix]")) {
-    const text = example.matrices[table.dataset.matrix].text;
-    const transposed = table.hasAttribute("data-transposed");
-    for (const td of table.querySelectorAll("td[data-r]")) {
-      const [r, c] = [Number(td.dataset.r), Number(td.dataset.c)];
-      setText(td, transposed ? text[c][r] : text[r][c]);
-    }
-  }
-  for (const th of root.querySelectorAll("th[data-token-index]")) setText(th, example.tokens[Number(th.dataset.tokenIndex)]);
-  setText(output(root, "seed"), String(example.seed));
-  root.dataset.seed = String(example.seed);
-  root.dataset.tokens = example.tokens.join(" ");
-}
-
-/** The example for seed and the words chosen in the form. */
-async function show(root, seed) {
-  const tokens = [...root.querySelectorAll('select[name="token"]')].map((select) => select.value);
-  root.dataset.state = "busy";
-  try {
-    fill(root, await call("worked_example", { seed, tokens }));
-    showMessage(root, "error", "");
-    root.dataset.state = "live";
-  } catch (err) {
-    root.dataset.state = "error";
-    showMessage(root, "error", `Could not draw new numbers: ${err.message}`);
-  }
-}
 
 function mount(root) {
-  root.querySelector('[data-action="redraw"]').addEventListener("click", () => show(root, Number(root.dataset.seed) + 1));
   const form = root.querySelector("form");
+  let seed = Number(root.dataset.seed); // the seed asked for: each press of "Draw new numbers" adds one
+  const tokens = () => [...form.querySelectorAll('select[name="token"]')].map((select) => select.value);
+  const request = live(root, { fn: "worked_view", args: () => ({ seed, tokens: tokens() }), failure: "Could not draw new numbers" });
+  const redraw = root.querySelector('[data-action="redraw"]');
+  redraw.addEventListener("click", () => {
+    seed += 1;
+    request(redraw);
+  });
   form.addEventListener("submit", (event) => event.preventDefault());
-  form.addEventListener("change", () => show(root, Number(root.dataset.seed)));
+  form.addEventListener("change", (event) => request(event.target));
+  // A browser that restored the words from an earlier visit shows words the built view is not for.
+  if (tokens().join(" ") !== root.dataset.tokens) request(form);
 }
 
 mountEach('[data-mha-widget="worked"]', mount);

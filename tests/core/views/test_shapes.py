@@ -1,11 +1,11 @@
-"""display: the text every shapes-widget number is shown as, exact at any size."""
+"""The shapes widget's view: the text every number is shown as, exact at any size, and the slots it fills."""
 
 import math
 
 import pytest
 
 from mha_core import LIMITS, shape_report
-from mha_core.display import byte_size, flop_count, integer, shape, shapes_display
+from mha_core.views.shapes import byte_size, flop_count, integer, memory_note, shape, shapes_display, shapes_view
 
 
 @pytest.mark.parametrize("n, text", [
@@ -47,8 +47,7 @@ def test_the_largest_configuration_is_shown_exactly():
 
 def test_display_of_a_report():
     report = shape_report(512, 8, seq_len=10, batch=2, n_kv_heads=2, n_layers=6)
-    shown = report["display"]
-    assert shown == shapes_display(report)
+    shown = shapes_display(report)
     assert shown["kind"] == "grouped-query" and shown["n_layers"] == "6 layers"
     by = {t["name"]: t for t in shown["tensors"]}
     assert by["k_heads"]["shape"] == "2,2,10,64" and by["k_heads"]["shape_text"] == "2 × 2 × 10 × 64"
@@ -56,15 +55,43 @@ def test_display_of_a_report():
     assert [p["name"] for p in shown["params"]] == ["W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]
     assert shown["totals"]["kv_cache"] == {"value": str(2 * 2 * 10 * 128 * 4), "text": "20.0 KiB"}
     assert shown["totals"]["kv_cache_model"]["value"] == str(6 * 2 * 2 * 10 * 128 * 4)
-    assert shape_report(512, 8, 10, 2, bias=False)["display"]["params"][4] == {"name": "b_Q", "shape": "none", "numel": "0"}
-    assert shape_report(512, 8, 10, 2, n_layers=1)["display"]["n_layers"] == "1 layer"
+    assert shapes_display(shape_report(512, 8, 10, 2, bias=False))["params"][4] == {"name": "b_Q", "shape": "none", "numel": "0"}
+    assert shapes_display(shape_report(512, 8, 10, 2, n_layers=1))["n_layers"] == "1 layer"
 
 
 def test_suggestions_are_labelled_with_their_symbols():
-    shown = shape_report(512, 6, 10, 2)["display"]["check"]
+    shown = shapes_display(shape_report(512, 6, 10, 2))["check"]
     assert not shown["ok"]
     assert [s["text"] for s in shown["suggestions"]] == ["h = 4", "h = 8", "d_model = 510", "d_model = 516",
                                                          "d_head = 85", "d_head = 86"]
     assert shown["suggestions"][0] == {"name": "n_heads", "value": "4", "text": "h = 4"}
-    big = shape_report(1_048_574, 3, 10, 2)["display"]["check"]["suggestions"]
+    big = shapes_display(shape_report(1_048_574, 3, 10, 2))["check"]["suggestions"]
     assert [s["text"] for s in big if s["name"] == "d_model"] == ["d_model = 1,048,575", "d_model = 1,048,572"]
+
+
+def test_memory_notes_say_what_numpy_did():
+    by = {t["name"]: t for t in shape_report(512, 8, 10, 2)["tensors"]}
+    assert memory_note(by["x"]) == "input"
+    assert memory_note(by["q_heads"]) == "a view of q: no data copied"
+    assert memory_note(by["merged"]).startswith("a copy")
+    assert memory_note(by["weights"]) == "same buffer as scores: the softmax runs in place"
+
+
+def test_the_view_fills_every_slot_from_the_display():
+    args = dict(d_model=512, n_heads=8, seq_len=10, batch=2, n_kv_heads=2, n_layers=6)
+    shown, view = shapes_display(shape_report(**args)), shapes_view(**args)["outputs"]
+    assert view["check"] == {"text": shown["check"]["message"], "data": {"ok": "true", "stale": "false"}}
+    assert view["results"] == {"data": {"stale": "false"}}
+    for t in shown["tensors"]:
+        row = view[f"tensor-{t['name']}"]
+        assert row["data"]["shape"] == t["shape"] and row["outputs"]["numel"] == t["numel"]
+        assert row["outputs"]["layout"] == t["note"] and row["outputs"]["op"] == {"title": t["op"]}
+    assert view["params"] == shown["totals"]["params"] and view["kind"] == "grouped-query"
+    assert view["n_layers"] == "6 layers"
+
+
+def test_a_configuration_that_does_not_fit_fills_the_check_and_marks_the_results_stale():
+    view = shapes_view(512, 6, 10, 2)["outputs"]
+    assert sorted(view) == ["check", "results", "suggestions"]
+    assert view["check"]["data"]["ok"] == "false" and view["results"]["data"]["stale"] == "true"
+    assert view["suggestions"]["rows"][0] == {"outputs": {"suggestion": {"text": "h = 4", "data": {"name": "n_heads", "value": "4"}}}}

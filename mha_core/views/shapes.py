@@ -1,11 +1,14 @@
-"""Every number a widget shows, as the text the reader sees: the one place numbers are formatted.
+"""The shapes widget's view: mha_core.shape_report as the reader reads it (the form mha_core.views describes).
 
-The build renders a widget's first state with these strings (in CPython) and the browser shows the same
-strings from the same functions (in Pyodide), so the two cannot drift. Counts are exact Python ints, so
-their text is exact too (2**67 is 147,573,952,589,676,412,928), even where JavaScript's numbers are not.
+shapes_display(report) makes every string (counts, bytes, FLOPs, shapes, the check and its suggestions);
+shapes_view(...) puts them in the widget's slots. Counts are exact Python ints, so their text is exact too
+(2**67 is 147,573,952,589,676,412,928), even where JavaScript's numbers are not.
 """
 
 from __future__ import annotations
+
+from ..fields import arguments
+from ..shapes import shape_report
 
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
 FLOP_UNITS = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP")
@@ -62,10 +65,23 @@ def _check(check: dict) -> dict:
     return {"ok": check["ok"], "message": check["message"], "suggestions": suggestions}
 
 
+def memory_note(t: dict) -> str:
+    """What a tensor is in memory: the input, a view of its source, or a new array (the merge's copy said why)."""
+    if t["source"] is None:
+        return "input"
+    if t["name"] == "weights" and t["view"]:
+        return "same buffer as scores: the softmax runs in place"
+    if t["view"]:
+        return f"a view of {t['source']}: no data copied"
+    if t["name"] == "merged":
+        return "a copy: after the transpose the heads are not contiguous, so the reshape copies"
+    return "a new array"
+
+
 def _tensor(t: dict) -> dict:
     return {"name": t["name"], "symbol": t["symbol"], "shape": ",".join(map(str, t["shape"])),
             "shape_text": shape(t["shape"]), "numel": integer(t["numel"]), "bytes": byte_size(t["bytes"]),
-            "view": t["view"], "op": t["op"], "note": t["note"]}
+            "view": t["view"], "op": t["op"], "note": memory_note(t)}
 
 
 def shapes_display(report: dict) -> dict:
@@ -92,3 +108,29 @@ def shapes_display(report: dict) -> dict:
         n_layers=f"{integer(n_layers)} layer{'s' if n_layers > 1 else ''}",
     )
     return shown
+
+
+@arguments(*shape_report.relations, **shape_report.args)  # the same declaration as shape_report's
+def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4,
+                n_layers=1) -> dict:
+    """The widget's view for the form's sizes (as shape_report takes them). A configuration that does not fit
+    fills the check and its suggestions only: the results keep the last that did, marked stale."""
+    shown = shapes_display(shape_report(d_model, n_heads, seq_len, batch, n_kv_heads, d_head, bias, dtype_bytes, n_layers))
+    check = shown["check"]
+    outputs = {
+        "check": {"text": check["message"], "data": {"ok": "true" if check["ok"] else "false", "stale": "false"}},
+        "suggestions": {"data": {"stale": "false"}, "rows": [
+            {"outputs": {"suggestion": {"text": s["text"], "data": {"name": s["name"], "value": s["value"]}}}}
+            for s in check["suggestions"]]},
+        "results": {"data": {"stale": "false" if check["ok"] else "true"}},
+    }
+    if not check["ok"]:
+        return {"outputs": outputs}
+    for t in shown["tensors"]:
+        outputs[f"tensor-{t['name']}"] = {"data": {"shape": t["shape"], "view": "true" if t["view"] else "false"}, "outputs": {
+            "op": {"title": t["op"]}, "symbol": t["symbol"], "shape": t["shape_text"], "numel": t["numel"],
+            "bytes": t["bytes"], "layout": t["note"]}}
+    for p in shown["params"]:
+        outputs[f"param-{p['name']}"] = {"outputs": {"shape": p["shape"], "numel": p["numel"]}}
+    outputs |= shown["totals"] | {"kind": shown["kind"], "n_layers": shown["n_layers"]}
+    return {"outputs": outputs}

@@ -1,0 +1,33 @@
+"""Each widget's view: every number and word its reader reads, made from mha_core's numerics.
+
+A view is plain JSON, the same at build time (the template renders it) and in the browser (the binding,
+widgets/runtime/bind.js, fills the same slots):
+
+    {"data": {attribute: text},     the widget's own data-* attributes
+     "outputs": {name: slot}}       what fills each data-output="name" element
+
+A slot is text, or {text, value (data-value), vars ({"--v": number}, for pictures), label (aria-label),
+hidden, title, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
+outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same keys.
+"""
+
+from __future__ import annotations
+
+
+def decimal(value: float, decimals: int = 2) -> str:
+    """0.5 -> '0.50', -1.25 -> '−1.25' (a true minus sign); never '−0.00'."""
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text.replace("-", "\u2212")
+
+
+def fraction(value: float, signed: bool = False) -> dict:
+    """A number between about -1 and 1 as a slot: text to 2 decimals (decimal's), value (data-value) to 4,
+    and "+" before a positive signed number."""
+    value = round(float(value), 4) + 0.0
+    text = decimal(value)
+    return {"value": f"{value:.4f}", "text": "+" + text if signed and value >= 0.005 else text}
+
+
+def plural(n: int, word: str) -> str:
+    """'1 head', '2 heads'."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

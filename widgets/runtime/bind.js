@@ -1,0 +1,57 @@
+// The one binding: a widget's view (mha_core.views: every number and word already made by Python) into
+// the slots its template rendered at build time (widgets/shared/slots.html.j2 renders the same keys).
+// Text goes in as text; only what changed is written, so a view costs little more than its changes.
+//   text -> textContent   value -> data-value   vars -> CSS variables (--v, --w)   label -> aria-label
+//   hidden -> hidden      title -> title        data -> data-*
+//   rows -> repeated elements, cloned from the element's <template>, its last child
+//   outputs -> {name: slot} of the element's own data-output descendants
+import { setData, setText } from "./dom.js";
+
+/** The elements of scope marked data-output="name". */
+const slotsIn = (scope, name) => scope.querySelectorAll(`[data-output="${CSS.escape(name)}"]`);
+
+/** el's repeated children (those of its <template>'s tag: a row's <th> is not one of its <td>s), made as many
+ * as count by cloning the template's element or removing; the template stays last, so a new row comes
+ * after the others. */
+function rowsOf(el, count) {
+  const template = el.querySelector(":scope > template");
+  const row = template.content.firstElementChild;
+  const rows = () => [...el.children].filter((child) => child.tagName === row.tagName);
+  let have = rows();
+  if (have.length !== count) {
+    for (let i = have.length; i < count; i++) template.before(row.cloneNode(true));
+    for (const extra of have.slice(count)) extra.remove();
+    have = rows();
+  }
+  return have;
+}
+
+function setVar(el, name, value) {
+  const text = String(value);
+  if (el.style.getPropertyValue(name) !== text) el.style.setProperty(name, text);
+}
+
+/** One slot into one element. */
+export function put(el, slot) {
+  if (typeof slot === "string") return setText(el, slot);
+  if ("text" in slot) setText(el, slot.text);
+  if ("value" in slot) setData(el, "value", String(slot.value));
+  if ("label" in slot && el.getAttribute("aria-label") !== slot.label) el.setAttribute("aria-label", slot.label);
+  if ("title" in slot && el.title !== slot.title) el.title = slot.title;
+  if ("hidden" in slot) el.hidden = Boolean(slot.hidden);
+  for (const [name, value] of Object.entries(slot.vars ?? {})) setVar(el, name, value);
+  for (const [key, value] of Object.entries(slot.data ?? {})) el.setAttribute(`data-${key}`, String(value));
+  if (slot.rows) rowsOf(el, slot.rows.length).forEach((row, i) => put(row, slot.rows[i]));
+  if (slot.outputs) fill(el, slot.outputs);
+}
+
+/** Each slot of outputs ({name: slot}) into every element of scope named for it. */
+export function fill(scope, outputs) {
+  for (const [name, slot] of Object.entries(outputs)) for (const el of slotsIn(scope, name)) put(el, slot);
+}
+
+/** A view ({data, outputs}) into its widget's root. */
+export function bind(root, view) {
+  for (const [key, value] of Object.entries(view.data ?? {})) root.setAttribute(`data-${key}`, String(value));
+  fill(root, view.outputs ?? {});
+}
