@@ -26,7 +26,7 @@ const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 
 const FATAL = /instantiation failed|WebAssembly|^Aborted/;
 
 let bridgeCall = null; // the entry's call once Python is ready; null again if Python fails fatally
-let python = null; // Pyodide, once ready: its file system receives the files a "files" request downloads
+let pyodideOnce = null; // Pyodide, once ready: its file system receives the files a "files" request downloads
 
 // What the reader is told: the step Python is at (the page adds the bytes that arrived), and whether Python
 // waits for a file (then the page's watchdog expects bytes) or works (then a silence is Python computing).
@@ -129,7 +129,7 @@ async function init({ indexURL, files, port, entry, keep }) {
   const python = (async () => {
     const [pyodide, kept] = await startPython(downloads, indexURL, wheels, memoryURL);
     bridgeCall = pyodide.pyimport(entry).call;
-    python = pyodide;
+    pyodideOnce = pyodide;
     return kept;
   })();
   // A file that did not arrive intact is the reason for a failure, whatever else fails because of it.
@@ -179,9 +179,9 @@ async function saveFiles({ id, folder, store, files }) {
     postMessage({ type: "files", id, arrived: downloads.arrived, total: downloads.total });
   }, Object.keys(files), store);
   try {
-    python.FS.mkdirTree(folder);
+    pyodideOnce.FS.mkdirTree(folder);
     await Promise.all([...downloads.loads].map(async ([url, bytes]) => {
-      python.FS.writeFile(`${folder}/${files[url].name}`, await bytes);
+      pyodideOnce.FS.writeFile(`${folder}/${files[url].name}`, await bytes);
     }));
     await Promise.all(downloads.stored);
     await downloads.forgetOthers();
@@ -203,7 +203,7 @@ self.onmessage = async ({ data }) => {
     if (bridgeCall) answer(data.id, data.fn, data.args);
     else postMessage({ type: "failed", message: "Python is not running." });
   } else if (data.type === "files") {
-    if (python) saveFiles(data);
+    if (pyodideOnce) saveFiles(data);
     else postMessage({ type: "failed", message: "Python is not running." });
   }
 };
