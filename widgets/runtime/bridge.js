@@ -217,6 +217,7 @@ export async function call(fn, args) {
  * its sha256 and kept in the Cache Storage named store (a revisit downloads nothing; after a failure, what had
  * arrived is not downloaded again); onBytes(arrived, total) reports progress. Starts Python if need be. */
 export async function download(folder, store, files, onBytes) {
+  if (runtime?.failure) retry();
   start();
   await started;
   const current = runtime;

@@ -180,10 +180,13 @@ async function saveFiles({ id, folder, store, files }) {
   }, Object.keys(files), store);
   try {
     pyodideOnce.FS.mkdirTree(folder);
-    await Promise.all([...downloads.loads].map(async ([url, bytes]) => {
+    // Every file settles before the answer, so that what arrived is kept and a Retry downloads only the rest.
+    const written = await Promise.allSettled([...downloads.loads].map(async ([url, bytes]) => {
       pyodideOnce.FS.writeFile(`${folder}/${files[url].name}`, await bytes);
     }));
-    await Promise.all(downloads.stored);
+    await Promise.allSettled(downloads.stored);
+    const failed = written.find((w) => w.status === "rejected");
+    if (failed) throw failed.reason;
     await downloads.forgetOthers();
     reply({ ok: true, result: { bytes: downloads.total } });
   } catch (err) {
