@@ -112,6 +112,7 @@ def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_u
 
     widget.locator('select[name="example"]').select_option("prose")
     assert widget.locator('textarea[name="text"]').input_value() == w.texts()["prose"]
+    expect(widget.locator("[data-token-index]")).to_have_count(len(w.heads()["prose"]["ids"]))  # its view fetched
     assert shown_tokens(widget) == w.heads()["prose"]["tokens"]
     shown = shown_scores(widget)
     np.testing.assert_allclose(shown["induction"], w.scores_of("prose")["induction"], atol=5e-5)

@@ -33,18 +33,20 @@ function modelFiles(data) {
 
 const mb = (bytes) => (bytes / 1e6).toFixed(1);
 
-/** A text's patterns asset, fetched once when one of its heads is first opened. */
+/** One of the widget's assets (a text's patterns or view), fetched once, when first needed, as read(response). */
 const assets = new Map();
-function patternBytes(name) {
+function asset(name, read) {
   if (!assets.has(name)) {
     assets.set(name, fetch(new URL(`./${name}`, import.meta.url)).then(async (response) => {
       if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
-      return new Uint8Array(await response.arrayBuffer());
+      return read(response);
     }));
     assets.get(name).catch(() => assets.delete(name)); // asked again next time
   }
   return assets.get(name);
 }
+const patternBytes = (name) => asset(name, async (response) => new Uint8Array(await response.arrayBuffer()));
+const viewOf = (name) => asset(name, (response) => response.json());
 
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-real-model-data]").content.textContent);
@@ -91,7 +93,15 @@ function mount(root) {
   const request = live(root, {
     fn: "real_model_start",
     args: () => ({ text: text.value }),
-    ask: runText,
+    ask: async (asked) => {
+      try {
+        return await runText(asked);
+      } catch (error) { // a Python restarted after a failure has not the model's files: they come from the store
+        if (!/not loaded yet/.test(error.message)) throw error;
+        await download(data.folder, STORE, modelFiles(data), () => {});
+        return runText(asked);
+      }
+    },
     failure,
     show: (answer) => {
       if (!answer) return;
@@ -126,18 +136,26 @@ function mount(root) {
     }
   }
 
+  /** One of the page's texts, as the build computed it. */
+  async function showExample(name) {
+    wanted++; // a run in progress stops
+    text.value = data.texts[name];
+    root.dataset.text = name;
+    const view = await viewOf(data.views[name]);
+    if (root.dataset.text !== name) return; // another choice meanwhile
+    bind(root, view);
+    source = { asset: data.patterns[name], n: data.lengths[name] };
+    if (opened) openHead(opened).catch(() => {});
+  }
+
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", (event) => {
     const el = event.target;
     if (el.name === "kind") root.dataset.kind = el.value;
     else if (el.name === "example" && el.value in data.views) {
-      wanted++; // a run in progress stops
-      text.value = data.texts[el.value];
-      root.dataset.text = el.value;
-      bind(root, data.views[el.value]);
-      source = { asset: data.patterns[el.value], n: data.lengths[el.value] };
-      if (opened) openHead(opened).catch(() => {});
-    } else if (el.name === "text") {
+      showExample(el.value).catch((error) => setText(progress, `This text could not be shown: ${error.message}`));
+    }
+    else if (el.name === "text") {
       if (!loaded) setText(progress, "Load the model to run your own text.");
       else {
         example.value = "own";

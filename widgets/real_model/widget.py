@@ -3,7 +3,8 @@ into files for a reader who asks to run it.
 
 For each of TEXTS the build runs the model (mha_core.llama, in CPython) and keeps every head's scores and its
 weights; the page carries the scores of every text (the atlas reads without Python and without the model), the
-weights go into one small asset per text (patterns-NAME.bin, fetched when a head is opened): each head's lower
+weights go into one small asset per text (patterns-NAME.bin, fetched when a head is opened), and each text's
+view (view-NAME.json, fetched when the reader picks that text; the first is rendered in the page): each head's lower
 triangle, row after row, each weight as a byte (round(255 · w)), heads in order (layer, head).
 The results are kept in .cache/, keyed on the GGUF's sha256, the texts, this file and every module the
 computation imports (sitebuild.sources), so a rebuild of the same sources does not run the model again.
@@ -129,6 +130,7 @@ def model_files() -> dict[str, bytes]:
 def assets() -> dict[str, bytes]:
     """File name -> content, written beside the widget's scripts."""
     out = {f"patterns-{name}.bin": bytes.fromhex(entry["patterns"]) for name, entry in heads().items()}
+    out |= {f"view-{name}.json": json.dumps(view_of(name), separators=(",", ":")).encode() for name in TEXTS}
     return out | {f"{MODEL_DIR}/{name}": data for name, data in model_files().items()}
 
 
@@ -136,19 +138,19 @@ OPTIONS: dict = {}
 
 
 def context() -> dict:
-    """The template's variables: the first text's view, every text's view for the text menu, the model's files."""
+    """The template's variables: the first text's view, the texts of the menu (each one's view is an asset,
+    view-NAME.json, fetched when it is chosen), the model's files."""
     all_texts = texts()
     first = next(iter(TEXTS))
     files = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
              for name, data in model_files().items()}
-    views = {name: view_of(name) for name in TEXTS}
     return {
-        "view": views[first], "text": all_texts[first], "first": first,
+        "view": view_of(first), "text": all_texts[first], "first": first,
         "texts": [{"name": name, "label": TEXT_NAMES[name], "text": all_texts[name]} for name in TEXTS],
         "kinds": [{"name": KIND_NAMES[k], "label": KIND_NAMES[k].capitalize()} for k in KINDS],
         "layers": N_LAYERS, "heads": N_HEADS, "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
         "model_mb": f"{sum(f['bytes'] for f in files.values()) / 1e6:.0f}",
-        "data": {"views": views, "texts": all_texts, "files": files, "folder": MODEL_FOLDER,
+        "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "folder": MODEL_FOLDER,
                  "dir": MODEL_DIR, "maxTokens": MAX_TOKENS,
                  "patterns": {name: f"patterns-{name}.bin" for name in TEXTS},
                  "lengths": {name: len(heads()[name]["ids"]) for name in TEXTS}},
