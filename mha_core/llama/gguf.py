@@ -92,15 +92,12 @@ class _Cursor:
         raise ValueError(f"data holds an unknown GGUF value type {value_type} at byte {self.pos}")
 
 
-def _as_bytes(data, name: str = "data") -> np.ndarray:
-    """data (a path, or bytes-like) as a flat uint8 array; a file is mapped, not read whole."""
-    if name == "data" and isinstance(data, (str, os.PathLike)):
-        return np.memmap(data, dtype=np.uint8, mode="r")
+def _byte_array(name: str, data, expected: str = "bytes-like") -> np.ndarray:
+    """data (bytes-like) as a flat uint8 array, not copied."""
     try:
         return np.frombuffer(data, dtype=np.uint8)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {'a path or ' if name == 'data' else ''}bytes-like, "
-                         f"got {type(data).__name__}") from None
+        raise ValueError(f"{name} must be {expected}, got {type(data).__name__}") from None
 
 
 def read_gguf(data) -> GGUFFile:
@@ -109,7 +106,10 @@ def read_gguf(data) -> GGUFFile:
     Reads the header only; tensor() dequantizes one tensor when asked, so a model can be unpacked layer by
     layer. The same function reads a whole model or a file holding a few of its tensors.
     """
-    raw = _as_bytes(data)
+    if isinstance(data, (str, os.PathLike)):
+        raw = np.memmap(data, dtype=np.uint8, mode="r")  # mapped: only the pages read are loaded
+    else:
+        raw = _byte_array("data", data, "a path or bytes-like")
     cursor = _Cursor(memoryview(raw))
     if bytes(raw[:4]) != MAGIC:
         raise ValueError(f"data is not a GGUF file: it starts with {bytes(raw[:4])!r}, not {MAGIC!r}")
@@ -175,7 +175,7 @@ def dequantize(raw, ggml_type: int, shape) -> np.ndarray:
         raise ValueError(f"shape must be a tuple of sizes, got {shape!r}") from None
     if any(s < 0 for s in shape):
         raise ValueError(f"shape must hold sizes >= 0, got {shape}")
-    raw = _as_bytes(raw, "raw") if not isinstance(raw, np.ndarray) else raw.reshape(-1)
+    raw = raw.reshape(-1) if isinstance(raw, np.ndarray) else _byte_array("raw", raw)
     expected = _n_bytes("raw", shape, ggml_type)
     if raw.dtype != np.uint8 or raw.size != expected:
         raise ValueError(f"raw must be {expected} bytes for a {GGML_TYPES[ggml_type][0]} tensor {shape}, "
@@ -229,7 +229,8 @@ def tensor_rows(gguf: GGUFFile, name: str, rows) -> np.ndarray:
     if len(info.shape) != 2:
         raise ValueError(f"name {name!r} is a tensor of shape {info.shape}, not a matrix")
     rows = np.asarray(rows)
-    if rows.ndim != 1 or rows.dtype.kind not in "iu" or (rows.size and not 0 <= rows.min() <= rows.max() < info.shape[0]):
+    in_range = rows.size == 0 or 0 <= rows.min() <= rows.max() < info.shape[0]
+    if rows.ndim != 1 or rows.dtype.kind not in "iu" or not in_range:
         raise ValueError(f"rows must be a sequence of row indices in [0, {info.shape[0]}), got {rows!r:.80}")
     stored = gguf.data[info.offset:info.offset + info.n_bytes].reshape(info.shape[0], -1)  # [rows, row_bytes]
     return _DEQUANTIZE[info.ggml_type](stored[rows].reshape(-1)).reshape(len(rows), info.shape[1])

@@ -183,6 +183,8 @@ def run_layers(gguf, tokens, layers=None):
     for layer, source in enumerate(sources):
         if layer == config.n_layers:
             raise ValueError(f"layers holds more than the model's {config.n_layers} layers")
+        if not isinstance(source, GGUFFile):
+            raise ValueError(f"layers must hold GGUFFiles (read_gguf's results), got a {type(source).__name__}")
         resid, pattern = block(resid, layer_weights(source, layer), config, cos, sin)
         yield layer, resid, pattern
     if layer + 1 < config.n_layers:

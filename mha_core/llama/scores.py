@@ -43,7 +43,8 @@ def head_scores(patterns, tokens) -> dict[str, np.ndarray]:
     for kind in SCORES:
         counted = ideal[kind].any(axis=-1)  # [n]: the queries that count
         on_ideal = (patterns * ideal[kind]).sum(axis=-1)  # [..., n, n] -> [..., n]: each query's weight there
-        scores[kind] = on_ideal[..., counted].mean(axis=-1) if counted.any() else np.full(patterns.shape[:-2], np.nan, patterns.dtype)
+        none = np.full(patterns.shape[:-2], np.nan, patterns.dtype)
+        scores[kind] = on_ideal[..., counted].mean(axis=-1) if counted.any() else none
     return scores
 
 

@@ -14,6 +14,8 @@ Oniguruma regular expressions of Hugging Face's tokenizers. Python's re has no \
 (it takes U+001C..U+001F), so each character is first replaced by one ASCII character of its class (a letter
 by "a", a number by "0", a space by "\\t", anything else by "!", ASCII as it is: the contractions and the
 optional space are spelled with ASCII) and the pattern runs, ASCII only, on that string of the same length.
+The classes come from Python's unicodedata (Unicode 14.0 in CPython 3.11, 15.0 in Pyodide's 3.12): a character
+assigned since, which Hugging Face's newer tables may call a letter or a number, counts as "other" here.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ def test_the_exports_are_the_modules_functions():
 
 def test_the_docstring_s_example_runs_on_the_real_model():
     model = llama.read_gguf(fetch_model())
-    ids = llama.tokenizer_from_gguf(model).encode("red green blue yellow purple orange red green blue yellow purple orange")
+    ids = llama.tokenizer_from_gguf(model).encode("red green blue yellow purple orange " * 2)
     logits, patterns = llama.forward(model, ids)
     assert logits.shape == (len(ids), 49152) and patterns.shape == (30, 9, len(ids), len(ids))
     induction = llama.head_scores(patterns, ids)["induction"]

@@ -5,10 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 from mha_core.llama.gguf import read_gguf
 from mha_core.llama.tokenizer import tokenizer_from_gguf
 from sitebuild.assets import fetch_model
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """One BLAS thread (and one for PyTorch, where it is loaded): a few dozen tokens' matrices gain little from a
+    second thread, and the threads of two libraries waiting on each other on two shared cores cost much more."""
+    with threadpool_limits(1):
+        yield
 
 
 @pytest.fixture(scope="session")

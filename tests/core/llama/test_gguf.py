@@ -33,7 +33,8 @@ def test_the_tensor_infos_are_gguf_s(gguf, reader):
         info = gguf.tensors[t.name]
         assert info.shape == tuple(reversed(t.shape.tolist())), t.name  # gguf lists dims innermost first
         assert (info.ggml_type, info.n_bytes) == (int(t.tensor_type), t.n_bytes), t.name
-        assert np.array_equal(gguf.data[info.offset:info.offset + info.n_bytes], t.data.reshape(-1).view(np.uint8)), t.name
+        stored = gguf.data[info.offset:info.offset + info.n_bytes]
+        assert np.array_equal(stored, t.data.reshape(-1).view(np.uint8)), t.name
     kinds = {}
     for info in gguf.tensors.values():
         kinds[info.ggml_type] = kinds.get(info.ggml_type, 0) + 1
@@ -115,7 +116,8 @@ def test_nonsense_is_refused_with_the_argument_named(tmp_path):
     write_small_file(path)
     data = path.read_bytes()
     for bad, said in [(b"GGML" + data[4:], "not a GGUF file"), (data[:40], "data ends inside"),
-                      (data[:-100], "data ends inside tensor 'q4_1'"), (data[:4] + struct.pack("<I", 9) + data[8:], "version 9"),
+                      (data[:-100], "data ends inside tensor 'q4_1'"),
+                      (data[:4] + struct.pack("<I", 9) + data[8:], "version 9"),
                       (12, "data must be a path or bytes-like")]:
         with pytest.raises(ValueError, match=said):
             read_gguf(bad)

@@ -32,7 +32,8 @@ TEXTS = {
               "so one head can follow the previous word while another finds where the current word was seen "
               "before and copies what came next. Stacked in thirty layers, these simple moves add up to a model "
               "that writes fluent text."),
-    "python": "def fib(n: int) -> int:\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n",
+    "python": ("def fib(n: int) -> int:\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
+               "    return a\n"),
     "html and javascript": '<div class="x"><script>const y = [1, 2, 3].map(v => v * 2);</script></div>',
     "chinese": "注意力机制让每个词都能看到它前面的词。",
     "japanese": "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。",
@@ -58,6 +59,7 @@ TEXTS = {
 def reference(gguf_path):
     from transformers import AutoModelForCausalLM
 
+    torch.set_num_threads(1)  # see conftest.one_thread
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
                                                  attn_implementation="eager")
     return model.eval()
@@ -126,7 +128,8 @@ def test_the_model_cut_into_files_runs_as_the_whole(gguf, tokenizer):
     layers = [read_gguf(files[f"layer-{i:02d}.gguf"]) for i in range(30)]
     for wrong, said in [(layers[:29], "layers holds 29 layers, not the model's 30"),
                         (layers + layers[:1], "more than the model's 30"),
-                        (layers[1:] + layers[:1], "name 'blk.0.attn_norm.weight' is not a tensor")]:
+                        (layers[1:] + layers[:1], "name 'blk.0.attn_norm.weight' is not a tensor"),
+                        (["layer-00.gguf"], "layers must hold GGUFFiles")]:
         with pytest.raises(ValueError, match=said):
             forward(embedding, ids, layers=wrong)
 
@@ -146,7 +149,8 @@ def test_the_config_is_the_model_s(gguf):
 def test_rms_norm_and_rope_by_their_definitions():
     x = np.array([[3.0, 4.0], [0.0, 2.0]], np.float32)
     w = np.array([1.0, 2.0], np.float32)
-    np.testing.assert_allclose(rms_norm(x, w, 0.0), [[3 / np.sqrt(12.5), 8 / np.sqrt(12.5)], [0.0, 2 * np.sqrt(2)]], rtol=1e-6)
+    expected = [[3 / np.sqrt(12.5), 8 / np.sqrt(12.5)], [0.0, 2 * np.sqrt(2)]]  # rows' root mean squares √12.5, √2
+    np.testing.assert_allclose(rms_norm(x, w, 0.0), expected, rtol=1e-6)
     cos, sin = rope_angles(3, 4, 100.0)  # pair i turns by p / 100^(i/2): pair 0 by p, pair 1 by p / 10
     q = np.tile(np.array([1.0, 0.0, 1.0, 0.0], np.float32), (1, 3, 1))  # [1 head, 3 positions, d_head 4]
     turned = rotate(q, cos, sin)

@@ -53,7 +53,8 @@ def test_a_uniform_causal_head_scores_as_counted_by_hand():
 
 
 def test_nonsense_is_refused_with_the_argument_named():
-    for patterns, tokens, said in [(np.ones((2, 3)), [1, 2], "patterns must be"), ([[1, 0], [0, 1]], [1, 2], "patterns"),
+    for patterns, tokens, said in [(np.ones((2, 3)), [1, 2], "patterns must be"),
+                                   ([[1, 0], [0, 1]], [1, 2], "patterns must be floating"),
                                    (np.eye(2), [1.5, 2], "tokens must be"), (np.eye(2), [], "tokens must be"),
                                    (np.eye(3), [1, 2], "tokens holds 2 ids but patterns are over 3")]:
         with pytest.raises(ValueError, match=said):

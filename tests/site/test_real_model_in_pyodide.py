@@ -1,0 +1,67 @@
+"""mha_core.llama runs in the browser's Python: Pyodide 0.27.7 and its NumPy 2.0.2 (no BLAS), run in Node (the same
+WebAssembly engine as Chromium's), read the model's GGUF from its bytes, tokenize, run the 30 layers and give the
+tokens, patterns and logits CPython gives, in float32."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+import mha_core.llama as llama
+from sitebuild import ROOT, assets, node
+
+TEXT = "Heads of a real model, in the browser's own Python."
+
+RUN = """
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+const [pyodideDir, ...mounts] = process.argv.slice(2);
+const indexURL = `${path.resolve(pyodideDir)}/`;
+const { loadPyodide } = await import(pathToFileURL(`${indexURL}pyodide.mjs`).href);
+const pyodide = await loadPyodide({ indexURL });
+await pyodide.loadPackage("numpy", { messageCallback: () => {} });
+for (const mount of mounts) {
+  const [dir, at] = mount.split("=");
+  pyodide.FS.mkdir(at);
+  pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: dir }, at);
+}
+let source = "";
+for await (const chunk of process.stdin) source += chunk;
+process.stdout.write(pyodide.runPython(source));
+"""
+
+CHECK = """
+import json, sys
+import numpy as np
+sys.path.insert(0, "/src")
+import mha_core.llama as llama
+from mha_core.attention import NO_BLAS
+
+with open("/model/MODEL", "rb") as f:
+    model = llama.read_gguf(f.read())  # bytes, as a browser has them
+ids = llama.tokenizer_from_gguf(model).encode(TEXT)
+logits, patterns = llama.forward(model, ids)
+json.dumps({"no_blas": NO_BLAS, "numpy": np.__version__, "ids": ids, "dtypes": [str(logits.dtype), str(patterns.dtype)],
+            "logits": float(np.abs(logits - np.load("/expected/logits.npy")).max()),
+            "patterns": float(np.abs(patterns - np.load("/expected/patterns.npy")).max())})
+"""
+
+
+def test_the_model_in_pyodide_gives_what_cpython_gives(tmp_path):
+    model_path = assets.fetch_model()
+    model = llama.read_gguf(model_path)
+    ids = llama.tokenizer_from_gguf(model).encode(TEXT)
+    logits, patterns = llama.forward(model, ids)
+    np.save(tmp_path / "logits.npy", logits)
+    np.save(tmp_path / "patterns.npy", patterns)
+    script = tmp_path / "run.mjs"
+    script.write_text(RUN, encoding="utf-8")
+    mounts = {ROOT: "/src", model_path.resolve().parent: "/model", tmp_path: "/expected"}
+    check = CHECK.replace("MODEL", model_path.name).replace("TEXT", json.dumps(TEXT))
+    out = node(script, str(assets.fetch_pyodide()), *(f"{Path(d).resolve()}={at}" for d, at in mounts.items()),
+               stdin=check, doing="running mha_core.llama in Pyodide")
+    found = json.loads(out.strip().splitlines()[-1])
+    assert found["no_blas"] and found["numpy"] == "2.0.2"
+    assert found["ids"] == ids and found["dtypes"] == ["float32", "float32"]
+    assert found["patterns"] < 1e-4 and found["logits"] < 2e-3  # float32 sums in another order: test_model.py
