@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test build fetch bench chromium engines
+.PHONY: serve test test-core build fetch bench chromium engines java
 
 $(VENV)/.site: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,12 +45,26 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 		  apt-get install -y -qq firefox-esr webkit2gtk-driver xvfb; } || \
 		$(PY) -m sitevisit.engines >/dev/null
 
+# Java runs the Nu Html Checker (tests/site/test_markup.py): root installs Debian's with apt-get, anyone else is told.
+java:
+	@command -v java >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+		  apt-get install -y -qq default-jre-headless; } || \
+		{ echo "the tests need Java 17 or later (Debian: default-jre-headless)" >&2; exit 1; }
+
 # Two workers on a 2-core machine: the browser tests wait on Python's starts, throttled links and timers as
 # well as compute, so two at once take about two thirds of the time one takes. Each file runs in one worker,
 # handed out in the order tests/conftest.py gives them (not reordered by their number of tests).
 TEST_WORKERS ?= 2
-test: $(VENV)/.test chromium engines
+test: $(VENV)/.test chromium engines java
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The quick loop: mha_core's tests, the build's checks that need neither a browser nor a built site, and the
+# widgets' pure modules under node --test (tests/site/test_widget_scripts.py); about a minute, in one process.
+CORE_TESTS := tests/core $(addprefix tests/site/test_,bench.py figures.py sources.py training_facts.py \
+	widget_modules.py widget_scripts.py pyodide_internals.py material_internals.py)
+test-core: $(VENV)/.test
+	$(PY) -m pytest -p no:xdist -q $(CORE_TESTS)
 
 # Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
 # them; fails if any target was missed.

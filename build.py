@@ -18,7 +18,7 @@ os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # before MkDocs Material is i
 
 from sitebuild import ROOT, BuildError  # noqa: E402
 from sitebuild.assets import PYODIDE_CDN, fetch_model, fetch_pyodide, fetch_temml  # noqa: E402
-from sitebuild.serving import check_port, live  # noqa: E402
+from sitebuild.serving import PORT, check_port, live  # noqa: E402
 
 
 def fetch(pyodide: bool = True) -> None:
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", nargs="?", choices=["build", "fetch", "serve"], default="build")
     parser.add_argument("--out", type=Path, default=ROOT / "site", help="output folder of build (default: site/)")
-    parser.add_argument("--port", type=int, default=8000, help="port for serve (default: 8000)")
+    parser.add_argument("--port", type=int, default=PORT, help=f"port for serve (default: {PORT})")
     parser.add_argument("--pyodide-cdn", action="store_true",
                         help=f"load Pyodide from {PYODIDE_CDN} instead of the site itself")
     parser.add_argument("--site-url", help="the address the site is published at, e.g. "

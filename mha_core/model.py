@@ -26,18 +26,18 @@ from .fields import Array, ArraysByName, Fields, Instance, ListOf, Number, Pair,
 from .rng import Random
 
 MAX_STEP_FLOPS = 60_000_000  # about 10 times the default model's step: a browser must finish one in milliseconds
-# The one configuration of the trained model, with TrainConfig's defaults below: each field's own range (declared
-# as TRAIN_CONFIG; how the fields fit together is TrainConfig's check), what the training widget offers (what
-# trains in a browser in seconds to a minute), and its experiments, each a change to the default.
+# The one configuration of the trained model, with TrainConfig's defaults below: each field's own range (how the
+# fields fit together is TrainConfig's check), what the training widget offers (what trains in a browser in
+# seconds to a minute), and its experiments, each a change to the default.
 TRAIN_RANGES = {"vocab": (1, 64), "d_model": (1, 128), "n_layers": (1, 4), "n_heads": (1, 8), "d_head": (1, 64),
                 "seq_len": (1, 64), "batch": (1, 64), "lr": (0.0, 10.0), "init_scale": (0.0, 10.0),
                 "min_period": (2, 62), "max_period": (2, 62)}  # a block, then at least 2 tokens of its repeat
 TRAIN_CHOICES = {"n_layers": (1, 2), "n_heads": (1, 2, 3, 4), "lr": (0.003, 0.01, 0.03, 0.1, 1.0)}
 EXPERIMENTS = {"one-layer": {"n_layers": 1}, "fixed-block": {"min_period": 8, "max_period": 8},
                "diverge": {"lr": 1.0}}  # 1.0: the largest learning rate offered, which diverges
-MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS, MAX_TRAIN_SEQ = (TRAIN_RANGES[name][1] for name in ("n_layers", "n_heads", "seq_len"))
-TRAIN_CONFIG = Fields({
+TRAIN_CONFIG = Fields({  # each field's own range, declared from TRAIN_RANGES
     name: (Number if isinstance(high, float) else Whole)(low, high) for name, (low, high) in TRAIN_RANGES.items()})
+MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS = TRAIN_RANGES["n_layers"][1], TRAIN_RANGES["n_heads"][1]
 SEED = Whole(0, 2**32 - 1)
 ABLATE = ListOf(Pair(Whole(0, MAX_TRAIN_LAYERS - 1), Whole(0, MAX_TRAIN_HEADS - 1), ("layer", "head")),
                 max_items=MAX_TRAIN_LAYERS * MAX_TRAIN_HEADS)

@@ -144,6 +144,15 @@ def npm_pack(spec: str, tmp: Path) -> Path:
     return next(tmp.glob("*.tgz"))
 
 
+def npm_tarball(package: str, version: str, sha256: str, cache: Path = CACHE) -> Path:
+    """The npm tarball of package@version in cache, fetched once with npm and checked against sha256."""
+    tarball = cache / f"{package}-{version}.tgz"
+    if not cached(tarball, sha256):
+        with tempfile.TemporaryDirectory() as tmp:
+            store(npm_pack(f"{package}@{version}", Path(tmp)).read_bytes(), tarball, sha256)
+    return tarball
+
+
 def from_npm(names: list[str], folder: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(npm_pack(f"pyodide@{PYODIDE_VERSION}", Path(tmp))) as tar:

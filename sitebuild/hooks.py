@@ -9,7 +9,9 @@
     on_post_page       each formula typeset into MathML by Temml (typeset.py), once Material's search has indexed
                        the page with the formula's TeX (typeset, its text would be each symbol twice: MathML and
                        TeX)
-    on_post_build      every page's Content-Security-Policy sealed with the site's inline-script hashes
+    on_post_build      the formulas of the search index made readable text (typeset.py); without a site address,
+                       a sitemap for http://127.0.0.1:8000/ (serving.py), so instant navigation works there; every
+                       page's Content-Security-Policy sealed with the site's inline-script hashes
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import CACHE, BuildError, assets, csp, facts, python_bundle, typeset, widgets  # noqa: E402
+from sitebuild import CACHE, BuildError, assets, csp, facts, python_bundle, serving, typeset, widgets  # noqa: E402
 from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
@@ -98,4 +100,11 @@ def on_files(files: Files, config) -> Files:
 
 
 def on_post_build(config) -> None:
+    index = Path(config.site_dir) / "search" / "search_index.json"  # written by the search plugin's on_post_build
+    try:
+        typeset.search_previews(index, assets.temml_module())
+    except BuildError as e:
+        raise PluginError(str(e)) from None
+    if not config.site_url:  # (mkdocs serve sets it to where it serves)
+        serving.local_sitemap(Path(config.site_dir))
     csp.seal_site(Path(config.site_dir), live_reload)

@@ -2,6 +2,7 @@
 GitHub Pages serves a project, with the types Pyodide needs), and `mkdocs serve` with live reload."""
 from __future__ import annotations
 
+import gzip
 import http.server
 import os
 import socket
@@ -16,6 +17,8 @@ MIME_TYPES = {
     ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml", ".woff2": "font/woff2",
 }
 GITHUB_PAGES_CACHING = "max-age=600"  # the Cache-Control GitHub Pages sends with every file
+PORT = 8000  # where `make serve` serves, and where a build made without a site address expects to be served
+LOCAL_URL = f"http://127.0.0.1:{PORT}/"
 
 
 def handler_class(mount: str = "/", caching: str | None = None):
@@ -52,6 +55,20 @@ class Server(http.server.ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # else the client hung up
             super().handle_error(request, client_address)
+
+
+def local_sitemap(site: Path) -> None:
+    """A build without a site address (site_url) gets a sitemap that names its pages at LOCAL_URL, not an empty one.
+    Material's instant navigation takes the site's pages from sitemap.xml, each with the host of the page shown
+    but the port as written there (tests/site/test_material_internals.py): so the site navigates instantly when
+    served on PORT, on any host."""
+    pages = sorted(p.relative_to(site).as_posix().removesuffix("index.html") for p in site.rglob("*.html")
+                   if p.name != "404.html")
+    urls = "".join(f"    <url>\n         <loc>{LOCAL_URL}{page}</loc>\n    </url>\n" for page in pages)
+    text = (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+            f"{urls}</urlset>").encode()
+    (site / "sitemap.xml").write_bytes(text)
+    (site / "sitemap.xml.gz").write_bytes(gzip.compress(text, mtime=0))
 
 
 def make_server(root: Path, port: int = 0, mount: str = "/", caching: str | None = None) -> Server:

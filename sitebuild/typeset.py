@@ -8,6 +8,7 @@ import html
 import json
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 from sitebuild import BuildError, node
 
@@ -34,3 +35,62 @@ def typeset(page: str, temml: Path, where: str) -> str:
     done = node(SCRIPT, str(temml), stdin=json.dumps(formulas), doing=f"{where}: typesetting its formulas")
     typeset_html = iter(json.loads(done))
     return MATH.sub(lambda m: f'<{m[1]} class="arithmatex">{next(typeset_html)}</{m[1]}>', page)
+
+
+# The search index (Material's search plugin, search/search_index.json) is written from each page before its
+# formulas are typeset, so it holds their TeX, which a search preview would show raw. There each formula becomes
+# text with the only markup Material's search keeps for it, <sub> and <sup>: W<sub>E</sub>, not \(W_E\).
+INDEXED_MATH = re.compile(r"\\\((.*?)\\\)|\\\[(.*?)\\\]", re.S)
+CODE = re.compile(r"(<code\b[^>]*>.*?</code>)", re.S)  # the index's code, left as it is
+SCRIPTS = {"msub": ("sub",), "munder": ("sub",), "msup": ("sup",), "mover": ("sup",), "msubsup": ("sub", "sup"),
+           "munderover": ("sub", "sup")}
+UNSHOWN = {"annotation", "annotation-xml"}
+WHOLE = {"mi", "mn", "mo", "mtext", "msqrt"}  # read whole: no parentheses needed in a fraction
+BRACES = {"⏟", "⏞"}  # stretched under or over what a label names
+
+
+def preview(element: ElementTree.Element) -> str:
+    """A MathML element as HTML text: scripts as <sub>/<sup>, fractions as a/b, roots as √(x), rows of a table
+    separated by semicolons; stretched braces and the TeX annotation left out."""
+    tag = element.tag
+    inner = [preview(child) for child in element]
+    if tag in UNSHOWN or (tag == "mo" and element.get("stretchy") == "true" and element.text in BRACES):
+        return ""
+    if tag in SCRIPTS:
+        return inner[0] + "".join(f"<{t}>{text}</{t}>" for t, text in zip(SCRIPTS[tag], inner[1:]) if text)
+    if tag == "mfrac":
+        return "/".join(text if child.tag in WHOLE else f"({text})" for child, text in zip(element, inner))
+    if tag == "msqrt":
+        return f"√({''.join(inner)})"
+    if tag == "mspace":
+        return " "
+    if tag == "mtr":
+        return " ".join(inner)
+    if tag == "mtable":
+        return "; ".join(inner)
+    return html.escape(element.text or "", quote=False) + "".join(inner)
+
+
+def outside_code(text: str, change) -> str:
+    """text with change(part) applied to each part outside its <code> elements."""
+    return "".join(part if i % 2 else change(part) for i, part in enumerate(CODE.split(text)))
+
+
+def search_previews(index: Path, temml: Path) -> None:
+    """Each formula in the search index (its path), outside code, replaced by its preview text."""
+    data = json.loads(index.read_text(encoding="utf-8"))
+    found = []
+    for doc in data["docs"]:
+        for key in ("title", "text"):
+            outside_code(doc.get(key, ""), lambda part: found.extend(INDEXED_MATH.finditer(part)) or part)
+    if not found:
+        return
+    formulas = [{"tex": html.unescape(m[1] if m[1] is not None else m[2]).strip(), "display": m[2] is not None}
+                for m in found]
+    done = node(SCRIPT, str(temml), stdin=json.dumps(formulas), doing="the search index: typesetting its formulas")
+    previews = iter([preview(ElementTree.fromstring(mathml)) for mathml in json.loads(done)])
+    for doc in data["docs"]:
+        for key in ("title", "text"):
+            if key in doc:
+                doc[key] = outside_code(doc[key], lambda part: INDEXED_MATH.sub(lambda m: next(previews), part))
+    index.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

@@ -1,18 +1,24 @@
-// Boxes that scroll sideways (display formulas, wide tables) can be scrolled from the keyboard: while
-// its content overflows, a box is a named, focusable group (tabindex="0"; WCAG 2.1.1, axe's
-// scrollable-region-focusable). Checked again whenever a box changes size (typesetting, a narrower window).
-// document$ emits on every page Material shows.
-const BOXES = { ".arithmatex": "Formula", ".md-typeset__scrollwrap": "Table" };
+// Boxes that scroll sideways (display formulas, wide tables, code blocks) can be scrolled from the keyboard:
+// while its content overflows, a box is focusable (tabindex="0"; WCAG 2.1.1, axe's scrollable-region-focusable),
+// and a formula or a table is a named group. Checked again whenever a box changes size (typesetting, a narrower
+// window). Material makes a wide code block focusable itself, but only on a screen with hover (it asks
+// matchMedia("(hover)") once), so never on a phone, and it takes the tab stop back whenever the block's
+// overflow changes there: a code block is kept focusable while it overflows, and left unnamed, as Material
+// leaves it (its code is its content). document$ emits on every page Material shows.
+const BOXES = { ".arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null };
 
 function update(box, name) {
   const overflows = box.scrollWidth > box.clientWidth + 1;
   if (overflows === box.hasAttribute("tabindex")) return;
+  const attributes = name ? ["tabindex", "role", "aria-label"] : ["tabindex"];
   if (overflows) {
     box.setAttribute("tabindex", "0");
-    box.setAttribute("role", "group");
-    box.setAttribute("aria-label", `${name} (scrolls sideways)`);
+    if (name) {
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", `${name} (scrolls sideways)`);
+    }
   } else {
-    for (const attribute of ["tabindex", "role", "aria-label"]) box.removeAttribute(attribute);
+    for (const attribute of attributes) box.removeAttribute(attribute);
   }
 }
 
@@ -21,6 +27,7 @@ document$.subscribe(({ body }) => {
     for (const box of body.querySelectorAll(`.md-content ${selector}`)) {
       if (getComputedStyle(box).display === "inline") continue; // inline math wraps with the text
       new ResizeObserver(() => update(box, name)).observe(box);
+      if (!name) new MutationObserver(() => update(box, name)).observe(box, { attributeFilter: ["tabindex"] });
     }
   }
 });

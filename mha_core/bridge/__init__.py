@@ -22,10 +22,10 @@ from ..shapes import param_count
 from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
 from ..views.shapes import shapes_view
+from ..views.training import training_advance, training_evaluate, training_start, training_stop
 from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
 from .real_model import real_model_advance, real_model_pattern, real_model_start
-from .training_views import training_advance, training_evaluate, training_start, training_stop
 
 
 def declare(fn, **args) -> Declared:

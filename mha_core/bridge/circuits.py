@@ -12,7 +12,7 @@ from .. import circuits
 from ..fields import ListOf, Text, Whole, arguments
 from ..model import SEED, TRAIN_CONFIG, TrainConfig
 from ..training import eval_batch
-from .training_views import MAX_PARAMS_CHARS, SCHEDULE, decode_params, display_tokens
+from ..views.training import MAX_PARAMS_CHARS, SCHEDULE, decode_params, display_tokens
 
 MAX_CHECKPOINTS = SCHEDULE["steps"] // SCHEDULE["checkpoint_every"] + 1  # a whole run on the widget's schedule
 

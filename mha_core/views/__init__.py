@@ -1,4 +1,5 @@
-"""Each widget's view: every number and word its reader reads, made from mha_core's numerics.
+"""Each widget's view: every number and word its reader reads, made from mha_core's numerics (training.py, the
+training widget's run as plain JSON, is not yet in the slots' form).
 
 A view is plain JSON, the same at build time (the template renders it) and in the browser (the binding,
 widgets/runtime/bind.js, fills the same slots):
@@ -6,12 +7,20 @@ widgets/runtime/bind.js, fills the same slots):
     {"data": {attribute: text},     the widget's own data-* attributes
      "outputs": {name: slot}}       what fills each data-output="name" element
 
-A slot is text, or {text, value (data-value), vars ({"--v": number}, for pictures), label (aria-label),
+A slot is text, or {text, value (data-value), vars ({"--v": css_number(v)}, for pictures), label (aria-label),
 hidden, title, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
 outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same keys.
 """
 
 from __future__ import annotations
+
+from ..fields import Declared
+
+
+def declared_as(numerics):
+    """@declared_as(fn): the view takes the arguments of the numerics it shows, as fn declares them (one
+    declaration: the browser's bridge and a Python user's call check the same)."""
+    return lambda view: Declared(view, numerics.args, numerics.relations)
 
 
 def decimal(value: float, decimals: int = 2) -> str:
@@ -26,6 +35,12 @@ def fraction(value: float, signed: bool = False) -> dict:
     value = round(float(value), 4) + 0.0
     text = decimal(value)
     return {"value": f"{value:.4f}", "text": "+" + text if signed and value >= 0.005 else text}
+
+
+def css_number(value: float) -> str:
+    """A number for a CSS variable (a picture's --v, --w): 6 decimals, never an exponent (1e-14 in a style is
+    not a number to the Nu Html Checker's CSS parser), the same text in the template and in the binding."""
+    return f"{float(value):.6f}"
 
 
 def plural(n: int, word: str) -> str:

@@ -5,8 +5,8 @@ token and coloured by its head."""
 
 from __future__ import annotations
 
-from ..fields import arguments
 from ..memory import memory_steps
+from . import css_number, declared_as
 
 SPLITS = ("right", "wrong")
 
@@ -75,11 +75,11 @@ def pattern(split: str, h: int, weights: list[list[float]]) -> dict:
     """One head's pattern: a table of weights, each cell its text and its strength (--w)."""
     return {"data": {"head": h}, "label": f"head {h + 1}, {split} split",
             "outputs": {"caption": f"head {h + 1}", "pattern": {"rows": [
-                {"rows": [{"text": f"{w:.2f}", "title": f"query {q + 1}, key {k + 1}: {w:.2f}", "vars": {"--w": w}}
+                {"rows": [{"text": f"{w:.2f}", "title": f"query {q + 1}, key {k + 1}: {w:.2f}", "vars": {"--w": css_number(w)}}
                           for k, w in enumerate(row)]} for q, row in enumerate(weights)]}}}
 
 
-@arguments(*memory_steps.relations, **memory_steps.args)  # the same declaration as memory_steps's
+@declared_as(memory_steps)
 def memory_view(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> dict:
     """The widget's view for n tokens, h heads and the split chosen."""
     r = memory_steps(n_tokens, n_heads, wrong)

@@ -6,9 +6,8 @@ no control changes (the sentence, each relationship's name and words), rendered 
 
 from __future__ import annotations
 
-from ..fields import arguments
 from ..one_vs_many import D_CONTENT, KEYS, RELATIONSHIPS, TOKENS, UNDECIDED, VERB, one_vs_many
-from . import fraction
+from . import css_number, declared_as, fraction
 
 NAMES = {"subject": "Subject", "clause": "Clause", "previous": "Previous token"}
 OWNERS = {"subject": "the subject's", "clause": "the clause's", "previous": "the previous token's"}
@@ -40,7 +39,7 @@ def _looks(layer: dict, role: list[str]) -> dict:
     for h, row in enumerate(layer["weights"]):
         words = ", ".join(f"{t} {fraction(w)['text']}" for t, w in zip(TOKENS, row))
         rows.append({"label": f"Head {h + 1} attends from “{TOKENS[VERB]}” to: {words}",
-                     "rows": [{"vars": {"--w": float(w)}, "data": {"role": r}} for w, r in zip(row, role)]})
+                     "rows": [{"vars": {"--w": css_number(w)}, "data": {"role": r}} for w, r in zip(row, role)]})
     return {"rows": rows}
 
 
@@ -52,9 +51,9 @@ def _layer(name: str, layer: dict, d_model: int) -> dict:
            f"{name}-number": fraction(layer["number"], signed=True), f"{name}-verb": {"text": form, "value": form}}
     for i, rel in enumerate(RELATIONSHIPS):
         out[f"{name}-{rel}"] = fraction(layer["arrives"][i])
-        out[f"{name}-bar-{rel}"] = {"vars": {"--v": min(max(float(layer["arrives"][i]), 0.0), 1.0)}}
+        out[f"{name}-bar-{rel}"] = {"vars": {"--v": css_number(min(max(layer["arrives"][i], 0.0), 1.0))}}
         for b, block in enumerate(layer["blocks"]):
-            out[f"{name}-{b}-{rel}"] = {"vars": {"--v": min(max(float(block[i]), 0.0), 1.0)}}
+            out[f"{name}-{b}-{rel}"] = {"vars": {"--v": css_number(min(max(block[i], 0.0), 1.0))}}
     return out
 
 
@@ -77,7 +76,7 @@ def fixed() -> dict:
                               for r in RELATIONSHIPS]}
 
 
-@arguments(*one_vs_many.relations, **one_vs_many.args)  # the same declaration as one_vs_many's
+@declared_as(one_vs_many)
 def one_vs_many_view(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> dict:
     """The widget's view for the reader's weights (as mha_core.one_vs_many takes them)."""
     r = one_vs_many(subject, clause, previous, wide)

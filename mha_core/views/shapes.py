@@ -7,8 +7,8 @@ shapes_view(...) puts them in the widget's slots. Counts are exact Python ints, 
 
 from __future__ import annotations
 
-from ..fields import arguments
 from ..shapes import shape_report
+from . import declared_as
 
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
 FLOP_UNITS = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP")
@@ -110,7 +110,7 @@ def shapes_display(report: dict) -> dict:
     return shown
 
 
-@arguments(*shape_report.relations, **shape_report.args)  # the same declaration as shape_report's
+@declared_as(shape_report)
 def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4,
                 n_layers=1) -> dict:
     """The widget's view for the form's sizes (as shape_report takes them). A configuration that does not fit

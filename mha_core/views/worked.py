@@ -3,9 +3,8 @@ describes), laid out in the steps the page walks through ("fixed": what no contr
 
 from __future__ import annotations
 
-from ..fields import arguments
 from ..worked import D_HEAD, D_MODEL, INPUTS, N_HEADS, N_TOKENS, TOKENS, worked_example
-from . import decimal
+from . import decimal, declared_as
 
 # Each step: its title, what it says, and its rows of terms. A term is a matrix name or an operator.
 # Head i's names end in _0 or _1; the reader counts heads from 1. The layout is for two heads.
@@ -81,7 +80,7 @@ def layout(example: dict) -> list[dict]:
     return [{"title": title, "text": text, "rows": [[term(t) for t in row] for row in rows]} for title, text, rows in STEPS]
 
 
-@arguments(*worked_example.relations, **worked_example.args)  # the same declaration as worked_example's
+@declared_as(worked_example)
 def worked_view(seed: int = 1, tokens=TOKENS) -> dict:
     """The widget's view for a seed and the reader's words."""
     example = worked_example(seed, tokens)

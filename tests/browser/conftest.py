@@ -122,9 +122,9 @@ def resize(page, viewport: dict) -> None:
 
 
 @contextlib.contextmanager
-def watched_page(browser, log: PageLog, **options):
-    """A page in a new context, watched by log; the context is closed on exit."""
-    context = browser.new_context(viewport=VIEWPORT, **options)
+def watched_page(browser, log: PageLog, viewport: dict = VIEWPORT, **options):
+    """A page in a new context (of that viewport, and options), watched by log; the context is closed on exit."""
+    context = browser.new_context(viewport=viewport, **options)
     page = context.new_page()
     log.watch(context, page)
     page.set_default_timeout(READY_TIMEOUT_MS)

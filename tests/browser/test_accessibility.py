@@ -14,15 +14,13 @@ import contextlib
 
 import re
 import tarfile
-import tempfile
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from conftest import PageLog, hold_python, resize, wait_ready, watched_page
-from sitebuild import CACHE
-from sitebuild.assets import cached, npm_pack, store
+from sitebuild.assets import npm_tarball
 from sitevisit.site import pages_with
 from tests.helpers import form_config
 
@@ -44,11 +42,7 @@ RUN_AXE = """async (selector) => {
 @pytest.fixture(scope="session")
 def axe_source() -> str:
     """axe.min.js of axe-core AXE_VERSION, fetched once with npm and checked by sha256."""
-    tarball = CACHE / f"axe-core-{AXE_VERSION}.tgz"
-    if not cached(tarball, AXE_SHA256):
-        with tempfile.TemporaryDirectory() as tmp:
-            store(npm_pack(f"axe-core@{AXE_VERSION}", Path(tmp)).read_bytes(), tarball, AXE_SHA256)
-    with tarfile.open(tarball) as tar:
+    with tarfile.open(npm_tarball("axe-core", AXE_VERSION, AXE_SHA256)) as tar:
         return tar.extractfile("package/axe.min.js").read().decode()
 
 
@@ -186,11 +180,42 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
         wide_code = """() => [...document.querySelectorAll(".md-content pre > code")]
           .filter(c => c.scrollWidth > c.clientWidth + 1)"""
         assert page.evaluate(f"({wide_code})().length"), "no code block wider than the screen on the page"
-        page.wait_for_function(f"({wide_code})().every(c => c.tabIndex === 0)")  # Material makes them focusable
+        page.wait_for_function(f"({wide_code})().every(c => c.tabIndex === 0)")
         resize(page, VIEWPORTS["desktop"])  # wide enough: no more tab stops
         still = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex[tabindex]")]
           .filter(b => b.scrollWidth <= b.clientWidth + 1).length""")
         assert still == 0
+    log.check()
+
+
+PHONE = {"viewport": VIEWPORTS["phone"], "is_mobile": True, "has_touch": True}  # no hover, as a phone's screen
+# The tab index of each code block wider than its box, once all are tab stops (or after a second of frames: the
+# boxes' ResizeObservers report at a frame's end).
+WIDE_CODE_TAB_INDEXES = """async () => {
+  const wide = () => [...document.querySelectorAll(".md-content pre > code")]
+    .filter(c => c.scrollWidth > c.clientWidth + 1);
+  for (let frame = 0; frame < 60 && !wide().every(c => c.tabIndex === 0); frame++) {
+    await new Promise(requestAnimationFrame);
+  }
+  return wide().map(c => c.tabIndex);
+}"""
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_a_phone_reaches_every_wide_code_block_by_keyboard(browser, site_url, axe_source, scheme):
+    """A phone loading the pages with the widest code blocks at its own width (a context made so, not a desktop
+    resized): every block wider than the screen is a tab stop, and axe finds nothing serious. (Material makes
+    them focusable only where the screen has hover; widgets/scroll-regions.js does it everywhere.)"""
+    log = PageLog()
+    with watched_page(browser, log, color_scheme=scheme, **PHONE, **MOTION) as page:
+        for path in ("mechanism/", "parameters-and-shapes/"):
+            page.goto(site_url + path)
+            settle(page)
+            assert not page.evaluate("matchMedia('(hover)').matches")
+            tab_indexes = page.evaluate(WIDE_CODE_TAB_INDEXES)
+            assert tab_indexes, f"{path}: no code block wider than the screen"
+            assert tab_indexes == [0] * len(tab_indexes), f"{path}: the wide code blocks' tab indexes"
+            assert blocking(page, axe_source, f"{path} ({scheme}, a phone)") == []
     log.check()
 
 

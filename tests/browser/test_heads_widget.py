@@ -238,6 +238,9 @@ def test_hover_keyboard_and_the_query_row_in_the_sentence(live_widget):
     # Mary (8) follows Mary (0): the induction head sends it to "gave" (1), which the sentence highlights
     strongest = sentence.evaluate("el => [...el.children].map(s => +s.style.getPropertyValue('--w'))")
     assert max(range(len(strongest)), key=strongest.__getitem__) == 1
+    prompt = "Point at or tap a cell, or Tab to the grid and use the arrow keys, to read query → key: weight."
+    show_sentence(widget, "a b a b")  # another text: the readout keeps no token of the one before
+    expect(readout).to_have_text(prompt)
 
 
 def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_widget):
@@ -271,8 +274,11 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
         field.press("Tab")
         expect(error).to_have_text("Type a sentence: at least one word or punctuation mark.")
         assert widget.evaluate(READ) == shown_before and widget.get_attribute("data-state") == "live"
+        expect_stale(widget, "Shown: the patterns of the sentence before, not of the sentence in the box. "
+                             "Type a sentence to see its own.")  # the old grid is not the box's
     show_sentence(widget, SENTENCE)  # the same sentence as before: nothing to compute, the message goes
     expect(error).to_be_hidden()
+    expect_stale(widget, None)
     for text in ["-5", "0", "3.5", "1e12", "12345678901234567890", "abc def abc"]:
         show_sentence(widget, text)
         check_layout(widget.evaluate(READ), tokens_of(text))
@@ -308,7 +314,7 @@ def expect_stale(widget, line: str | None) -> None:
     a dashed frame and the line at full opacity, not faded text."""
     stale = widget.locator('[data-output="stale"]')
     marked = widget.locator("[data-stale]")
-    expect(marked).to_have_count(3)
+    expect(marked).to_have_count(4)  # the heads, the heatmap, the sentence's highlights and the notice
     for section in marked.all():
         expect(section).to_have_attribute("data-stale", "true" if line else "false")
     if not line:
@@ -464,9 +470,11 @@ def test_labels_in_other_scripts_are_upright_and_whole(live_widget, text):
 # ---------------------------------------------------------------- accessibility of the heatmap
 
 def rgba(css: str) -> tuple[float, float, float, float]:
-    """(r, g, b, alpha) of a computed colour "rgb(r, g, b)" or "rgba(r, g, b, a)"."""
+    """(r, g, b, alpha), r, g and b from 0 to 255, of a computed colour "rgb(r, g, b)", "rgba(r, g, b, a)" or
+    "color(srgb r g b / a)" (what a color-mix() computes to, r, g and b from 0 to 1)."""
     parts = [float(x) for x in re.findall(r"[\d.]+", css)]
-    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
+    scale = 255 if css.startswith("color(srgb") else 1
+    return (*(p * scale for p in parts[:3]), parts[3] if len(parts) > 3 else 1.0)
 
 
 def contrast(fg: str, under: str) -> float:
@@ -517,6 +525,22 @@ def test_the_focus_ring_and_the_selected_row_show_on_every_cell_colour(page, sit
     for cell in widget.evaluate(RAMP):  # the ramp's anchors and every drawn cell
         assert max(contrast(outline, cell), contrast(inner[0], cell)) >= 3, (cell, ring)
         assert max(contrast(line, cell) for line in lines) >= 3, (cell, other)
+
+
+@pytest.mark.before_python
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_masked_cells_and_cells_of_weight_0_look_different(page, site_url, heads_path, scheme):
+    """The masked grey, drawn on the page, stands apart from the ramp's colour for a weight of 0 in both schemes
+    (in dark, a faint grey on a dark page was as dark as viridis' purple)."""
+    page.emulate_media(color_scheme=scheme)
+    widget = open_widget(page, site_url, heads_path)
+    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
+    masked, page_colour = widget.evaluate("""root => [getComputedStyle(root.querySelector('td[data-masked]')).backgroundColor,
+                                                      getComputedStyle(document.body).backgroundColor]""")
+    *top, alpha = rgba(masked)
+    drawn = "rgb({}, {}, {})".format(*(round(alpha * t + (1 - alpha) * b) for t, b in zip(top, rgba(page_colour)[:3])))
+    zero = widget.evaluate(RAMP)[0]  # the ramp's colour for a weight of 0
+    assert contrast(zero, drawn) >= 1.5, (scheme, zero, drawn, masked)
 
 
 @pytest.mark.before_python

@@ -56,7 +56,7 @@ def assert_shows(widget, n: int, h: int, wrong: bool) -> None:
     for split, shown in patterns.items():
         weights = np.asarray(want["patterns"][split])  # [h, n, n]
         assert np.array(shown, dtype=object).shape[:3] == weights.shape
-        assert np.allclose([[[w for _, w in row] for row in head] for head in shown], weights, atol=1e-12)
+        assert np.allclose([[[w for _, w in row] for row in head] for head in shown], weights, rtol=0, atol=5e-7)
         assert np.allclose([[[float(t) for t, _ in row] for row in head] for head in shown], weights, atol=0.005)
     assert widget.get_attribute("data-n") == str(n) and widget.get_attribute("data-h") == str(h)
 

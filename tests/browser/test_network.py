@@ -148,20 +148,44 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     assert urlsplit(page.url).path.startswith(MOUNT)
 
 
+# The page's timers that write its URL (their code calls history.replaceState) counted as scheduled, and kept as
+# pending until they have run or been cleared: a test waits for the write the reader's pause would make.
+URL_WRITES_WATCHED = """(() => {
+  const [schedule, clear] = [window.setTimeout, window.clearTimeout];
+  const writes = window.__urlWrites = { scheduled: 0, pending: new Set() };
+  window.setTimeout = function (fn, ...rest) {
+    if (typeof fn !== "function" || !String(fn).includes("replaceState")) return schedule.call(this, fn, ...rest);
+    writes.scheduled++;
+    const id = schedule.call(this, (...args) => {
+      writes.pending.delete(id);
+      fn(...args);
+    }, ...rest);
+    writes.pending.add(id);
+    return id;
+  };
+  window.clearTimeout = function (id) {
+    writes.pending.delete(id);
+    return clear.call(this, id);
+  };
+})();"""
+
+
 def test_a_change_just_before_a_link_is_followed_stays_out_of_the_next_pages_url(page, site_url, shapes_path,
                                                                                 heads_path):
     """The shapes widget writes its state into the URL once the reader pauses; a reader who moves on within that
     pause must not find it in the next page's URL."""
+    page.add_init_script(URL_WRITES_WATCHED)
     shapes = open_widget(page, site_url + shapes_path, "shapes")
     wait_ready(page)
     shapes.evaluate("""root => {
+      window.__urlWrites.scheduled = 0;
       const field = root.querySelector('input[type="number"][name="batch"]');
       field.value = "3";
       field.dispatchEvent(new Event("change", { bubbles: true }));
       document.querySelector("a.md-footer__link--next").click();
     }""")
     expect(page.locator('[data-mha-widget="heads"]')).to_have_attribute("data-mounted", "true")
-    page.wait_for_timeout(600)  # past the pause after which the shapes widget would have written its URL
+    page.wait_for_function("() => window.__urlWrites.scheduled > 0 && window.__urlWrites.pending.size === 0")
     assert page.url == site_url + heads_path
 
 

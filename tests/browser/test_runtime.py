@@ -192,3 +192,26 @@ def test_an_exception_inside_a_call_is_shown_and_the_next_call_works(page, site_
     assert answers[1][0] is True and "text_or_tokens must be" in answers[1][1]
     assert answers[2] == ["ok", json.loads(json.dumps(mha_core.check_config(d_model=8, n_heads=2)))]
     assert page.locator("html").get_attribute("data-mha-runtime") == "ready"
+
+
+@pytest.mark.parametrize("name,change", [("memory", 4), ("worked", 2), ("one-vs-many", "Home")])
+def test_after_a_failed_start_the_small_widgets_mark_a_change_stale_and_retry_computes_it(
+        page, page_log, built_site, site_url, widget_path, name, change):
+    """A change made while Python cannot start is refused beside the controls and what is shown is marked
+    stale; Retry brings Python up and the widget computes the change the reader made (the shared life cycle)."""
+    page_log.allow(r"Failed to load resource")
+    pattern = re.compile(".*" + WASM)
+    page.context.route(pattern, answered_by(missing, built_site))
+    widget = page.locator(f'[data-mha-widget="{name}"]').first
+    page.goto(site_url + widget_path(name))
+    expect_error(page, r"pyodide\.asm\.wasm\.gz: HTTP 404")
+    ask(name, widget, change)
+    expect(widget).to_have_attribute("data-state", "error")
+    expect(widget.locator('[data-message="error"]')).to_contain_text("Could not")
+    expect(widget.locator("[data-results]").first).to_have_attribute("data-stale", "true")
+    page.context.unroute(pattern)
+    page.locator("[data-mha-status]").first.get_by_role("button", name="Retry").click()
+    wait_ready(page)
+    check_answered(name, widget, change)
+    expect(widget.locator('[data-message="error"]')).to_be_hidden()
+    expect(widget.locator("[data-results]").first).to_have_attribute("data-stale", "false")

@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from conftest import LOCAL_HOSTS, wait_ready
+from sitebuild import serving
 from tests.helpers import ask, check_answered
 
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
@@ -145,13 +146,12 @@ def test_the_formulas_are_laid_out_as_math_in_a_math_font(page, site_url):
 
 
 def search_worker(page):
-    """Material's search worker, started through search-on-demand.js."""
-    for _ in range(40):
-        found = [w for w in page.workers if "/workers/search-on-demand.js?material=search." in w.url]
-        if found:
-            return found[0]
-        page.wait_for_timeout(250)
-    raise AssertionError(f"no search-on-demand worker: {[w.url for w in page.workers]}")
+    """Material's search worker, started through search-on-demand.js (now, or the next worker the page starts:
+    Playwright reports no event between the look and the wait)."""
+    def is_search(worker) -> bool:
+        return "/workers/search-on-demand.js?material=search." in worker.url
+    found = [w for w in page.workers if is_search(w)]
+    return found[0] if found else page.wait_for_event("worker", is_search)
 
 
 def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path):
@@ -161,11 +161,9 @@ def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path)
     page.goto(site_url)
     page.wait_for_load_state("load")
     worker = search_worker(page)
-    for _ in range(40):
-        if worker.evaluate("kept !== null"):
-            break
-        page.wait_for_timeout(250)
-    assert worker.evaluate("kept !== null && waiting === null"), "the site's text did not arrive, or was indexed"
+    worker.evaluate("new Promise((arrived) => { const check = () => kept !== null ? arrived() : setTimeout(check, 20);"
+                    " check(); })")  # the site's text
+    assert worker.evaluate("kept !== null && waiting === null"), "the site's text was indexed before a search"
     expect(page.locator(".md-search-result__meta")).to_have_text("Type to start searching")
     page.keyboard.press("/")
     page.keyboard.type("induction")
@@ -179,3 +177,26 @@ def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path)
     page.keyboard.press("/")
     page.keyboard.type("softmax")
     expect(page.locator(".md-search-result__meta")).to_have_text(re.compile(r"\d+ matching documents?"))
+    # The previews show formulas as text with sub- and superscripts, not as TeX.
+    expect(page.locator(".md-search-result__article sub").first).to_be_attached()
+    assert not re.search(r"\\[(\[]|\\frac", page.locator(".md-search-result__list").inner_text())
+
+
+def test_a_build_without_a_site_address_navigates_instantly_served_on_port_8000(page, plain_site):
+    """A build made as `make build` makes it (no site address) names its pages at 127.0.0.1:8000 in its sitemap,
+    where Material's instant navigation looks for them: served there, a link changes the page without loading a
+    new document. (Served by the test's own routing: the port may be busy on this machine.)"""
+    def from_site(route):
+        path = urlsplit(route.request.url).path.lstrip("/")
+        file = plain_site / path / "index.html" if not path or path.endswith("/") else plain_site / path
+        route.fulfill(path=file) if file.is_file() else route.fulfill(status=404)
+
+    page.context.route(f"{serving.LOCAL_URL}**", from_site)
+    with page.expect_response(f"{serving.LOCAL_URL}sitemap.xml"):  # read by Material as the page starts
+        page.goto(f"{serving.LOCAL_URL}references/")
+    page.wait_for_load_state("load")
+    page.evaluate("window.__sameDocument = true")
+    page.locator("a.md-footer__link--prev").click()
+    expect(page).to_have_url(f"{serving.LOCAL_URL}caveats-and-the-block/")
+    expect(page.locator("h1")).to_have_text(re.compile("Caveats"))
+    assert page.evaluate("window.__sameDocument === true"), "the link loaded a new document"

@@ -14,9 +14,9 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.bridge.training_views import ROLE_MIN, decode_params, training_evaluate
+from mha_core.views.training import ROLE_MIN, decode_params, training_evaluate
 from mha_core.detectors import evaluate
-from mha_core.model import TrainConfig
+from mha_core.model import TRAIN_RANGES, TrainConfig
 from mha_core.training import eval_batch
 from tests.helpers import assert_shows, form_config
 
@@ -76,6 +76,18 @@ def check(widget, want: dict) -> None:
         assert weight == pytest.approx(pattern[q, k], abs=5.1e-5)
 
 
+# Whether root is near the screen, by an IntersectionObserver with the margin of the runtime's whenNear
+# (widgets/runtime/page.js), made after the widget's own: observers answer in the order they were made, so the
+# widget's has answered too (and fetched its asset, had it been near) once this one has.
+NEAR_CHECKED = """root => new Promise((resolve) => {
+  const observer = new IntersectionObserver(([entry]) => {
+    observer.disconnect();
+    resolve(entry.isIntersecting);
+  }, { rootMargin: "600px" });
+  observer.observe(root);
+})"""
+
+
 def wait_loaded(widget, run: dict) -> None:
     """The asset with every checkpoint is in."""
     expect(widget).to_have_attribute("data-checkpoints", str(len(run["checkpoints"])))
@@ -111,7 +123,7 @@ def test_the_asset_is_fetched_once_the_widget_is_about_to_be_seen(page, page_log
     widget = page.locator('[data-mha-widget="training"]')
     expect(widget).to_have_attribute("data-mounted", "true")
     page.wait_for_load_state("load")
-    page.wait_for_timeout(1000)
+    assert widget.evaluate(NEAR_CHECKED) is False  # the widget's own check has answered: not near
 
     def asked() -> list[str]:
         return [url for url in page_log.requests if url.endswith(ASSET)]
@@ -245,6 +257,10 @@ def test_train_it_yourself_then_stop_then_again(live_widget):
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
 
 
+# A block length the fields take: from the bridge's least to the vocabulary (a block holds distinct tokens).
+PERIODS = f"{TRAIN_RANGES['min_period'][0]} to {TrainConfig().vocab}"
+
+
 def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     widget = live_widget("training")
     shown_step = widget.locator('[data-output="step"]').get_attribute("data-value")
@@ -252,7 +268,7 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     widget.locator('input[name="min_period"]').fill("1")
     widget.locator('button[name="train"]').click()
     expect(widget).to_have_attribute("data-state", "error")
-    expect(widget.locator('[data-output="run-error"]')).to_have_text("min_period must be at least 2, got 1.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length from must be a whole number from {PERIODS}.")
     assert widget.locator('[data-output="step"]').get_attribute("data-value") == shown_step  # nothing lost
     expect(widget.locator('[data-output="run"]')).to_have_text(shown_run)  # no run happened: it says so still
     near = widget.evaluate("""root => {  // the message sits by the buttons the reader pressed
@@ -262,11 +278,17 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
     assert near < 200, near
     widget.locator('input[name="min_period"]').fill("")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="run-error"]')).to_have_text("min_period must be a whole number, got None.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length from must be a whole number from {PERIODS}.")
     widget.locator('input[name="min_period"]').fill("5")
     widget.locator('input[name="max_period"]').fill("40")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="run-error"]')).to_contain_text("max_period=40 exceeds vocab=32")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length to must be a whole number from {PERIODS}.")
+    widget.locator('input[name="min_period"]').fill("20")
+    widget.locator('input[name="max_period"]').fill("3")
+    widget.locator('button[name="train"]').click()  # the reader's words: the fields', not min_period and max_period
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(
+        "Block length from 20 to 3: the first must not be larger than the second.")
+    widget.locator('input[name="min_period"]').fill("5")
     widget.locator('input[name="max_period"]').fill("16")
     widget.locator('select[name="lr"]').select_option("1.0")
     widget.locator('button[name="train"]').click()

@@ -89,7 +89,6 @@ def test_the_patterns_are_the_constructed_heads_and_the_wrong_split_breaks_them(
     assert np.array_equal(memory_steps(3, 2)["patterns"]["wrong"], memory_steps(3, 2, True)["patterns"]["wrong"])
 
 
-
 @pytest.mark.parametrize("args, message", [
     ({"n_tokens": 0}, "n_tokens must be at least 1, got 0."),
     ({"n_tokens": 5}, "n_tokens must be at most 4, got 5."),

@@ -198,6 +198,31 @@ def test_configs_whose_fields_do_not_fit_together_are_refused(fields, message):
         TrainConfig(**fields)
 
 
+def test_one_configuration_the_defaults_choices_and_experiments_fit_the_ranges():
+    """The default model, every choice the widget offers and every experiment lie in TRAIN_RANGES; the default
+    is among the choices; each experiment is a valid TrainConfig; the bridge declares exactly these ranges."""
+    from dataclasses import asdict, fields
+
+    from mha_core import bridge
+    from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TRAIN_RANGES
+
+    default = asdict(TrainConfig())
+    assert set(TRAIN_RANGES) == {f.name for f in fields(TrainConfig)}
+
+    def inside(name, value):
+        low, high = TRAIN_RANGES[name]
+        return (low < value if isinstance(high, float) else low <= value) and value <= high
+
+    assert all(inside(name, value) for name, value in default.items())
+    for name, offered in TRAIN_CHOICES.items():
+        assert default[name] in offered and all(inside(name, v) for v in offered), name
+    for name, change in EXPERIMENTS.items():
+        config = TrainConfig(**{**default, **change})
+        assert all(inside(k, v) for k, v in asdict(config).items()) and change.items() <= asdict(config).items(), name
+    limits = bridge.limits("training_start")["config"]
+    assert {name: (field.get("min", field.get("above")), field["max"]) for name, field in limits.items()} == TRAIN_RANGES
+
+
 # ---------------------------------------------------------------- the public door
 
 @pytest.mark.parametrize("fields, message", [
@@ -274,26 +299,3 @@ def test_valid_calls_answer_as_the_functions_themselves():
     loss_fn, grads_fn = loss_and_grads.fn(**args)
     assert loss == loss_fn and all(np.array_equal(grads[k], grads_fn[k]) for k in grads)
     assert np.array_equal(forward(**args, ablate=[(1, 1)])[0], forward.fn(**args, ablate=[(1, 1)])[0])
-def test_one_configuration_the_defaults_choices_and_experiments_fit_the_ranges():
-    """The default model, every choice the widget offers and every experiment lie in TRAIN_RANGES; the default
-    is among the choices; each experiment is a valid TrainConfig; the bridge declares exactly these ranges."""
-    from dataclasses import asdict, fields
-
-    from mha_core import bridge
-    from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TRAIN_RANGES
-
-    default = asdict(TrainConfig())
-    assert set(TRAIN_RANGES) == {f.name for f in fields(TrainConfig)}
-
-    def inside(name, value):
-        low, high = TRAIN_RANGES[name]
-        return (low < value if isinstance(high, float) else low <= value) and value <= high
-
-    assert all(inside(name, value) for name, value in default.items())
-    for name, offered in TRAIN_CHOICES.items():
-        assert default[name] in offered and all(inside(name, v) for v in offered), name
-    for name, change in EXPERIMENTS.items():
-        config = TrainConfig(**{**default, **change})
-        assert all(inside(k, v) for k, v in asdict(config).items()) and change.items() <= asdict(config).items(), name
-    limits = bridge.limits("training_start")["config"]
-    assert {name: (field.get("min", field.get("above")), field["max"]) for name, field in limits.items()} == TRAIN_RANGES

@@ -248,3 +248,23 @@ def test_formulas_are_typeset_with_their_markup_unescaped_and_a_bad_one_stops_th
     assert typeset.typeset("<p>no math</p>", assets.temml_module(), "page.md") == "<p>no math</p>"
     with pytest.raises(BuildError, match=r"page\.md: typesetting its formulas failed:\n\\frac\{1\}: "):
         typeset.typeset('<span class="arithmatex">\\(\\frac{1}\\)</span>', assets.temml_module(), "page.md")
+
+
+def test_the_search_index_shows_formulas_as_text_with_sub_and_sup(tmp_path):
+    """Search previews show the index's text: each formula there becomes text with the <sub> and <sup> that
+    Material's search keeps, its markup escaped, in titles too; code, and the rest of the index, left as written."""
+    index = tmp_path / "search_index.json"
+    docs = [{"location": "a/", "title": "The matrix \\(W_E\\)",
+             "text": "<p>Rows of \\(W^Q_i\\), \\(a &lt; b\\)</p>"},
+            {"location": "b/", "title": "Scores",
+             "text": "\\[ \\frac{QK^\\top}{\\sqrt{d_k}}, \\underbrace{x}_{W^O} \\]"},
+            {"location": "c/", "title": "No math",
+             "text": "<p>(a) [b] \\ c</p><pre><code>re.compile(r'\\(\\w\\)')</code></pre>"}]
+    index.write_text(json.dumps({"config": {"lang": ["en"]}, "docs": docs}), encoding="utf-8")
+    typeset.search_previews(index, assets.temml_module())
+    done = json.loads(index.read_text(encoding="utf-8"))
+    assert done["config"] == {"lang": ["en"]}
+    assert [d["title"] for d in done["docs"]] == ["The matrix W<sub>E</sub>", "Scores", "No math"]
+    assert done["docs"][0]["text"] == "<p>Rows of W<sub>i</sub><sup>Q</sup>, a&lt;b</p>"
+    assert done["docs"][1]["text"] == "(QK<sup>⊤</sup>)/√(d<sub>k</sub>),x<sub>W<sup>O</sup></sub>"
+    assert done["docs"][2] == docs[2]

@@ -1,7 +1,9 @@
 """What the site takes from Material for MkDocs beyond its documented settings, checked in the installed package:
 search on demand (overrides/assets/javascripts/workers/search-on-demand.js, whose top states the contract, and the
 config rewrite in overrides/main.html) and the search partial copied for the dialog's name
-(overrides/partials/search.html). A new Material fails here until those have been checked against it."""
+(overrides/partials/search.html); which pages instant navigation takes for the site's (the sitemap a build without
+a site address gets, sitebuild/serving.py); what the search index keeps of a formula's markup (sitebuild/typeset.py).
+A new Material fails here until those have been checked against it."""
 from __future__ import annotations
 
 import re
@@ -74,3 +76,20 @@ def test_the_search_partial_is_material_s_with_the_dialog_named():
     named = ' aria-label="{{ lang.t(\'search\') }}"'
     assert named in ours
     assert ours.replace(named, "", 1) == theirs
+
+
+def test_instant_navigation_takes_the_sitemaps_pages_with_the_pages_host_and_the_sitemaps_port(bundle):
+    """sitebuild/serving.py's local sitemap: Material reads sitemap.xml beside the site's base and keeps each
+    location's port, taking only the protocol and host name of the page shown."""
+    assert re.search(r'function (\w+)\(e\)\{return \w+\(new URL\("sitemap\.xml",e\)\)', bundle)
+    rebased = re.search(r"function (\w+)\(e,t\)\{return e\.protocol=t\.protocol,e\.hostname=t\.hostname,e\}", bundle)
+    assert rebased, "Material no longer rebases the sitemap's locations on the page's protocol and host name"
+    assert re.search(rf"\[{rebased[1]}\(new URL\(\w+\.textContent\),t\)\]", bundle)  # each <loc>, so rebased
+
+
+def test_the_search_index_keeps_sub_and_sup():
+    """sitebuild/typeset.py writes a formula in the search index as text with <sub> and <sup>, the markup
+    Material's search keeps (and shows in its previews) besides paragraphs, code and lists."""
+    plugin = (MATERIAL.parent / "plugins" / "search" / "plugin.py").read_text(encoding="utf-8")
+    keep = re.search(r"self\.keep = set\(\[(.*?)\]\)", plugin, re.S)
+    assert keep and {'"sub"', '"sup"'} <= set(re.findall(r'"\w+"', keep[1]))

@@ -1,6 +1,6 @@
 """Every command README.md shows, run as written in a copy of the repository (its .venv and .cache those of
 this checkout; /tmp/ stands for a fresh temporary folder, and servers get a free port): the two set-up
-commands, building and serving by hand, mha_core installed into a clean venv and its example run there.
+commands, the quick test loop, building and serving by hand, mha_core installed into a clean venv and its example run there.
 `make test` is what .ci/run runs; `make bench` and Playwright's browser download are not run here, but the
 table of figures must be the one bench/figures.py makes from what the benchmarks measured."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ from bench import figures
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SET_UP = ["make serve", "make test"]
-BY_HAND = ["make build", ".venv/bin/python build.py --out /tmp/mha-site --pyodide-cdn",
+BY_HAND = ["make test-core", "make build", ".venv/bin/python build.py --out /tmp/mha-site --pyodide-cdn",
            ".venv/bin/mkdocs build --strict", ".venv/bin/mkdocs serve"]
 INSTALL = "python3 -m venv /tmp/mha-env && /tmp/mha-env/bin/pip install ."
 SERVE_TIMEOUT = 120  # seconds for a server to build and say where it serves
@@ -130,7 +130,7 @@ def test_make_build_and_mkdocs_build_make_the_same_site(repo, tmp_path):
 
 
 def test_build_py_with_pyodide_from_the_cdn(repo, tmp_path):
-    run(BY_HAND[1], repo, tmp_path)
+    run(BY_HAND[2], repo, tmp_path)
     site = tmp_path / "mha-site"
     config = (site / "assets" / "widgets" / "runtime" / "config.js").read_text()
     assert '"pyodide": "https://cdn.jsdelivr.net/pyodide/v0.27.7/full/"' in config
@@ -194,6 +194,12 @@ def test_make_serve_on_a_busy_port_says_so_in_one_line(repo, tmp_path):
     said = [line for line in done.stderr.splitlines() if not line.startswith("make")]
     assert said == [f"build.py: error: port {port} is not free (Address already in use): "
                     f"choose another, e.g. `make serve PORT={port + 1}`"], done.stderr
+
+
+def test_make_test_core_runs_mha_core_the_quick_checks_and_the_node_tests(repo):
+    said = run("make test-core", repo).stdout
+    assert "tests/core" in said and "test_widget_scripts.py" in said  # the node tests run within pytest
+    assert re.search(r"^\d+ passed(, \d+ warnings?)? in [\d.]+s", said, re.M), said[-2000:]
 
 
 def test_make_fetch_checks_what_is_fetched(repo):

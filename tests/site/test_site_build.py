@@ -147,11 +147,12 @@ def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(built_s
     assert all((built_site / u.removeprefix(mount).split("#")[0].split("?")[0]).exists() for u in local)
 
 
-def test_search_indexes_each_formula_once_as_tex(sites):
-    """Material's search index holds each formula's TeX, as written, and none of its MathML's text ("a_{ij}" typeset
-    is "aij", each symbol twice with the TeX)."""
+def test_search_previews_show_each_formula_once_as_text(sites):
+    """Material's search index holds each formula as text with <sub> and <sup> (search previews show it): not its
+    TeX, and not its MathML's text ("a_{ij}" typeset is "aij", each symbol twice with the TeX)."""
     docs = json.loads((sites[0] / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
-    text = " ".join(doc["text"] for doc in docs)
-    assert "A single attention head turns each query position \\(i\\) into one probability distribution" in text
-    assert "\\[ a_{ij} = \\mathrm{softmax}_j\\!\\left(\\frac{q_i \\cdot k_j}{\\sqrt{d_k}}\\right)," in text
+    text = " ".join(doc["title"] + " " + doc["text"] for doc in docs)
+    assert "A single attention head turns each query position i into one probability distribution" in text
+    assert "a<sub>ij</sub>=softmax<sub>j</sub>((q<sub>i</sub>⋅k<sub>j</sub>)/√(d<sub>k</sub>))" in text
+    assert not re.search(r"\\[(\[]|\\frac|\\mathrm", text)
     assert "aij" not in text and "\u200b" not in text

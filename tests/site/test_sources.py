@@ -11,7 +11,7 @@ from sitebuild import ROOT
 from sitebuild.sources import imported_files, sources_key
 from sitebuild.widgets import widget_module
 
-RUN = Path("mha_core/bridge/training_views.py")
+RUN = Path("mha_core/views/training.py")
 
 
 @pytest.fixture()
@@ -26,7 +26,7 @@ def imported(root: Path) -> set[str]:
 
 
 def test_the_run_imports_the_model_its_task_and_their_helpers_not_the_other_widgets_modules():
-    assert imported(ROOT) == {"mha_core/bridge/training_views.py", "mha_core/model.py", "mha_core/detectors.py",
+    assert imported(ROOT) == {"mha_core/views/training.py", "mha_core/model.py", "mha_core/detectors.py",
                               "mha_core/training.py", "mha_core/attention.py", "mha_core/rng.py", "mha_core/tokens.py",
                               "mha_core/fields.py"}
 

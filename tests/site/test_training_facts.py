@@ -14,7 +14,7 @@ import pytest
 
 import build
 from mha_core import model, training
-from mha_core.bridge import training_views
+from mha_core.views import training as training_views
 from sitebuild import BuildError, facts as fact_markers
 
 ROOT = Path(__file__).resolve().parents[2]

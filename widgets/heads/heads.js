@@ -64,8 +64,12 @@ function fail(w, err) {
 /** Apply the sentence field (on change, Enter or submit) and the knock-out box. */
 function apply(w) {
   const sentence = w.textarea.value;
-  if (!sentence.trim()) return showMessage(w.root, "error", "Type a sentence: at least one word or punctuation mark.");
   const job = { sentence, ablate: w.ablate.checked };
+  if (!sentence.trim()) { // nothing to compute: what is shown stays, marked as not the box's
+    w.wanted = job;
+    markStale(w);
+    return showMessage(w.root, "error", "Type a sentence: at least one word or punctuation mark.");
+  }
   if (keyOf(job) !== keyOf(w.wanted) || w.root.dataset.state === "error") request(w, job);
   else showMessage(w.root, "error", ""); // the sentence asked for already: only a message about the field goes
 }
@@ -147,6 +151,7 @@ function mount(root) {
     picker: root.querySelector('select[name="query"]'),
     ablate: root.querySelector('input[name="ablate"]'), details: output(root, "weights-details"),
     cache: new Map([[keyOf(job), data.result]]), urlState: root.hasAttribute("data-url-state"), readout: null,
+    prompt: output(root, "cell").textContent, // the readout's words until a cell is read
   };
   w.ablate.checked = false; // a reloaded page may keep the box ticked; the pre-rendered patterns are without
   showResult(w, job, data.result);

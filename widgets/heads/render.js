@@ -53,7 +53,10 @@ export function showResult(w, job, result) {
   setSentence(output(w.root, "sentence"), result.tokens);
   setOptions(w.picker, result.tokens);
   if (sentenceChanged || w.query >= n) w.query = result.first_query; // mha_core's choice, as at build time
-  if (w.readout && (sentenceChanged || w.readout.q >= n)) w.readout = null;
+  if (w.readout && (sentenceChanged || w.readout.q >= n)) { // a cell of another text: its tokens go too
+    w.readout = null;
+    output(w.root, "cell").textContent = w.prompt;
+  }
   w.root.style.setProperty("--n", String(n));
   Object.assign(w.root.dataset, { tokens: String(n), ablate: String(job.ablate) });
   w.buttons.forEach((button) => drawThumb(button.querySelector("canvas"), result.heads[button.dataset.head], w.palette.rgb));

@@ -14,6 +14,7 @@ function staleText(w) {
   const instead = shown.sentence !== wanted.sentence
     ? `the patterns of ${shown.sentence === w.data.sentence ? "the built-in example sentence" : "the sentence before"}, not of the sentence in the box`
     : `the patterns ${shown.ablate ? "with" : "without"} the knock-out, not ${wanted.ablate ? "with" : "without"} it`;
+  if (!wanted.sentence.trim()) return `Shown: ${instead}. Type a sentence to see its own.`;
   const waits = w.root.dataset.state === "error" || w.runtime === "error"
     ? "Python could not compute them: see the message above."
     : w.runtime === "ready" ? "Computing them…" : "Waiting for Python to start in your browser to compute them.";

@@ -62,7 +62,8 @@ export function setDisabled(controls, disabled, fallback) {
  *            when they cannot be asked)
  *   ask      ask(args): the answer's Promise, for a widget whose answer takes more than one call (fn's by default)
  *   show     show(view, args): what to do with an answer (bind it into root by default)
- *   failure  failure(error, args): the reader's words for a failed call ("Could not compute this: …")
+ *   failure  the reader's words for a failed call: a start ("Could not compute this" by default) that the
+ *            error's message follows, or failure(error, args) for words of its own
  *   settled  settled(error): after the latest request is answered (error null) or refused */
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), failure, settled = () => {},
@@ -73,7 +74,8 @@ export function live(root, {
   const say = (error) => {
     if (!error) return "";
     if (error instanceof InputError) return error.message;
-    return failure ? failure(error, asked) : `Could not compute this: ${error.message}`;
+    if (typeof failure === "function") return failure(error, asked);
+    return `${failure ?? "Could not compute this"}: ${error.message}`;
   };
   const request = latestWins({
     ask: () => {

@@ -1,11 +1,12 @@
-// Everything the runtime takes from Pyodide's and Emscripten's internals, for one purpose: the memory kept for a
-// revisit (memory.js stores it). Pyodide's public memory snapshots cannot hold packages with compiled extensions
-// (pyodide/pyodide#5195, #6418), such as NumPy's; Cloudflare's workerd keeps them by preloading the libraries and
-// recording their handles, and so does this module.
+// Everything the runtime takes from Pyodide's and Emscripten's internals. Most of it is for one purpose: the memory
+// kept for a revisit (memory.js stores it). Pyodide's public memory snapshots cannot hold packages with compiled
+// extensions (pyodide/pyodide#5195, #6418), such as NumPy's; Cloudflare's workerd keeps them by preloading the
+// libraries and recording their handles, and so does this module. The rest is how worker.js starts Pyodide: the
+// files it fetches, the failure it only prints, where packages go, and what Python must forget once they are in.
 //
 // The contract, as pinned (sitebuild/assets.py's PYODIDE_VERSION; tests/site/test_pyodide_internals.py reads the
-// pinned files and fails the day one of these changes):
-//   Pyodide 0.27.7 (its Emscripten's dynamic linker, in pyodide.asm.js)
+// pinned files, records the sha256 of the files it was checked against, and fails the day one of these changes):
+//   Pyodide 0.27.7 (its Emscripten's dynamic linker, in pyodide.asm.js; Python 3.12)
 //   1. loadPyodide's private options: {_makeSnapshot: true} allows pyodide.makeMemorySnapshot(); {_loadSnapshot:
 //      bytes} starts Python from a snapshot so made.
 //   2. A snapshot is a header then Python's whole memory: the header's length in bytes is its 32-bit word 1.
@@ -19,6 +20,14 @@
 //   6. loadPyodide fetches pyodide.asm.js only if no global _createPyodideModule is defined: importing that
 //      script first (worker.js, from its checked bytes) defines it.
 //   7. An error that ends Python for good carries pyodide_fatal_error (isFatal).
+//   8. loadPyodide fetches its other files (pyodide.asm.wasm, python_stdlib.zip, pyodide-lock.json) with the
+//      global fetch, looked up at each request: a worker that replaces self.fetch first answers them (serveFiles).
+//   9. A .wasm that does not compile is reported only by console.warn ("wasm instantiation failed!", then the
+//      error), and loadPyodide then never settles; Emscripten's abort prints "Aborted(...)" on stderr
+//      (loadWatched watches both).
+//  10. Packages go into Python 3.12's site-packages, SITE_PACKAGES (pyodide.mjs: API.sitePackages).
+//  11. Python's importlib keeps each folder's finder in sys.path_importer_cache under the folder's path, and lists
+//      the folder again only when its modification time changes (newFilesSeen).
 // So each library is loaded with a handle of its own, and a memory kept after loading them is restored with its
 // libraries: each loaded again where the memory expects it, and its static memory, which loading initialises
 // anew, put back as it was kept.
@@ -33,6 +42,39 @@ export const PYODIDE_VERSION = "0.27.7";
 export const DSO = { loaded: 8, memoryBase: 12, memorySize: 16, tableBase: 20, tableSize: 24, data: 28, dataSize: 32,
   bytes: 36 };
 const LOADING = { loadAsync: true, nodelete: true, allowUndefined: true, global: false };
+export const SITE_PACKAGES = "/lib/python3.12/site-packages";
+const FATAL = /instantiation failed|WebAssembly|^Aborted/; // what console.warn says when a start cannot go on
+
+/** Pyodide's own requests for its files answered by fetch (a function as the global fetch). */
+export function serveFiles(fetch) {
+  self.fetch = fetch;
+}
+
+/** loadPyodide(options), rejected as soon as console.warn reports a start that cannot go on (with the last two
+ * lines it printed), where loadPyodide itself would never settle. Pyodide's stderr goes to console.warn. */
+export async function loadWatched(loadPyodide, options) {
+  const warn = console.warn;
+  const lines = [];
+  try {
+    return await new Promise((resolve, reject) => {
+      console.warn = (...args) => {
+        warn(...args);
+        lines.push(args.join(" "));
+        if (FATAL.test(lines.at(-1))) setTimeout(() => reject(new Error(lines.slice(-2).join(": "))), 0);
+      };
+      loadPyodide({ ...options, stderr: console.warn }).then(resolve, reject);
+    });
+  } finally {
+    console.warn = warn;
+  }
+}
+
+/** Python lists site-packages again at its next import, so that files just written there are found even within
+ * the modification time it last saw. (importlib.invalidate_caches() would do it too, but in Python 3.12 it
+ * imports importlib.metadata, 0.1 s of a fresh start, and has zipimport read the standard library again.) */
+export function newFilesSeen(pyodide) {
+  pyodide.runPython(`import sys; sys.path_importer_cache.pop("${SITE_PACKAGES}", None)`);
+}
 
 /** loadPyodide's options to start from memory (a snapshot's bytes), or, without, afresh, ready to make one. */
 export const snapshotOptions = (memory) => (memory ? { _loadSnapshot: memory } : { _makeSnapshot: true });

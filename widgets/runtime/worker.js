@@ -15,15 +15,10 @@
 import { Downloads, FilesFrom } from "./downloads.js";
 import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
 import {
-  dlopenHandles, isFatal, loadLibraries, makeSnapshot, restoreLibraries, snapshotOptions,
+  dlopenHandles, isFatal, loadLibraries, loadWatched, makeSnapshot, newFilesSeen, restoreLibraries, serveFiles,
+  SITE_PACKAGES, snapshotOptions,
 } from "./pyodide_internals.js";
 import { unpackWheel } from "./wheels.js";
-
-const SITE_PACKAGES = "/lib/python3.12/site-packages"; // Pyodide 0.27's Python 3.12
-
-// Emscripten reports a .wasm it cannot compile only with console.warn, and loadPyodide then never settles:
-// watch for it while Python starts.
-const FATAL = /instantiation failed|WebAssembly|^Aborted/;
 
 let bridgeCall = null; // the entry's call once Python is ready; null again if Python fails fatally
 let pyodideOnce = null; // Pyodide, once ready: its file system receives the files a "files" request downloads
@@ -63,35 +58,14 @@ async function startPyodide(downloads, indexURL, kept) {
   asm.catch(() => {}); // a failure is met below, once pyodide.mjs is imported
   const { loadPyodide } = await importChecked(await mjs);
   await importChecked(await asm); // defines the factory, so loadPyodide does not fetch it (pyodide_internals.js, 6)
-  const memory = await kept;
-  const warn = console.warn;
-  const lines = [];
-  try {
-    return await new Promise((resolve, reject) => {
-      console.warn = (...args) => {
-        warn(...args);
-        lines.push(args.join(" "));
-        if (FATAL.test(lines.at(-1))) setTimeout(() => reject(new Error(lines.slice(-2).join(": "))), 0);
-      };
-      loadPyodide({ indexURL, stdout: () => {}, stderr: console.warn, ...snapshotOptions(memory) }).then(resolve, reject);
-    });
-  } finally {
-    console.warn = warn;
-  }
+  return loadWatched(loadPyodide, { indexURL, stdout: () => {}, ...snapshotOptions(await kept) });
 }
-
-// Python remembers the files of each folder on its path (a FileFinder) and looks again only when the folder's
-// modification time changes, which writes within one tick can leave the same: once the wheels are in,
-// site-packages is forgotten, so that the next import reads it anew. (importlib.invalidate_caches() would do
-// it too, but in Python 3.12 it imports importlib.metadata, 0.1 s of a fresh start, and has zipimport read the
-// standard library's whole directory again.)
-const NEW_FILES_SEEN = `import sys; sys.path_importer_cache.pop("${SITE_PACKAGES}", None)`;
 
 /** Unpack the wheels (NumPy, mha_core) into site-packages; returns the paths of their files. */
 async function unpackWheels(pyodide, downloads, wheels) {
   const files = [];
   for (const url of wheels) files.push(...await unpackWheel(pyodide.FS, await downloads.bytes(url), SITE_PACKAGES));
-  pyodide.runPython(NEW_FILES_SEEN);
+  newFilesSeen(pyodide); // written within one tick, they may leave the folder's modification time as it was
   return files;
 }
 
@@ -123,7 +97,7 @@ async function init({ indexURL, files, port, entry, keep }) {
   const t0 = performance.now();
   // Each file is downloaded once, in the downloads worker; Pyodide's own requests get the checked bytes.
   downloads = new FilesFrom(port, files, post);
-  self.fetch = downloads.fetch;
+  serveFiles(downloads.fetch);
   const wheels = Object.keys(files).filter((url) => url.endsWith(".whl"));
   const memoryURL = memoryKey(indexURL, files); // awaited only by what needs it: Pyodide's files are asked for first
   const python = (async () => {

@@ -11,10 +11,12 @@ export function wholeNumber(text) {
 }
 
 /** A number field's text (its value by default) -> {value} when it holds a whole number within the field's min
- * and max, else {error} naming the field and its limits (data-limit: the maximum as mha_core writes it). */
+ * and max, else {error} naming the field (in its data-words, the reader's words for it, or by its name) and its
+ * limits (data-limit: the maximum as mha_core writes it). */
 export function readWhole(input, text = input.value) {
   const value = wholeNumber(text);
   const [min, max] = [Number(input.min), Number(input.max)];
   if (value !== null && value >= min && value <= max) return { value };
-  return { error: `${input.name} must be a whole number from ${min} to ${input.dataset.limit ?? max}.` };
+  const field = input.dataset.words ?? input.name;
+  return { error: `${field} must be a whole number from ${min} to ${input.dataset.limit ?? max}.` };
 }

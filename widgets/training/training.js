@@ -10,7 +10,7 @@ import { mountEach, whenNear } from "../runtime/page.js";
 import { output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "../shared/grid.js";
-import { wholeNumber } from "../shared/numbers.js";
+import { readWhole } from "../shared/numbers.js";
 import { makePalette } from "../shared/palette.js";
 import { sha256 } from "../shared/sha256.js";
 import { drawCharts } from "./charts.js";
@@ -146,12 +146,19 @@ function fail(w, message, slot = "error") {
   showMessage(w.root, slot, message);
 }
 
-/** The reader's settings as TrainConfig fields, checked by Python (the bridge names a field it refuses and why):
- * a block length as its whole number, or as typed (null when blank) if it is not one. */
+/** {config} of the reader's settings as TrainConfig fields, or {error} in the fields' own words when a block
+ * length is not a whole number the fields allow (a block holds distinct tokens: at most the vocabulary) or
+ * the shortest is longer than the longest. How the rest fits together is Python's check. */
 function settings(form) {
   const choice = (name) => Number(form.elements[name].value);
-  const whole = (name) => wholeNumber(form.elements[name].value) ?? (form.elements[name].value.trim() || null);
-  return { n_layers: choice("n_layers"), n_heads: choice("n_heads"), lr: choice("lr"), min_period: whole("min_period"), max_period: whole("max_period") };
+  const [from, to] = [readWhole(form.elements.min_period), readWhole(form.elements.max_period)];
+  const errors = [from.error, to.error].filter(Boolean);
+  if (!errors.length && from.value > to.value) {
+    errors.push(`Block length from ${from.value} to ${to.value}: the first must not be larger than the second.`);
+  }
+  if (errors.length) return { error: errors.join(" ") };
+  return { config: { n_layers: choice("n_layers"), n_heads: choice("n_heads"), lr: choice("lr"),
+    min_period: from.value, max_period: to.value } };
 }
 
 /** Train and the buttons that measure a finished run or start a new one are off while a run trains, Stop on;
@@ -168,6 +175,8 @@ function setRunning(w, running) {
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
 async function train(w) {
   if (w.training) return;
+  const { config, error } = settings(w.form);
+  if (error) return fail(w, error, "run-error"); // said beside the fields, in their words; nothing else changes
   const seed = Math.floor(Math.random() * 2 ** 31);
   w.training = { stop: false };
   showMessage(w.root, "error", "");
@@ -180,7 +189,7 @@ async function train(w) {
   const progress = w.form.querySelector("progress");
   progress.value = 0;
   try {
-    const run = await call("training_start", { config: settings(w.form), seed });
+    const run = await call("training_start", { config, seed });
     const start = performance.now();
     started = true;
     setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step 0 of ${run.steps}…`);

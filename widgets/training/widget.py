@@ -16,14 +16,14 @@ import json
 from pathlib import Path
 
 from mha_core import bridge
-from mha_core.bridge.training_views import ROLE_MIN, recorded_run
+from mha_core.views.training import ROLE_MIN, recorded_run
 from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
 from widgets.palette import PALETTE, STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN_MODULE = ROOT / "mha_core" / "bridge" / "training_views.py"  # where recorded_run lives
+RUN_MODULE = ROOT / "mha_core" / "views" / "training.py"  # where recorded_run lives
 SEED = 0
 ASSET = "run.json"
 ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",

@@ -8,7 +8,7 @@ import pytest
 
 from mha_core import bridge, circuits
 from mha_core.bridge.circuits import MAX_CHECKPOINTS
-from mha_core.bridge.training_views import decode_params, display_tokens, encode_params
+from mha_core.views.training import decode_params, display_tokens, encode_params
 from mha_core.model import TrainConfig, init_params
 from mha_core.training import Trainer, eval_batch
 

@@ -51,8 +51,8 @@ def test_each_pattern_cell_is_the_weight_it_shows(n, h):
     for figure in view["outputs"]["patterns"]["rows"]:
         weights = np.asarray(r["patterns"][figure["data"]["split"]])  # [h, n, n]
         tables = figure["outputs"]["heads"]["rows"]
-        shown = [[[c["vars"]["--w"] for c in tr["rows"]] for tr in t["outputs"]["pattern"]["rows"]] for t in tables]
-        assert np.allclose(shown, weights)
+        shown = [[[float(c["vars"]["--w"]) for c in tr["rows"]] for tr in t["outputs"]["pattern"]["rows"]] for t in tables]
+        assert np.allclose(shown, weights, rtol=0, atol=5e-7)
         text = [[[float(c["text"]) for c in tr["rows"]] for tr in t["outputs"]["pattern"]["rows"]] for t in tables]
         assert np.allclose(text, weights, atol=0.005)
 

@@ -7,7 +7,7 @@ import pytest
 
 from mha_core import bridge
 from mha_core.one_vs_many import RELATIONSHIPS, TOKENS, one_vs_many
-from mha_core.views import fraction, plural
+from mha_core.views import css_number, fraction, plural
 from mha_core.views.one_vs_many import one_vs_many_view, verb_form
 
 
@@ -17,6 +17,7 @@ def test_fractions_are_formatted_once_with_a_minus_sign_and_never_minus_zero():
     assert fraction(1.0, signed=True) == {"value": "1.0000", "text": "+1.00"}
     assert fraction(-1e-12) == {"value": "0.0000", "text": "0.00"}
     assert (plural(1, "head"), plural(2, "head"), plural(1000, "head")) == ("1 head", "2 heads", "1,000 heads")
+    assert (css_number(9.357622968838429e-14), css_number(1 / 3), css_number(1)) == ("0.000000", "0.333333", "1.000000")
 
 
 @pytest.mark.parametrize("weights", [(1, 1, 1), (1, 0, 0), (0, 0, 3), (50, 25, 25), (1, 0, 1)])
@@ -29,11 +30,11 @@ def test_each_number_shown_is_mha_core_s(weights, wide):
         for name in ("one", "many"):
             assert float(out[f"{name}-{rel}"]["value"]) == pytest.approx(r[name]["arrives"][i], abs=5e-5)
             for b in range(3):
-                assert out[f"{name}-{b}-{rel}"]["vars"]["--v"] == pytest.approx(min(max(r[name]["blocks"][b][i], 0), 1))
+                assert float(out[f"{name}-{b}-{rel}"]["vars"]["--v"]) == pytest.approx(min(max(r[name]["blocks"][b][i], 0), 1), abs=5e-7)
     for name in ("one", "many"):
         looks = out[f"{name}-looks"]["rows"]
         assert len(looks) == r[name]["n_heads"]
-        assert [[cell["vars"]["--w"] for cell in row["rows"]] for row in looks] == pytest.approx(r[name]["weights"])
+        assert [[float(cell["vars"]["--w"]) for cell in row["rows"]] for row in looks] == pytest.approx(r[name]["weights"], abs=5e-7)
         assert all(row["label"].startswith(f"Head {h + 1} attends") for h, row in enumerate(looks))
         assert float(out[f"{name}-number"]["value"]) == pytest.approx(r[name]["number"], abs=5e-5)
         assert out[f"{name}-verb"]["text"] == verb_form(r[name]["number"])

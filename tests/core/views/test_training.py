@@ -1,4 +1,4 @@
-"""bridge/training_views.py: a run through the bridge in slices, its stop and its end, the recorded run, the weights'
+"""views/training.py: a run through the bridge in slices, its stop and its end, the recorded run, the weights'
 encoding, a reader's text as tokens, and the refusals that depend on the run or the config."""
 
 import json
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from mha_core import bridge
-from mha_core.bridge import training_views
-from mha_core.bridge.training_views import (decode_params, display_tokens, encode_params, head_roles,
+from mha_core.views import training as training_views
+from mha_core.views.training import (decode_params, display_tokens, encode_params, head_roles,
                                             recorded_run, text_tokens)
 from mha_core.model import TrainConfig, init_params
 

@@ -1,7 +1,7 @@
 // latestWins: one call at a time, the inputs as they are when a call starts, out-of-date failures dropped.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { latestWins } from "../../widgets/runtime/latest.js";
+import { latestWins } from "../../../widgets/runtime/latest.js";
 
 /** A call whose answer the test releases: {promise, resolve, reject}. */
 function deferred() {
