@@ -8,29 +8,10 @@ import { call, download } from "../runtime/bridge.js";
 import { setText } from "../runtime/dom.js";
 import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
+import { failure, modelFiles } from "./model.js";
 import { describe, drawPattern, rowsFromBytes } from "./pattern.js";
 
 const STORE = "mha-real-model"; // the model's files, kept apart from Python's own
-const MEMORY = /MemoryError|out of memory|OOM|allocation failed|Array buffer/i;
-
-/** The reader's words for a failure: not enough memory said plainly, anything else as it is. */
-function failure(error) {
-  if (MEMORY.test(error.message)) {
-    return "This device has not enough free memory to run the model (about 0.5 GB): the heads shown are the ones computed when the page was built.";
-  }
-  return `The model could not run: ${error.message}`;
-}
-
-/** The model's files as download() takes them: each url with its sha256, size and name. */
-function modelFiles(data) {
-  const files = {};
-  for (const [name, f] of Object.entries(data.files)) {
-    const url = new URL(`./${data.dir}/${name}`, import.meta.url).href;
-    files[url] = { source: url, gzip: false, sha256: f.sha256, bytes: f.bytes, name };
-  }
-  return files;
-}
-
 const mb = (bytes) => (bytes / 1e6).toFixed(1);
 
 /** One of the widget's assets (a text's patterns or view), fetched once, when first needed, as read(response). */
@@ -98,7 +79,7 @@ function mount(root) {
         return await runText(asked);
       } catch (error) { // a Python restarted after a failure has not the model's files: they come from the store
         if (!/not loaded yet/.test(error.message)) throw error;
-        await download(data.folder, STORE, modelFiles(data), () => {});
+        await download(data.folder, STORE, modelFiles(data, import.meta.url), () => {});
         return runText(asked);
       }
     },
@@ -116,7 +97,7 @@ function mount(root) {
     root.dataset.state = "loading";
     load.disabled = true;
     retry.hidden = true;
-    const files = modelFiles(data);
+    const files = modelFiles(data, import.meta.url);
     try {
       await download(data.folder, STORE, files, (arrived, total) => {
         setText(progress, `Downloading the model: ${mb(arrived)} of ${mb(total)} MB`);
