@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mha_core.llama import llama_config
+from mha_core.views.real_model import MAX_TOKENS
+
 ROLE_MIN = 0.4  # a head "is" a kind on a text when its score reaches this (the training widget's threshold too)
 SINK_MIN = 0.5  # a head rests on the first token when more than half its attention goes there
 GROUP_HEADS = (17, (3, 4, 5))  # one key/value group: layer 17's heads 3 to 5
@@ -53,7 +56,11 @@ def facts() -> dict[str, str]:
     repeated, prose = w.scores_of("repeated"), w.scores_of("prose")
     layer, group = GROUP_HEADS
     sinks = prose["first_token"] >= SINK_MIN
+    config = llama_config(w.model())
     out = {
+        "rm_layers": str(config.n_layers), "rm_heads": str(config.n_heads), "rm_kv_heads": str(config.n_kv_heads),
+        "rm_group": str(config.n_heads // config.n_kv_heads), "rm_d_head": str(config.d_head),
+        "rm_all_heads": str(config.n_layers * config.n_heads), "rm_max_tokens": str(MAX_TOKENS),
         "rm_model_mb": f"{sum(len(d) for d in w.model_files().values()) / 1e6:.0f}",
         "rm_repeated_tokens": str(len(w.heads()["repeated"]["ids"])),
         "rm_words": str(w.N_RANDOM),
