@@ -136,13 +136,15 @@ function mount(root) {
     else if (el.name === "example" && el.value in data.views) {
       showExample(el.value).catch((error) => setText(progress, `This text could not be shown: ${error.message}`));
     }
-    else if (el.name === "text") {
-      if (!loaded) setText(progress, "Load the model to run your own text.");
-      else {
-        example.value = "own";
-        request(text);
-      }
+  });
+  // On the textarea itself: a change event dispatched there without bubbling runs the text too.
+  text.addEventListener("change", () => {
+    if (!loaded) {
+      if (root.dataset.state === "idle") setText(progress, "Load the model to run your own text.");
+      return;
     }
+    example.value = "own";
+    request(text);
   });
   load.addEventListener("click", loadModel);
   retry.addEventListener("click", loadModel);
