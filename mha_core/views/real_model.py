@@ -61,10 +61,11 @@ def token_rows(tokens: list[str]) -> dict:
 
 
 def head_slot(layer: int, head: int, scores: dict) -> dict:
-    """One head's cell: data-score-KIND (4 decimals, 'NaN' if none), --KIND for its colour, its label in words."""
+    """One head's cell: data-score-KIND (4 decimals; 0 where no query counts, as TransformerLens's score, which
+    divides by every query, would be; the label says "none"), --KIND for its colour, its label in words."""
     values = {kind: float(scores[kind][layer][head]) for kind in KINDS}
     words = ", ".join(f"{KIND_NAMES[k]} {score_text(v)}" for k, v in values.items())
-    return {"data": {f"score-{KIND_NAMES[k]}": "NaN" if math.isnan(v) else f"{v:.4f}" for k, v in values.items()},
+    return {"data": {f"score-{KIND_NAMES[k]}": f"{0.0 if math.isnan(v) else v:.4f}" for k, v in values.items()},
             "vars": {f"--{KIND_NAMES[k]}": 0 if math.isnan(v) else round(min(max(v, 0.0), 1.0), 3)
                      for k, v in values.items()},
             "label": f"Layer {layer}, head {head} (key/value group {head // GROUP}): {words}"}

@@ -1,5 +1,5 @@
-"""The real model's view: each head's four scores as the numbers given (4 decimals, NaN said as none), its cell's
-colour, its label; the tokens as the reader reads them (as transformers' tokenizer decodes each alone, and as
+"""The real model's view: each head's four scores as the numbers given (4 decimals; where no query counts, 0,
+said as none), its cell's colour, its label; the tokens as the reader reads them (as transformers' tokenizer decodes each alone, and as
 ours does); the strongest heads and the note on a cut text, counted here from the definitions; refusals."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_each_head_carries_its_four_scores_its_colour_and_its_words():
                 shown = slot["data"][f"score-{KIND_NAMES[kind]}"]
                 var = slot["vars"][f"--{KIND_NAMES[kind]}"]
                 if math.isnan(value):
-                    assert shown == "NaN" and var == 0 and f"{KIND_NAMES[kind]} none" in slot["label"]
+                    assert shown == "0.0000" and var == 0 and f"{KIND_NAMES[kind]} none" in slot["label"]
                 else:
                     assert float(shown) == pytest.approx(value, abs=5e-5) and var == pytest.approx(value, abs=5e-4)
                     assert f"{KIND_NAMES[kind]} {value:.2f}" in slot["label"]
