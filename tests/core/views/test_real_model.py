@@ -1,6 +1,7 @@
 """The real model's view: each head's four scores as the numbers given (4 decimals; where no query counts, 0,
-said as none), its cell's colour, its label; the tokens as the reader reads them (as transformers' tokenizer decodes each alone, and as
-ours does); the strongest heads and the note on a cut text, counted here from the definitions; refusals."""
+said as none), its cell's colour, its label; the tokens as the reader reads them (as transformers' tokenizer
+decodes each alone, and as ours does); the strongest heads and the note on a cut text, counted here from the
+definitions; refusals."""
 from __future__ import annotations
 
 import math
