@@ -23,6 +23,7 @@ from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
 from ..views.shapes import shapes_view
 from ..views.training import training_advance, training_evaluate, training_start, training_stop
+from ..views.circuits import circuits_run_view
 from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
 
@@ -35,7 +36,7 @@ def declare(fn, **args) -> Declared:
 FUNCTIONS = {fn.__name__: fn for fn in (
     check_config, shapes_view, param_count, presets, head_patterns, head_weights, worked_view, memory_view,
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
-    circuits_over_training)}
+    circuits_over_training, circuits_run_view)}
 
 
 def limits(fn_name: str) -> dict:
