@@ -141,7 +141,8 @@ def finished_run(page) -> tuple[dict, int]:
     return run, int(np.argmax(scores))
 
 
-def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(live_widget, run):
+def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(live_widget, run,
+                                                                                 axe_source):  # noqa: F811
     training = live_widget("training")
     page = training.page
     widget = page.locator('[data-mha-widget="circuits"]')
@@ -167,6 +168,7 @@ def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider
     step = widget.locator('input[name="step"]')
     assert (step.get_attribute("min"), step.get_attribute("max"), step.get_attribute("step")) == ("0", "600", "30")
     last = assert_shows(widget, mine, 600, prev, rel=1e-12)
+    assert not blocking(page, axe_source, "your run shown", '[data-mha-widget="circuits"]')
     slider.press("Home")  # the reader's run in both: the circuits' step follows the training slider
     first = assert_shows(widget, mine, 0, prev, rel=1e-12)
     assert first["k"] != last["k"]
