@@ -19,8 +19,9 @@ const embedded = (root, name) => JSON.parse(root.querySelector(`[data-circuits-$
 
 /** The charts' lines of a run (points, and the uniform guess's height): SVG geometry, which bind does not set. */
 function drawLines(root, { pairs, loss, uniform }) {
-  for (const [pair, points] of Object.entries(pairs)) root.querySelector(`polyline[data-pair="${pair}"]`)?.setAttribute("points", points);
-  for (const [key, points] of Object.entries(loss)) root.querySelector(`polyline[data-loss="${key}"]`)?.setAttribute("points", points);
+  const lines = [...Object.entries(pairs).map(([pair, points]) => [`polyline[data-pair="${pair}"]`, points]),
+    ...Object.entries(loss).map(([key, points]) => [`polyline[data-loss="${key}"]`, points])];
+  for (const [selector, points] of lines) root.querySelector(selector)?.setAttribute("points", points);
   for (const line of root.querySelectorAll(".mha-circuits__uniform")) for (const y of ["y1", "y2"]) line.setAttribute(y, uniform);
 }
 

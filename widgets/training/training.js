@@ -316,7 +316,9 @@ function mount(root) {
 function announce(w, finished = false) {
   const { config, seed, checkpoints } = w.run;
   const detail = { run: w.runId, step: checkpoints[w.index].step };
-  if (finished) detail.finished = { config, seed, steps: checkpoints.map((c) => c.step), params: checkpoints.map((c) => c.params) };
+  if (finished) {
+    detail.finished = { config, seed, steps: checkpoints.map((c) => c.step), params: checkpoints.map((c) => c.params) };
+  }
   document.dispatchEvent(new CustomEvent("mha-training-step", { detail }));
 }
 
