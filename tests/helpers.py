@@ -207,11 +207,12 @@ def png_indices(url: str):
     return rows[:, 1:]
 
 
-def circuits_expected(run: dict, step: int) -> dict:
+def circuits_expected(run: dict, step: int, prev: int | None = None) -> dict:
     """What the circuits widget must show at step of run (run.json's form), computed by mha_core.circuits itself:
     K-composition {(layer-0 head, layer-1 head): score}, copying {layer-1 head: score}, the layer-1 heads' full
     OV circuits and the previous-token head's positional QK circuit (causal part), each as the palette indices of
-    16 levels a side of its largest magnitude, and the loss at each position of the display sequence."""
+    16 levels a side of its largest magnitude, and the loss at each position of the display sequence. prev: the
+    layer-0 head whose QK circuit is shown, if not the one the run's roles name previous-token."""
     import numpy as np
 
     from mha_core import circuits
@@ -220,7 +221,8 @@ def circuits_expected(run: dict, step: int) -> dict:
     config = TrainConfig(**run["config"])
     checkpoint = next(c for c in run["checkpoints"] if c["step"] == step)
     params = decode_params(checkpoint["params"], config)
-    prev = run["checkpoints"][-1]["roles"][0].index("previous_token")  # the head the detectors name at the end
+    if prev is None:  # the head the detectors name at the end
+        prev = run["checkpoints"][-1]["roles"][0].index("previous_token")
 
     def levels(M):
         M = np.nan_to_num(M)

@@ -22,6 +22,7 @@ from ..shapes import param_count
 from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
 from ..views.shapes import shapes_view
+from ..views.circuits import circuits_run_view
 from ..views.training import training_advance, training_evaluate, training_start, training_stop
 from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
@@ -36,7 +37,7 @@ def declare(fn, **args) -> Declared:
 FUNCTIONS = {fn.__name__: fn for fn in (
     check_config, shapes_view, param_count, presets, head_patterns, head_weights, worked_view, memory_view,
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
-    circuits_over_training, real_model_start, real_model_advance, real_model_pattern)}
+    circuits_over_training, circuits_run_view, real_model_start, real_model_advance, real_model_pattern)}
 
 
 def limits(fn_name: str) -> dict:

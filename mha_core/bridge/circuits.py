@@ -6,17 +6,19 @@ Its functions circuits_at and circuits_over_training are the ones the browser ca
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import circuits
-from ..fields import ListOf, Text, Whole, arguments
+from ..fields import Text, arguments
 from ..model import SEED, TRAIN_CONFIG, TrainConfig
 from ..training import eval_batch
-from ..views.training import MAX_PARAMS_CHARS, SCHEDULE, decode_params, display_tokens
+from ..views.circuits import MAX_CHECKPOINTS, PARAMS, STEPS  # noqa: F401 (MAX_CHECKPOINTS: read here by callers)
+from ..views.training import MAX_PARAMS_CHARS, decode_params, display_tokens
 
-MAX_CHECKPOINTS = SCHEDULE["steps"] // SCHEDULE["checkpoint_every"] + 1  # a whole run on the widget's schedule
 
-
+@functools.lru_cache(maxsize=8)  # the same for every checkpoint of a run: one run's views ask for it once
 def k_baseline(config: TrainConfig) -> dict:
     """{"mean", "std"} of the K-composition score of random heads of config's shapes (seeded, so always the same)."""
     scores = circuits.random_k_composition(config)
@@ -34,8 +36,7 @@ def circuits_at(config: dict, params: str) -> dict:
             "position_losses": circuits.position_losses(weights, tokens, config)}
 
 
-@arguments(config=TRAIN_CONFIG, seed=SEED, steps=ListOf(Whole(0, 2**31), MAX_CHECKPOINTS),
-           params=ListOf(Text(MAX_PARAMS_CHARS), MAX_CHECKPOINTS))
+@arguments(config=TRAIN_CONFIG, seed=SEED, steps=STEPS, params=PARAMS)
 def circuits_over_training(config: dict, seed: int, steps: list, params: list) -> dict:
     """A run's checkpoints (steps[i] and its weights params[i]) -> {"checkpoints": circuits.over_training's entries,
     losses on the evaluation batch of the run with this seed, position losses on "tokens"; "k_baseline"}."""

@@ -1,8 +1,10 @@
 """The circuits widget's view: a recorded run's circuits (mha_core.bridge.circuits) as the reader reads them.
 
-circuits_view(config, seed, steps, params, prev_head) -> {"fixed", "views"}: "fixed" holds what no step changes
-(the charts over training, their axes, the heads' names); "views" one view per recorded step (the form
-mha_core.views describes), so the step control only binds the view of the step it is moved to. Each heatmap
+circuits_view(config, seed, steps, params, prev_head) -> {"run", "fixed", "views"}: "run" is the view of what no step
+changes that a run's own words and scales fill (bound once when the widget switches runs), "fixed" the rest of it
+(the charts' lines and axes, the heads' names); "views" one view per recorded step (the form mha_core.views
+describes), so the step control only binds the view of the step it is moved to. circuits_run_view, which the
+browser calls (bridge.FUNCTIONS), makes the same of the reader's own run once it ends. Each heatmap
 is a small PNG (indexed colours, stdlib zlib), a CSS image in the slot's --map variable: a 32 × 32 picture in
 about a kilobyte, the same in CPython and in Pyodide.
 """
@@ -16,9 +18,12 @@ import zlib
 
 import numpy as np
 
-from ..bridge.circuits import circuits_at, circuits_over_training
-from ..model import TrainConfig
+from ..detectors import evaluate
+from ..fields import ListOf, Text, Whole, arguments
+from ..model import SEED, TRAIN_CONFIG, TrainConfig
+from ..training import eval_batch
 from . import decimal
+from .training import MAX_PARAMS_CHARS, SCHEDULE, decode_params
 
 LEVELS = 16  # colour steps on each side of zero
 NEGATIVE, POSITIVE = (86, 180, 233), (213, 94, 0)  # Okabe and Ito's sky blue and vermilion, legible on light and dark
@@ -26,6 +31,9 @@ NEGATIVE, POSITIVE = (86, 180, 233), (213, 94, 0)  # Okabe and Ito's sky blue an
 CHART = {"width": 320, "height": 170, "left": 40, "right": 310, "top": 10, "bottom": 140}
 K_TICKS = (0.0, 0.1, 0.2, 0.3, 0.4)
 BASELINE_SPREAD = 2  # the random baseline's band: mean ± this many standard deviations
+LOSS_TICKS = 5  # the loss axis: 0 to a multiple of this many nats, in this many intervals, for every run
+MAX_CHECKPOINTS = SCHEDULE["steps"] // SCHEDULE["checkpoint_every"] + 1  # a whole run on the widget's schedule
+STEPS, PARAMS = ListOf(Whole(0, 2**31), MAX_CHECKPOINTS), ListOf(Text(MAX_PARAMS_CHARS), MAX_CHECKPOINTS)
 
 
 # ---------------------------------------------------------------- pictures
@@ -104,7 +112,7 @@ def fixed(config: TrainConfig, run: dict, prev_head: int) -> dict:
     steps = [e["step"] for e in entries]
     h = range(config.n_heads)
     k_top = K_TICKS[-1]
-    loss_top = math.ceil(max(max(e["loss_first"], e["loss_repeat"]) for e in entries))
+    loss_top = LOSS_TICKS * math.ceil(max(max(e["loss_first"], e["loss_repeat"]) for e in entries) / LOSS_TICKS)
     pos_top = math.ceil(max(float(np.max(e["position_losses"])) for e in entries))
     base = run["k_baseline"]
     low, high = base["mean"] - BASELINE_SPREAD * base["std"], base["mean"] + BASELINE_SPREAD * base["std"]
@@ -120,7 +128,7 @@ def fixed(config: TrainConfig, run: dict, prev_head: int) -> dict:
         "k_ticks": ticks(K_TICKS, k_top, 1),
         "baseline": {"y": round(y_of(high, k_top), 1), "height": round(y_of(low, k_top) - y_of(high, k_top), 1),
                      "mean": decimal(base["mean"]), "std": decimal(base["std"], 3), "spread": BASELINE_SPREAD},
-        "loss_ticks": ticks(range(loss_top + 1), loss_top, 0),
+        "loss_ticks": ticks(range(0, loss_top + 1, loss_top // LOSS_TICKS), loss_top, 0),
         "loss_lines": [{"name": "on the repeats", "key": "repeat", "points": polyline(
                            steps, [e["loss_repeat"] for e in entries], total, loss_top)},
                        {"name": "on first occurrences", "key": "first", "points": polyline(
@@ -184,12 +192,68 @@ def step_view(config: TrainConfig, at: dict, entry: dict, fix: dict) -> dict:
     return {"data": {"step": str(step)}, "outputs": out}
 
 
-def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head: int) -> dict:
+def run_slots(fix: dict, name: str, note: str) -> dict:
+    """The view of what a run changes but no step does: the step control's label, the rows' heads, the scales'
+    words, which prediction each bar is; note, the words on which run is shown ("": none). Its "data" (the
+    steps) and "lines" (the charts' polylines' points by pair and loss, the uniform guess's y) are the attributes
+    the widget's script sets, as the binding sets no SVG geometry."""
+    out = {"run-label": f"{name}, at a checkpoint (every {fix['every']} steps)", "prev-name": fix["prev_name"],
+           "run-note": {"text": note, "hidden": not note}, "period": str(fix["period"]), "pos-top": f"{fix['pos_top']} nats",
+           "positions": {"vars": {"--uniform": round(math.log(fix["vocab"]) / fix["pos_top"], 4)},
+                         "rows": [{"data": {"kind": k}} for k in fix["kinds"]]}}
+    out.update((f"from-{a}", f"{fix['layer0'][a]}{' (previous-token)' if a == fix['prev_head'] else ''}") for a in fix["heads"])
+    out.update((f"loss-tick-{i}", t["text"]) for i, t in enumerate(fix["loss_ticks"]))
+    lines = {"pairs": {f"{p['source']}-{p['target']}": p["points"] for p in fix["pairs"]},
+             "loss": {line["key"]: line["points"] for line in fix["loss_lines"]}, "uniform": fix["uniform"]["y"]}
+    return {"data": {"first": fix["first"], "last": fix["last"], "every": fix["every"]}, "outputs": out, "lines": lines}
+
+
+def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head: int,
+                  name: str = "The recorded run", note: str = "") -> dict:
     """A run's checkpoints (steps[i], weights params[i] in encode_params' form; prev_head, the layer-0 head its
-    detectors name previous-token) -> {"fixed", "views": one view per step}."""
+    detectors name previous-token) -> {"run": run_slots (name: the run's, note: what to say of it), "fixed",
+    "views": one view per step}."""
+    from ..bridge.circuits import circuits_at, circuits_over_training  # here: the bridge imports this module
+
     train = TrainConfig(**config)
     check_arguments(train, prev_head)
     run = circuits_over_training(config, seed, steps, params)
-    fix = fixed(train, run, prev_head)
+    fix = {**fixed(train, run, prev_head), "vocab": train.vocab}
     views = [step_view(train, circuits_at(config, p), entry, fix) for p, entry in zip(params, run["checkpoints"])]
-    return {"fixed": fix, "views": views}
+    return {"run": run_slots(fix, name, note), "fixed": fix, "views": views}
+
+
+# ---------------------------------------------------------------- the reader's run
+
+def unlike_shipped(config: TrainConfig) -> str:
+    """Why the widget, laid out for the shipped model's heads, cannot show a run of config ("" if it can)."""
+    shipped = TrainConfig()
+    if config.n_layers < 2:
+        return ("Your run has one layer: there is no K-composition (a head's keys can only read what an earlier "
+                "layer wrote) and no layer-1 head to copy: this view cannot show it. Train two layers to see yours.")
+    if (config.n_layers, config.n_heads) != (shipped.n_layers, shipped.n_heads):
+        return (f"Your run has {config.n_layers} layers of {config.n_heads} heads; this view draws "
+                f"{shipped.n_layers} layers of {shipped.n_heads}, as the recorded run has, so it cannot show this "
+                f"one. Train {shipped.n_heads} heads per layer to see yours.")
+    return ""
+
+
+@arguments(config=TRAIN_CONFIG, seed=SEED, steps=STEPS, params=PARAMS)
+def circuits_run_view(config: dict, seed: int, steps: list, params: list) -> dict:
+    """The reader's finished run (steps[i] and its weights params[i], encode_params' form, evenly spaced) ->
+    circuits_view's {"run", "fixed", "views"}, its previous-token head the layer-0 head with the highest
+    previous-token score at its last checkpoint; for a run of another shape, {"run": a note saying why it is not
+    shown, "fixed": None, "views": []}."""
+    train = TrainConfig(**config)
+    why = unlike_shipped(train)
+    if why:
+        return {"run": {"outputs": {"run-note": {"text": why, "hidden": False}}}, "fixed": None, "views": []}
+    if len(steps) < 2 or len({b - a for a, b in zip(steps, steps[1:])}) != 1 or steps[0] != 0:
+        raise ValueError(f"steps must be 2 or more evenly spaced checkpoints from step 0, got {steps[:8]}.")
+    if len(params) != len(steps):
+        raise ValueError(f"steps and params must be as long as each other, got {len(steps)} and {len(params)}.")
+    scores = evaluate(decode_params(params[-1], train), eval_batch(train, seed), train)["scores"]["previous_token"][0]
+    prev = int(np.argmax(scores))
+    note = (f"Shown: your run (seed {seed}). {head(0, prev)} is taken as its previous-token head: its "
+            f"previous-token score at step {steps[-1]}, {decimal(float(scores[prev]), 3)}, is its layer's highest.")
+    return circuits_view(config, seed, steps, params, prev, f"Your run (seed {seed})", note)

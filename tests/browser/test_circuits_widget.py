@@ -1,7 +1,9 @@
 """The circuits widget in Chromium: it arrives with mha_core's circuits at the run's last step; the step control,
 moved with the keyboard, shows every score, heatmap and loss mha_core computes here in CPython at that step (from
 the run the site ships); it fits a phone's 390 px; axe finds no serious violation in light and dark, on desktop
-and phone. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
+and phone. The reader's own run, trained in the training widget, is offered once it ends and shows mha_core's
+circuits of that run; while both widgets show the same run, the step follows the training widget's slider. conftest
+fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
 from __future__ import annotations
 
 import json
@@ -12,6 +14,10 @@ from playwright.sync_api import expect
 
 import conftest
 from test_accessibility import SCHEMES, VIEWPORTS, axe_source, blocking, settle  # noqa: F401 (axe_source: a fixture)
+from mha_core.detectors import evaluate
+from mha_core.model import TrainConfig
+from mha_core.training import eval_batch
+from mha_core.views.training import decode_params
 from tests.helpers import circuits_expected, png_indices
 
 NAME = "circuits"
@@ -35,13 +41,16 @@ def run(built_site) -> dict:
     return json.loads((built_site / "assets" / "widgets" / "training" / "run.json").read_bytes())
 
 
-def assert_shows(widget, run: dict, step: int) -> dict:
-    """Wait for step to be shown, then compare every score, heatmap and loss with mha_core's at that step."""
+def assert_shows(widget, run: dict, step: int, prev: int | None = None, rel: float = 0) -> dict:
+    """Wait for step to be shown, then compare every score, heatmap and loss with mha_core's at that step (prev:
+    the layer-0 head whose QK circuit is shown, if not the one the run's roles name; rel: the scores' tolerance,
+    for those the page's Python computes, whose NumPy may round the last bit otherwise)."""
     expect(widget).to_have_attribute("data-step", str(step))
     read = widget.evaluate(READ)
-    want = circuits_expected(run, step)
+    want = circuits_expected(run, step, prev)
     assert (read["step"], read["shown"]) == (str(step), f"Step {step}")
-    assert {(a, b): (float(v), t) for a, b, v, t in read["k"]} == {p: (s, f"{s:.2f}") for p, s in want["k"].items()}
+    assert {(a, b): t for a, b, _, t in read["k"]} == {p: f"{s:.2f}" for p, s in want["k"].items()}
+    assert {(a, b): float(v) for a, b, v, _ in read["k"]} == pytest.approx(want["k"], rel=rel, abs=0)
     assert {(layer, h): (float(v), t) for layer, h, v, t in read["ov"]} == {(1, b): (s, f"{s:.2f}") for b, s in want["ov"].items()}
     for b, url in enumerate(read["maps"]):
         assert np.array_equal(png_indices(url), want["ov_levels"][b]), f"L1 H{b}'s full OV circuit at step {step}"
@@ -112,3 +121,85 @@ def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_pho
     assert_shows(widget, run, 0)
     check("at step 0")
     assert not found, "\n".join(found)
+
+
+# Before training: keep the last finished run the training widget announces (its event's detail), as sent.
+KEEP_FINISHED = """() => document.addEventListener("mha-training-step", (e) => {
+  if (e.detail.finished) window.__finishedRun = { run: e.detail.run, ...e.detail.finished };
+})"""
+
+
+def finished_run(page) -> tuple[dict, int]:
+    """(the reader's finished run as the page sent it, in run.json's form; its layer-0 head with the highest
+    previous-token score at its last step, computed here)."""
+    sent = page.evaluate("() => window.__finishedRun")
+    run = {"config": sent["config"], "seed": sent["seed"],
+           "checkpoints": [{"step": s, "params": p} for s, p in zip(sent["steps"], sent["params"])]}
+    config = TrainConfig(**run["config"])
+    last = decode_params(sent["params"][-1], config)
+    scores = evaluate(last, eval_batch(config, run["seed"]), config)["scores"]["previous_token"][0]
+    return run, int(np.argmax(scores))
+
+
+def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(live_widget, run,
+                                                                                 axe_source):  # noqa: F811
+    training = live_widget("training")
+    page = training.page
+    widget = page.locator('[data-mha-widget="circuits"]')
+    page.evaluate(KEEP_FINISHED)
+    reader, back = widget.locator('button[name="reader"]'), widget.locator('button[name="recorded"]')
+    expect(reader).to_be_hidden()
+    expect(back).to_be_hidden()
+    slider = training.locator('input[name="step"]')
+    slider.fill("3")  # the recorded run in both: the circuits' step follows
+    assert_shows(widget, run, 90)
+    training.locator('button[name="train"]').click()
+    expect(training.locator('[data-output="run"]')).to_contain_text("600 steps in", timeout=180_000)
+    expect(reader).to_be_visible()
+    assert_shows(widget, run, 90)  # nothing changes until the reader asks
+    reader.click()
+    expect(widget).to_have_attribute("data-run", "reader", timeout=120_000)
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(back).to_be_focused()  # the pressed button is hidden: the focus moved to the way back
+    mine, prev = finished_run(page)
+    seed = mine["seed"]
+    expect(widget.locator('[data-output="run-label"]')).to_have_text(f"Your run (seed {seed}), at a checkpoint (every 30 steps)")
+    expect(widget.locator('[data-output="run-note"]')).to_contain_text(f"L0 H{prev} is taken as its previous-token head")
+    step = widget.locator('input[name="step"]')
+    assert (step.get_attribute("min"), step.get_attribute("max"), step.get_attribute("step")) == ("0", "600", "30")
+    last = assert_shows(widget, mine, 600, prev, rel=1e-12)
+    assert not blocking(page, axe_source, "your run shown", '[data-mha-widget="circuits"]')
+    slider.press("Home")  # the reader's run in both: the circuits' step follows the training slider
+    first = assert_shows(widget, mine, 0, prev, rel=1e-12)
+    assert first["k"] != last["k"]
+    for _ in range(9):
+        slider.press("ArrowRight")
+    assert_shows(widget, mine, 270, prev, rel=1e-12)
+    back.click()
+    expect(widget).to_have_attribute("data-run", "recorded")
+    assert_shows(widget, run, 270)
+    expect(widget.locator('[data-output="run-label"]')).to_have_text("The recorded run, at a checkpoint (every 30 steps)")
+    expect(widget.locator('[data-output="run-note"]')).to_be_hidden()
+    slider.press("End")  # the training widget shows the reader's run, this one the recorded: the step stays
+    expect(training.locator('[data-output="step"]')).to_have_attribute("data-value", "600")
+    assert_shows(widget, run, 270)
+    reader.click()  # the reader's run again, made once: at the step the training widget shows
+    expect(widget).to_have_attribute("data-run", "reader")
+    assert_shows(widget, mine, 600, prev, rel=1e-12)
+
+
+def test_a_run_of_another_shape_is_declined_in_words(live_widget, run):
+    training = live_widget("training")
+    page = training.page
+    widget = page.locator('[data-mha-widget="circuits"]')
+    training.locator('select[name="n_layers"]').select_option("1")
+    training.locator('button[name="train"]').click()
+    expect(training.locator('[data-output="run"]')).to_contain_text("600 steps in", timeout=180_000)
+    training.locator('select[name="n_layers"]').select_option("2")
+    shown = widget.get_attribute("data-run")  # the recorded run, or an earlier run of the reader's
+    widget.locator('button[name="reader"]').click()
+    expect(widget.locator('[data-output="run-note"]')).to_contain_text("Your run has one layer: there is no K-composition",
+                                                                       timeout=120_000)
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(widget).to_have_attribute("data-run", shown)  # which stays shown
+    expect(widget.locator('[data-message="error"]')).to_be_hidden()

@@ -39,13 +39,15 @@ def run_view() -> dict:
     return json.loads(json.dumps(view, allow_nan=False))
 
 
-def embedded(views: list[dict]) -> Markup:
-    """Every step's view by step, as compact JSON safe inside a <template> (no <, > or & left as such)."""
-    text = json.dumps({v["data"]["step"]: v for v in views}, separators=(",", ":"), ensure_ascii=False)
+def embedded(value) -> Markup:
+    """value as compact JSON safe inside a <template> (no <, > or & left as such)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
 def context() -> dict:
-    """The template's variables: the last step's view, what no step changes, and every step's view to embed."""
+    """The template's variables: the last step's view, what no step changes, and every step's view to embed
+    with the run's own view (the step control's way back to the recorded run after the reader's)."""
     view = run_view()
-    return {"view": view["views"][-1], "fixed": view["fixed"], "steps": embedded(view["views"])}
+    return {"view": view["views"][-1], "run": view["run"], "fixed": view["fixed"], "run_json": embedded(view["run"]),
+            "steps": embedded({v["data"]["step"]: v for v in view["views"]})}

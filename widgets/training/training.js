@@ -225,6 +225,7 @@ async function train(w) {
       `Shown: your run (seed ${seed}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
       `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
     w.root.dataset.state = "live";
+    if (done) announce(w, true);
   } catch (err) {
     fail(w, err.message, "run-error");
     setText(output(w.root, "run"), started ? "Shown: your run, up to its last good checkpoint." : shownBefore);
@@ -262,6 +263,7 @@ function mount(root) {
     const index = Number(w.slider.value);
     if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
     show(w, index);
+    announce(w);
     if (w.ablate.size || w.text !== null) measure(w);
   });
   root.querySelector(".mha-training__grid").addEventListener("click", (event) => {
@@ -306,6 +308,18 @@ function mount(root) {
     const to = td && moveFrom(w.grid, Number(td.dataset.q), Number(td.dataset.k), event);
     if (to) { event.preventDefault(); cellAt(w.grid, ...to).focus(); }
   });
+}
+
+/** Tell the page which run and checkpoint step the slider shows: the document-level event "mha-training-step", the
+ * one the circuits widget (widgets/circuits/circuits.js) follows. detail {run: "built" or the reader's run's id,
+ * step}, and once the reader's run has ended, finished: {config, seed, steps, params} (its checkpoints). */
+function announce(w, finished = false) {
+  const { config, seed, checkpoints } = w.run;
+  const detail = { run: w.runId, step: checkpoints[w.index].step };
+  if (finished) {
+    detail.finished = { config, seed, steps: checkpoints.map((c) => c.step), params: checkpoints.map((c) => c.params) };
+  }
+  document.dispatchEvent(new CustomEvent("mha-training-step", { detail }));
 }
 
 /** One of the suggested experiments: the form set to the built run's settings changed by the button's
