@@ -8,7 +8,8 @@
 // are changed one at a time, the kinds most likely to ask Python first, until one makes it busy: no
 // widget is named here, so widgets added later are covered as they come. A widget with a Load button (whose
 // Python waits for the reader to ask for a large download) is loaded first. An exercise (a widget with a Run
-// button) goes "running", then "pass", "fail" or "error" once its own Python has checked the code.
+// button) goes "running", then "pass", "fail" or "error" once its own Python has checked the code. A widget
+// marked data-views="in-page" holds every view its controls show: a control's change shows another, no Python.
 ({
   watch() {
     if (window.__mhaProblems) return;
@@ -117,6 +118,19 @@
         seen.message = root.querySelector('[data-output="result"]')?.textContent ?? "";
         continue;
       }
+      const controls = KINDS.flatMap(([selector, change]) =>
+        [...root.querySelectorAll(selector)].filter((c) => !c.disabled && c.form).map((c) => [c, change]));
+      if (root.dataset.views === "in-page") {
+        seen.kind = "in-page";
+        const before = root.textContent;
+        const [control, change] = controls.find(([c, change]) => change(c)) ?? [];
+        seen.control = control ? `${control.tagName.toLowerCase()}[name="${control.name}"]` : null;
+        control?.dispatchEvent(new Event("input", { bubbles: true }));
+        seen.changed = await poll(() => root.textContent !== before, 3000);
+        observer.disconnect();
+        seen.state = root.dataset.state;
+        continue;
+      }
       seen.kind = "widget";
       const load = root.querySelector('button[name="load"]');
       if (load && !load.hidden && !load.disabled) {  // a widget whose Python waits for the reader's Load (a model)
@@ -124,8 +138,6 @@
         load.click();
         await poll(() => ["live", "error"].includes(root.dataset.state), timeoutMs);
       }
-      const controls = KINDS.flatMap(([selector, change]) =>
-        [...root.querySelectorAll(selector)].filter((c) => !c.disabled && c.form).map((c) => [c, change]));
       for (const [control, change] of controls) {
         if (!change(control)) continue;
         seen.control = `${control.tagName.toLowerCase()}[name="${control.name}"]`;
