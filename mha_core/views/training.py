@@ -20,6 +20,7 @@ from ..model import ABLATE, MAX_STEP_FLOPS, SEED, TRAIN_CONFIG, TrainConfig, for
 from ..rng import Random
 from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
 from ..training import Trainer, TrainingDiverged, eval_batch
+from . import decimal
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
 SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
@@ -74,6 +75,26 @@ def rounded(entry: dict) -> dict:
     return out
 
 
+SCORE_TICKS = 5  # the score axis: 0, 0.2, …, 1.0
+
+
+def chart_axes(history: list[dict], vocab: int) -> dict:
+    """The two charts' y-axes as the reader reads them: {"loss", "scores"}, each {"top", "unit", "ticks":
+    [{"value", "text"}]}; the loss's also "level", a uniform guess's loss (ln vocab) with its label. The loss axis
+    reaches the highest loss of history, at most twice a uniform guess's (a diverging run is clipped, not
+    squeezed flat), in whole nats."""
+    uniform = math.log(vocab)
+    losses = [h[k] for h in history for k in ("loss_first", "loss_repeat") if math.isfinite(h[k])]
+    top = math.ceil(min(max([uniform, *losses]), 2 * uniform))
+    level = {"value": uniform, "text": f"{uniform:.4f}", "label": f"uniform guess: ln {vocab} = {decimal(uniform)}",
+             "legend": f"uniform guess ({decimal(uniform)} nats)"}
+    return {"loss": {"top": top, "unit": "loss (nats)", "level": level,
+                     "ticks": [{"value": v, "text": str(v)} for v in range(top + 1)]},
+            "scores": {"top": 1, "unit": "score (0 to 1)",
+                       "ticks": [{"value": i / SCORE_TICKS, "text": "0" if i == 0 else decimal(i / SCORE_TICKS, 1)}
+                                 for i in range(SCORE_TICKS + 1)]}}
+
+
 # ---------------------------------------------------------------- how it travels
 
 def encode_patterns(patterns: list[np.ndarray]) -> str:
@@ -118,7 +139,7 @@ def run_view(trainer: Trainer) -> dict:
     config = trainer.config
     return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step,
             "tokens": display_tokens(config), "symbols": SYMBOLS[:config.vocab],
-            "history": [rounded(h) for h in trainer.history],
+            "history": [rounded(h) for h in trainer.history], "axes": chart_axes(trainer.history, config.vocab),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
 
 
@@ -157,7 +178,8 @@ def training_start(config: dict | None = None, seed: int = 0) -> dict:
 def training_advance(run: int, budget_ms: float = 80) -> dict:
     """Train run for about budget_ms (at least one step, never past SCHEDULE["steps"]).
 
-    Returns {"step", "done", "history": the new entries, "checkpoints": the new ones}. A diverged run
+    Returns {"step", "done", "history": the new entries, "checkpoints": the new ones, "axes": the charts'
+    axes for the whole history}. A diverged run
     is ended and its message raised (TrainingDiverged, a ValueError).
     """
     trainer = running(run)
@@ -173,6 +195,7 @@ def training_advance(run: int, budget_ms: float = 80) -> dict:
     if done:
         RUNS.pop(run, None)
     return {"step": trainer.step, "done": done, "history": [rounded(h) for h in trainer.history[logged:]],
+            "axes": chart_axes(trainer.history, trainer.config.vocab),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints[saved:])}
 
 
@@ -191,13 +214,47 @@ def fitting_ablate(ablate: list, config: TrainConfig) -> list[tuple[int, int]]:
     return [(layer, head) for layer, head in ablate]
 
 
+def head_names(heads) -> str:
+    """[(1, 0), (0, 1)] -> 'L0 H1 and L1 H0'."""
+    names = [f"L{layer} H{head}" for layer, head in sorted(heads)]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def knockout_readout(intact: dict, ablated: dict, ablate: list[tuple[int, int]]) -> str:
+    """What a knock-out changes, in words: the two losses, then the heads of later layers, which read what the
+    knocked-out heads wrote (a knocked-out head's own pattern never changes: zeroing removes what it writes,
+    not where it looks). intact and ablated: evaluate's answers without and with the heads in ablate zeroed."""
+    if not ablate:
+        return ""
+    its = "its" if len(ablate) == 1 else "their"
+    n_layers, n_heads = len(intact["scores"]["induction"]), len(intact["scores"]["induction"][0])
+    text = (f"{head_names(ablate)} knocked out ({its} output zeroed). "
+            f"Loss on the repeats {decimal(intact['loss_repeat'], 3)} → {decimal(ablated['loss_repeat'], 3)} nats; "
+            f"on first occurrences (tokens new to the sequence, which no head can copy) "
+            f"{decimal(intact['loss_first'], 3)} → {decimal(ablated['loss_first'], 3)}.")
+    readers = [(layer, head) for layer in range(min(layer for layer, _ in ablate) + 1, n_layers)
+               for head in range(n_heads) if (layer, head) not in ablate]
+    if readers:
+        return text + f" Later heads read {its} output, so their patterns change: induction score of " + \
+            ", ".join(f"{head_names([h])} {_score(intact, h)} → {_score(ablated, h)}" for h in readers) + "."
+    last = max(layer for layer, _ in ablate)  # no layer after it: every pattern stays
+    others = [(last, head) for head in range(n_heads) if (last, head) not in ablate]
+    kept = "".join(f" {head_names([h])} keeps its pattern (induction score {_score(intact, h)})." for h in others)
+    return (text + f" No later layer reads {its} output, so no pattern changes: what changes is the prediction, "
+            f"which loses what {'it' if len(ablate) == 1 else 'they'} wrote.{kept}")
+
+
+def _score(evaluated: dict, head: tuple[int, int]) -> str:
+    return decimal(evaluated["scores"]["induction"][head[0]][head[1]], 3)
+
+
 @arguments(config=TRAIN_CONFIG, seed=SEED, params=Text(MAX_PARAMS_CHARS), ablate=ABLATE,
            text=Maybe(Text(MAX_TEXT_CHARS)))
 def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str | None = None) -> dict:
     """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed.
 
     Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
-    run with this seed, and "patterns" (ablated, encoded as in checkpoint_view) with their "labels" on
+    run with this seed, "readout" (knockout_readout's words, empty without a knock-out), and "patterns" (ablated, encoded as in checkpoint_view) with their "labels" on
     display_tokens, or on the reader's text (text_tokens) when text is given.
     """
     config = TrainConfig(**config)
@@ -210,6 +267,6 @@ def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str
     else:
         shown, labels = text_tokens(text, config)
     _, patterns = forward(weights, np.array([shown]), config, ablate)
-    return {"intact": rounded(evaluate(weights, tokens, config)),
-            "ablated": rounded(evaluate(weights, tokens, config, ablate)),
+    intact, ablated = rounded(evaluate(weights, tokens, config)), rounded(evaluate(weights, tokens, config, ablate))
+    return {"intact": intact, "ablated": ablated, "readout": knockout_readout(intact, ablated, ablate),
             "patterns": encode_patterns(patterns), "labels": labels}

@@ -82,7 +82,16 @@ function show(w, index) {
   const period = run.tokens.indexOf(run.tokens[0], 1);
   const sequence = view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`;
   drawHead(w, patterns, labels, checkpoint.step, sequence);
+  setText(output(w.root, "knockout"), knockoutMessage(w, view));
   drawCharts(w.root, run, checkpoint.step, reference(w));
+}
+
+/** What the knock-out says about the selected head: Python's readout while that head is knocked out (a
+    message about another head's knock-out would read as this one's), else what a knock-out does. */
+function knockoutMessage(w, view) {
+  if (!w.ablate.has(w.selected.join(","))) return w.knockoutHelp;
+  if (view?.readout) return view.readout;
+  return w.measuring === viewKey(w) ? "Measuring without the knocked-out heads (Python)…" : w.knockoutHelp;
 }
 
 /** The built run's loss on repeats, drawn beside the reader's run for comparison (none for the built run). */
@@ -95,12 +104,12 @@ function reference(w) {
 /** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text. */
 async function measure(w) {
   const key = viewKey(w);
-  if (!w.ablate.size) setText(output(w.root, "knockout"), w.knockoutHelp);
   if (!w.ablate.size && w.text === null) return settle(w);
   const checkpoint = w.run.checkpoints[w.index];
   if (!checkpoint?.params) return loadRun(w); // the weights come with the asset, then measure() runs again
   if (w.root.dataset.state !== "training") w.root.dataset.state = "busy";
-  if (w.ablate.size) setText(output(w.root, "knockout"), "Measuring without the knocked-out heads (Python)…");
+  w.measuring = key;
+  setText(output(w.root, "knockout"), knockoutMessage(w, null));
   try {
     const result = await call("training_evaluate", {
       config: w.run.config, seed: w.run.seed, params: checkpoint.params,
@@ -108,10 +117,11 @@ async function measure(w) {
     });
     if (key !== viewKey(w)) return; // the reader moved on meanwhile
     w.view = { key, result };
-    if (w.ablate.size) setText(output(w.root, "knockout"), knockoutText(result));
+    w.measuring = null;
     settle(w);
   } catch (err) {
     if (key !== viewKey(w)) return;
+    w.measuring = null;
     fail(w, err.message);
     show(w, w.index);
   }
@@ -122,13 +132,6 @@ function settle(w) {
   showMessage(w.root, "error", "");
   if (w.root.dataset.state === "busy" || w.root.dataset.state === "error") w.root.dataset.state = "live";
   show(w, w.index);
-}
-
-function knockoutText({ intact, ablated }) {
-  const [l, h] = bestInduction(intact.scores);
-  return `Loss on the repeats ${intact.loss_repeat.toFixed(3)} → ${ablated.loss_repeat.toFixed(3)}; ` +
-    `induction score of L${l} H${h} ${intact.scores.induction[l][h].toFixed(3)} → ` +
-    `${ablated.scores.induction[l][h].toFixed(3)} (with every head: ${intact.loss_first.toFixed(3)} on first occurrences).`;
 }
 
 /** [layer, head] of the head with the highest induction score outside layer 0 (or in it, for one layer). */
@@ -173,11 +176,12 @@ function setRunning(w, running) {
 }
 
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
-async function train(w) {
+async function train(w, recordedSeed = false) {
   if (w.training) return;
   const { config, error } = settings(w.form);
   if (error) return fail(w, error, "run-error"); // said beside the fields, in their words; nothing else changes
-  const seed = Math.floor(Math.random() * 2 ** 31);
+  const seed = recordedSeed ? w.data.seed : Math.floor(Math.random() * 2 ** 31);
+  const named = recordedSeed ? `seed ${seed}, the recorded run's` : `seed ${seed}`;
   w.training = { stop: false };
   showMessage(w.root, "error", "");
   showMessage(w.root, "run-error", "");
@@ -192,7 +196,7 @@ async function train(w) {
     const run = await call("training_start", { config, seed });
     const start = performance.now();
     started = true;
-    setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step 0 of ${run.steps}…`);
+    setText(output(w.root, "run"), `Training a fresh model (${named}): step 0 of ${run.steps}…`);
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
@@ -212,9 +216,10 @@ async function train(w) {
       next = !done && !w.training.stop && w.root.isConnected ? advance() : null;
       run.history.push(...slice.history);
       run.checkpoints.push(...slice.checkpoints);
+      run.axes = slice.axes;
       progress.value = step;
       setText(progress, `${step} of ${run.steps} steps`);
-      if (next) setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step ${step} of ${run.steps}…`);
+      if (next) setText(output(w.root, "run"), `Training a fresh model (${named}): step ${step} of ${run.steps}…`);
       setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
       else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
@@ -222,8 +227,8 @@ async function train(w) {
     if (!done) await call("training_stop", { run: run.run });
     if (!w.root.isConnected && !done) leftRun = { seed, step };
     setText(output(w.root, "run"), done ?
-      `Shown: your run (seed ${seed}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
-      `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
+      `Shown: your run (${named}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
+      `Shown: your run (${named}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
     w.root.dataset.state = "live";
   } catch (err) {
     fail(w, err.message, "run-error");
@@ -238,9 +243,9 @@ function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
   const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
-    history: data.history, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
+    history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
-    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null,
+    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, measuring: null,
     asset: null, // loadRun's
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
@@ -309,23 +314,31 @@ function mount(root) {
 }
 
 /** One of the suggested experiments: the form set to the built run's settings changed by the button's
-    data-set, then a fresh run; or, for "knockout", the built run's last step without one induction head. */
+    data-set, then a run from the built run's seed (the numbers the lesson quotes are that seed's); or, for
+    "knockout", the built run's last step without one induction head. */
 async function experiment(w, button) {
   if (w.training) return;
   if (button.value === "knockout") return knockOutInduction(w);
-  const values = { ...w.data.config, ...JSON.parse(button.dataset.set) };
+  setForm(w.form, { ...w.data.config, ...JSON.parse(button.dataset.set) });
+  return train(w, true);
+}
+
+/** The form's fields set to values (TrainConfig's fields). */
+function setForm(form, values) {
   for (const name of ["n_layers", "n_heads", "lr", "min_period", "max_period"]) {
-    const field = w.form.elements[name]; // a select's option "1.0" is the number 1
+    const field = form.elements[name]; // a select's option "1.0" is the number 1
     field.value = field.tagName === "SELECT" ? [...field.options].find((o) => Number(o.value) === values[name]).value :
       String(values[name]);
   }
-  return train(w);
 }
 
-/** Show the built run at its last checkpoint with its best layer-1 induction head knocked out, and select that head. */
+/** Show the built run at its last checkpoint with its best layer-1 induction head knocked out, and select that
+    head; the form shows the built run's settings, those of what is shown. */
 async function knockOutInduction(w) {
   await loadRun(w);
   if (!w.built) return; // the asset failed: its message is shown
+  setForm(w.form, w.built.config);
+  showMessage(w.root, "run-error", "");
   if (w.runId !== "built") {
     Object.assign(w, { run: w.built, runId: "built", view: null });
     w.root.dataset.run = "built";

@@ -80,7 +80,7 @@ def context() -> dict:
         "checkpoints": len(run["checkpoints"]), "step": last["step"], "loss": fmt3(entry["loss_repeat"]),
         "cells": cells, "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
         "limits": limits, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
-        "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"},
+        "data": {"history": run["history"], "axes": run["axes"], "last": {k: v for k, v in last.items() if k != "params"},
                  "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
                  "palette": PALETTE, "paletteSteps": STEPS, "roleMin": ROLE_MIN, "limits": limits,

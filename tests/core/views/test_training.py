@@ -2,6 +2,7 @@
 encoding, a reader's text as tokens, and the refusals that depend on the run or the config."""
 
 import json
+import re
 from dataclasses import asdict
 
 import numpy as np
@@ -9,8 +10,9 @@ import pytest
 
 from mha_core import bridge
 from mha_core.views import training as training_views
+from mha_core.detectors import evaluate
 from mha_core.views.training import (decode_params, display_tokens, encode_params, head_roles,
-                                            recorded_run, text_tokens)
+                                            recorded_run, text_tokens, training_evaluate)
 from mha_core.model import TrainConfig, init_params
 
 SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
@@ -119,3 +121,43 @@ def test_a_python_caller_is_refused_as_the_browser_is(call, message):
     with pytest.raises(ValueError) as refused:
         call()
     assert str(refused.value).startswith(message)
+
+
+def test_a_knock_out_says_what_changes_the_losses_and_the_heads_that_read_it():
+    """A knocked-out head keeps its own pattern; the readout gives the two losses and, for a head of layer 0,
+    the induction scores of layer 1's heads, which read what it wrote; for a head of the last layer, that no
+    pattern changes and the other heads' scores. Every number is evaluate's, computed here."""
+    params = init_params(SMALL, 3)
+    tokens = training_views.eval_batch(SMALL, 3)
+    intact = evaluate(params, tokens, SMALL)
+    for ablate in ([(0, 1)], [(1, 0)]):
+        ablated = evaluate(params, tokens, SMALL, ablate)
+        readout = training_evaluate(asdict(SMALL), 3, encode_params(params, SMALL), [list(h) for h in ablate])["readout"]
+        assert readout.startswith(f"L{ablate[0][0]} H{ablate[0][1]} knocked out (its output zeroed). ")
+        # float16 weights in transit: the numbers shown are evaluate's to the third decimal, give or take one
+        shown = [float(x) for x in re.findall(r"(\d+\.\d{3})", readout)]
+        losses = [intact["loss_repeat"], ablated["loss_repeat"], intact["loss_first"], ablated["loss_first"]]
+        np.testing.assert_allclose(shown[:4], losses, atol=2e-3)
+        layer, head = ablate[0]
+        if layer == 0:
+            assert "Later heads read its output" in readout
+            want = [s[1][h] for h in range(2) for s in (intact["scores"]["induction"], ablated["scores"]["induction"])]
+            np.testing.assert_allclose(shown[4:], want, atol=2e-3)
+        else:
+            assert "No later layer reads its output, so no pattern changes" in readout
+            assert ablated["scores"] == intact["scores"]  # the claim itself: zeroing a head's output moves no pattern
+            np.testing.assert_allclose(shown[4:], [intact["scores"]["induction"][1][1 - head]], atol=2e-3)
+    assert training_evaluate(asdict(SMALL), 3, encode_params(params, SMALL))["readout"] == ""
+
+
+def test_the_charts_axes_reach_the_highest_loss_in_whole_nats_and_clip_a_diverging_run():
+    uniform = np.log(32)
+    history = [{"loss_first": 3.5, "loss_repeat": 3.4}, {"loss_first": 4.6, "loss_repeat": 0.1}]
+    axes = training_views.chart_axes(history, 32)
+    assert [t["text"] for t in axes["loss"]["ticks"]] == ["0", "1", "2", "3", "4", "5"] and axes["loss"]["top"] == 5
+    assert axes["loss"]["level"]["value"] == pytest.approx(uniform) and axes["loss"]["level"]["text"] == f"{uniform:.4f}"
+    assert axes["loss"]["level"]["label"] == f"uniform guess: ln 32 = {uniform:.2f}"
+    diverged = history + [{"loss_first": 80.0, "loss_repeat": float("nan")}]
+    assert training_views.chart_axes(diverged, 32)["loss"]["top"] == int(np.ceil(2 * uniform))
+    assert training_views.chart_axes(history[:1], 32)["loss"]["top"] == 4  # a uniform guess's 3.47 fits
+    assert [t["value"] for t in axes["scores"]["ticks"]] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
