@@ -26,6 +26,8 @@ SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # 
 SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
 SCHEDULE_DTYPE = np.float32  # the widget's runs, built and live, train in float32
 ROLE_MIN = 0.4  # a head is named after its best detector score when that score reaches this
+ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
+              "first_token": "first-token", None: "no clear role"}
 RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
 RUN_IDS = itertools.count(1)
 RUN = Whole(1, 2**53)  # a run's id, as training_start gave it
@@ -75,6 +77,49 @@ def rounded(entry: dict) -> dict:
     return out
 
 
+def summary(roles: list[list[str | None]], scores: dict, step: int) -> str:
+    """The heads that have a role at step, with the score that names them, and the best score of the others:
+    during the drop a head can do its part before its score reaches ROLE_MIN."""
+    named = [(role, layer, head) for layer, row in enumerate(roles) for head, role in enumerate(row) if role]
+    parts = [f"L{layer} H{head} is {'an' if ROLE_NAMES[role][0] in 'aeiou' else 'a'} {ROLE_NAMES[role]} head "
+             f"(score {decimal(scores[role][layer][head], 3)})" for role, layer, head in named]
+    others = [(scores[kind][layer][head], kind, layer, head) for kind in scores
+              for layer, row in enumerate(roles) for head, role in enumerate(row) if not role]
+    rest = ""
+    if others:
+        score, kind, layer, head = max(others, key=lambda o: o[0])  # the first of equal scores, as listed
+        rest = (f" The highest score of {'the other heads' if named else 'any head'}: L{layer} H{head}'s "
+                f"{ROLE_NAMES[kind]} score, {decimal(score, 3)}.")
+    if not named:
+        return f"At step {step} no head has a clear role yet: every detector score is below {ROLE_MIN}.{rest}"
+    return f"At step {step}, {'; '.join(parts)}.{rest}"
+
+
+def score_outputs(evaluated: dict, roles: list[list[str | None]] | None = None) -> dict:
+    """The slots (mha_core.views' form) of evaluate's numbers: the loss on the repeats and each head's scores,
+    its cell "head-{layer}-{head}"; with roles, each head's role too."""
+    loss = decimal(evaluated["loss_repeat"], 3)
+    out = {"loss": {"text": loss, "value": loss}}
+    prev, induction = evaluated["scores"]["previous_token"], evaluated["scores"]["induction"]
+    for layer, row in enumerate(prev):
+        for head in range(len(row)):
+            p, i = decimal(prev[layer][head], 3), decimal(induction[layer][head], 3)
+            cell = {"data": {"score-previous-token": p, "score-induction": i}, "outputs": {"prev": p, "induction": i}}
+            if roles is not None:
+                cell["data"]["role"] = roles[layer][head] or ""
+                cell["outputs"]["role"] = ROLE_NAMES[roles[layer][head]]
+            out[f"head-{layer}-{head}"] = cell
+    return out
+
+
+def checkpoint_outputs(entry: dict, roles: list[list[str | None]]) -> dict:
+    """Every number and word shown for a checkpoint (entry: its history entry, rounded): the step, the loss on the
+    repeats, each head's scores and role, and the sentence under the slider."""
+    step = str(entry["step"])
+    return {"step": {"text": step, "value": step}, **score_outputs(entry, roles),
+            "summary": summary(roles, entry["scores"], entry["step"])}
+
+
 SCORE_TICKS = 5  # the score axis: 0, 0.2, …, 1.0
 
 
@@ -122,16 +167,18 @@ def decode_params(text: str, config: TrainConfig) -> dict[str, np.ndarray]:
     return {name: p.astype(np.float64) for name, p in unflatten(data, config).items()}
 
 
-def checkpoint_view(params: dict, config: TrainConfig, step: int, scores: dict) -> dict:
-    """One checkpoint for the widget: patterns on display_tokens, the heads' roles and the weights."""
+def checkpoint_view(params: dict, config: TrainConfig, entry: dict) -> dict:
+    """One checkpoint for the widget: patterns on display_tokens, the heads' roles, the weights, and what is shown
+    for it ("outputs": checkpoint_outputs). entry: the history entry of its step."""
     _, patterns = forward(params, np.array([display_tokens(config)]), config)
-    return {"step": step, "patterns": encode_patterns(patterns), "roles": head_roles(scores),
-            "params": encode_params(params, config)}
+    roles = head_roles(entry["scores"])
+    return {"step": entry["step"], "patterns": encode_patterns(patterns), "roles": roles,
+            "params": encode_params(params, config), "outputs": checkpoint_outputs(rounded(entry), roles)}
 
 
 def checkpoint_views(trainer: Trainer, checkpoints: list[dict]) -> list[dict]:
-    scores = {h["step"]: h["scores"] for h in trainer.history}
-    return [checkpoint_view(c["params"], trainer.config, c["step"], scores[c["step"]]) for c in checkpoints]
+    entries = {h["step"]: h for h in trainer.history}
+    return [checkpoint_view(c["params"], trainer.config, entries[c["step"]]) for c in checkpoints]
 
 
 def run_view(trainer: Trainer) -> dict:
@@ -254,7 +301,8 @@ def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str
     """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed.
 
     Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
-    run with this seed, "readout" (knockout_readout's words, empty without a knock-out), and "patterns" (ablated, encoded as in checkpoint_view) with their "labels" on
+    run with this seed, "readout" (knockout_readout's words, empty without a knock-out), "outputs" (the
+    ablated loss and scores as score_outputs' slots), and "patterns" (ablated, encoded as in checkpoint_view) with their "labels" on
     display_tokens, or on the reader's text (text_tokens) when text is given.
     """
     config = TrainConfig(**config)
@@ -269,4 +317,5 @@ def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str
     _, patterns = forward(weights, np.array([shown]), config, ablate)
     intact, ablated = rounded(evaluate(weights, tokens, config)), rounded(evaluate(weights, tokens, config, ablate))
     return {"intact": intact, "ablated": ablated, "readout": knockout_readout(intact, ablated, ablate),
+            "outputs": score_outputs(ablated),
             "patterns": encode_patterns(patterns), "labels": labels}

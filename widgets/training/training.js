@@ -4,6 +4,7 @@
 // reader's own run call Python in the worker (runtime/bridge.js); a run advances in slices of at most
 // SLICE_MS, so the page stays responsive.
 // data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
+import { fill } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { setDisabled } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
@@ -14,7 +15,7 @@ import { readWhole } from "../shared/numbers.js";
 import { makePalette } from "../shared/palette.js";
 import { sha256 } from "../shared/sha256.js";
 import { drawCharts } from "./charts.js";
-import { decodePatterns, drawGrid, drawHead, layoutGrid, summarize } from "./view.js";
+import { decodePatterns, drawGrid, drawHead, layoutGrid } from "./view.js";
 
 const SLICE_MS = 80; // Python's share of each slice of a live run
 let leftRun = null; // the reader's run that leaving its page stopped: the next training widget says so
@@ -61,24 +62,16 @@ function show(w, index) {
   const { run } = w;
   const checkpoint = run.checkpoints[index];
   const view = (w.ablate.size || w.text !== null) && w.view?.key === viewKey(w) ? w.view.result : null;
-  const recorded = entryAt(run, checkpoint.step);
-  const entry = view && w.ablate.size ? view.ablated : recorded;
   const patterns = view ? decodePatterns(view.patterns, run.config, view.labels.length) : patternsOf(w, index);
   const labels = view ? view.labels : run.tokens.map((t) => run.symbols[t]);
   w.slider.max = String(run.checkpoints.length - 1);
   w.slider.value = String(index);
-  const step = output(w.root, "step");
-  setData(step, "value", String(checkpoint.step));
-  setText(step, String(checkpoint.step));
-  const loss = output(w.root, "loss");
-  setData(loss, "value", entry.loss_repeat.toFixed(3));
-  setText(loss, entry.loss_repeat.toFixed(3));
+  fill(w.root, checkpoint.outputs); // Python's view of the checkpoint: step, loss, every head's scores, the summary
+  if (view && w.ablate.size) fill(w.root, view.outputs); // the loss and scores measured with the knock-out
   setText(output(w.root, "total"), String(run.steps));
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String(labels.length));
-  drawGrid(w, patterns, entry.scores, checkpoint.roles);
-  const { roleNames, roleMin } = w.data;
-  setText(output(w.root, "summary"), summarize(checkpoint.roles, recorded.scores, roleNames, checkpoint.step, roleMin));
+  drawGrid(w, patterns);
   const period = run.tokens.indexOf(run.tokens[0], 1);
   const sequence = view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`;
   drawHead(w, patterns, labels, checkpoint.step, sequence);

@@ -161,3 +161,22 @@ def test_the_charts_axes_reach_the_highest_loss_in_whole_nats_and_clip_a_divergi
     assert training_views.chart_axes(diverged, 32)["loss"]["top"] == int(np.ceil(2 * uniform))
     assert training_views.chart_axes(history[:1], 32)["loss"]["top"] == 4  # a uniform guess's 3.47 fits
     assert [t["value"] for t in axes["scores"]["ticks"]] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+
+
+def test_a_checkpoints_view_names_the_heads_with_a_role_and_the_best_of_the_rest():
+    scores = {"previous_token": [[0.312, 0.05], [0.1, 0.2]], "induction": [[0.0, 0.01], [0.91, 0.4]],
+              "duplicate_token": [[0.0, 0.0], [0.0, 0.0]], "first_token": [[0.2, 0.0], [0.0, 0.0]]}
+    roles = head_roles(scores)
+    assert roles == [[None, None], ["induction", "induction"]]
+    entry = {"step": 270, "loss": 1.0, "loss_first": 3.9, "loss_repeat": 0.5432, "scores": scores}
+    out = training_views.checkpoint_outputs(entry, roles)
+    assert out["summary"] == ("At step 270, L1 H0 is an induction head (score 0.910); L1 H1 is an induction head "
+                              "(score 0.400). The highest score of the other heads: L0 H0's previous-token score, 0.312.")
+    assert out["step"] == {"text": "270", "value": "270"} and out["loss"] == {"text": "0.543", "value": "0.543"}
+    assert out["head-1-0"] == {"data": {"score-previous-token": "0.100", "score-induction": "0.910", "role": "induction"},
+                               "outputs": {"prev": "0.100", "induction": "0.910", "role": "induction"}}
+    assert out["head-0-1"]["outputs"]["role"] == "no clear role" and out["head-0-1"]["data"]["role"] == ""
+    none = [[None, None], [None, None]]
+    assert training_views.summary(none, scores, 10) == (
+        f"At step 10 no head has a clear role yet: every detector score is below {training_views.ROLE_MIN}. "
+        "The highest score of any head: L1 H0's induction score, 0.910.")
