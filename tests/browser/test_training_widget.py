@@ -221,6 +221,11 @@ def test_the_readers_own_text(live_widget, run):
     widget.locator('button[name="show"]').click()
     expect(widget.locator('[data-output="error"]')).to_have_text("the text needs at least 2 words or punctuation marks.")
     expect(widget).to_have_attribute("data-state", "error")
+    near = widget.evaluate("""root => {  // the message sits by the button the reader pressed
+      const [message, button] = [root.querySelector('[data-output="error"]'), root.querySelector('button[name="show"]')];
+      return Math.abs(message.getBoundingClientRect().top - button.getBoundingClientRect().bottom);
+    }""")
+    assert near < 200, near
     widget.locator('button[name="reset"]').click()
     expect(labels).to_have_count(len(run["tokens"]))
     expect(widget.locator('[data-output="error"]')).to_be_hidden()

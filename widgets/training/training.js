@@ -6,7 +6,7 @@
 // data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
 import { fill } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
-import { setDisabled } from "../runtime/live.js";
+import { live, setDisabled } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
@@ -84,7 +84,7 @@ function show(w, index) {
 function knockoutMessage(w, view) {
   if (!w.ablate.has(w.selected.join(","))) return w.knockoutHelp;
   if (view?.readout) return view.readout;
-  return w.measuring === viewKey(w) ? "Measuring without the knocked-out heads (Python)…" : w.knockoutHelp;
+  return w.root.dataset.state === "busy" ? "Measuring without the knocked-out heads (Python)…" : w.knockoutHelp;
 }
 
 /** The built run's loss on repeats, drawn beside the reader's run for comparison (none for the built run). */
@@ -94,30 +94,39 @@ function reference(w) {
   return { history: w.data.history, label: `recorded run (${layers} layer${layers === 1 ? "" : "s"}), loss on repeats` };
 }
 
-/** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text. */
-async function measure(w) {
-  const key = viewKey(w);
+const asked = new WeakMap(); // training_evaluate's arguments -> the viewKey they were asked for
+
+/** training_evaluate's arguments for what is shown: the checkpoint's weights, the heads knocked out, the text. */
+function evaluateArgs(w) {
+  const args = { config: w.run.config, seed: w.run.seed, params: w.run.checkpoints[w.index].params,
+    ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text };
+  asked.set(args, viewKey(w));
+  return args;
+}
+
+/** The shared life cycle (runtime/live.js) for the knock-outs and the reader's text: the latest request wins,
+    busy and stale states, the error beside the controls, and a recompute after Retry. */
+function liveEvaluate(w) {
+  return live(w.root, {
+    fn: "training_evaluate", args: () => evaluateArgs(w), failure: (error) => error.message,
+    show: (result, args) => {
+      w.view = { key: asked.get(args), result };
+      show(w, w.index); // drawn only if it is still what the reader asks for (show compares the keys)
+    },
+    settled: (error) => { if (error) show(w, w.index); },
+  });
+}
+
+/** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text (cause:
+    the control that asks, beside which an error is shown). */
+function measure(w, cause = w.root) {
   if (!w.ablate.size && w.text === null) return settle(w);
-  const checkpoint = w.run.checkpoints[w.index];
-  if (!checkpoint?.params) return loadRun(w); // the weights come with the asset, then measure() runs again
-  if (w.root.dataset.state !== "training") w.root.dataset.state = "busy";
-  w.measuring = key;
+  if (!w.run.checkpoints[w.index]?.params) return loadRun(w); // the weights come with the asset, then measure() runs again
+  // made at the first measure: its recompute after Retry (live.js) then has weights and something to ask
+  w.request ??= liveEvaluate(w);
+  const done = w.request(cause);
   setText(output(w.root, "knockout"), knockoutMessage(w, null));
-  try {
-    const result = await call("training_evaluate", {
-      config: w.run.config, seed: w.run.seed, params: checkpoint.params,
-      ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text,
-    });
-    if (key !== viewKey(w)) return; // the reader moved on meanwhile
-    w.view = { key, result };
-    w.measuring = null;
-    settle(w);
-  } catch (err) {
-    if (key !== viewKey(w)) return;
-    w.measuring = null;
-    fail(w, err.message);
-    show(w, w.index);
-  }
+  return done;
 }
 
 /** Show what is asked for, now in hand; a waiting or failed widget is live again. */
@@ -238,7 +247,7 @@ function mount(root) {
   const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
     history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
-    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, measuring: null,
+    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
     asset: null, // loadRun's
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
@@ -260,7 +269,7 @@ function mount(root) {
     const index = Number(w.slider.value);
     if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
     show(w, index);
-    if (w.ablate.size || w.text !== null) measure(w);
+    if (w.ablate.size || w.text !== null) measure(w, w.slider);
   });
   root.querySelector(".mha-training__grid").addEventListener("click", (event) => {
     const cell = event.target.closest("button[data-layer]");
@@ -268,11 +277,11 @@ function mount(root) {
     w.selected = [Number(cell.dataset.layer), Number(cell.dataset.head)];
     show(w, w.index);
   });
-  root.querySelector('button[name="knockout"]').addEventListener("click", () => {
+  root.querySelector('button[name="knockout"]').addEventListener("click", (event) => {
     const key = w.selected.join(",");
     if (!w.ablate.delete(key)) w.ablate.add(key);
     show(w, w.index);
-    measure(w);
+    measure(w, event.currentTarget);
   });
   w.form.addEventListener("submit", (event) => { event.preventDefault(); train(w); });
   const sequence = root.querySelector(".mha-training__sequence");
@@ -281,12 +290,12 @@ function mount(root) {
     const text = sequence.elements.text.value;
     if (!text.trim()) return showMessage(root, "error", "Type a text first: at least two words or punctuation marks.");
     w.text = text;
-    measure(w);
+    measure(w, sequence.elements.show);
   });
   sequence.elements.reset.addEventListener("click", () => {
     w.text = null;
     sequence.elements.text.value = "";
-    measure(w);
+    measure(w, sequence.elements.reset);
   });
   w.root.querySelector(".mha-training__experiments").addEventListener("click", (event) => {
     const button = event.target.closest('button[name="experiment"]');
