@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import itertools
 import math
+import time
 from dataclasses import asdict
 
 import numpy as np
@@ -28,7 +29,9 @@ SCHEDULE_DTYPE = np.float32  # the widget's runs, built and live, train in float
 ROLE_MIN = 0.4  # a head is named after its best detector score when that score reaches this
 ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
               "first_token": "first-token", None: "no clear role"}
+RECORDED_SEED = 0  # the run the page ships is trained from this seed; the lesson quotes its numbers
 RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
+STARTED: dict[int, float] = {}  # when each run in RUNS started (time.perf_counter), for its elapsed time
 RUN_IDS = itertools.count(1)
 RUN = Whole(1, 2**53)  # a run's id, as training_start gave it
 MAX_BUDGET_MS = 1000
@@ -204,6 +207,20 @@ def recorded_run(config: TrainConfig | None = None, seed: int = 0) -> dict:
     return run_view(trainer)
 
 
+def run_name(seed: int) -> str:
+    """'seed 7', or 'seed 0, the recorded run's' for the seed whose numbers the lesson quotes."""
+    return f"seed {seed}, the recorded run's" if seed == RECORDED_SEED else f"seed {seed}"
+
+
+def run_outputs(run: int, trainer: Trainer, done: bool = False) -> dict:
+    """The reader's run as its status line, progress and clock say it (mha_core.views' slots)."""
+    steps, name = SCHEDULE["steps"], run_name(trainer.seed)
+    elapsed = f"{decimal(time.perf_counter() - STARTED[run], 1)} s"
+    status = (f"Shown: your run ({name}), {trainer.step} steps in {elapsed}." if done else
+              f"Training a fresh model ({name}): step {trainer.step} of {steps}…")
+    return {"run": status, "elapsed": elapsed, "progress": f"{trainer.step} of {steps} steps"}
+
+
 def running(run: int) -> Trainer:
     """The run in progress with this id, or a ValueError that says it is over."""
     if run not in RUNS:
@@ -213,12 +230,14 @@ def running(run: int) -> Trainer:
 
 @arguments(config=TRAIN_CONFIG, seed=SEED)
 def training_start(config: dict | None = None, seed: int = 0) -> dict:
-    """Start a run of TrainConfig(**config) in this Python (ending any other): {"run": its id, ...run_view at step 0}."""
+    """Start a run of TrainConfig(**config) in this Python (ending any other): {"run": its id, ...run_view at step 0,
+    "outputs": run_outputs}."""
     trainer = schedule_trainer(TrainConfig(**(config or {})), seed)
     RUNS.clear()
+    STARTED.clear()
     run = next(RUN_IDS)
-    RUNS[run] = trainer
-    return {"run": run, **run_view(trainer)}
+    RUNS[run], STARTED[run] = trainer, time.perf_counter()
+    return {"run": run, **run_view(trainer), "outputs": run_outputs(run, trainer)}
 
 
 @arguments(run=RUN, budget_ms=Number(0, MAX_BUDGET_MS))
@@ -226,7 +245,7 @@ def training_advance(run: int, budget_ms: float = 80) -> dict:
     """Train run for about budget_ms (at least one step, never past SCHEDULE["steps"]).
 
     Returns {"step", "done", "history": the new entries, "checkpoints": the new ones, "axes": the charts'
-    axes for the whole history}. A diverged run
+    axes for the whole history, "outputs": run_outputs}. A diverged run
     is ended and its message raised (TrainingDiverged, a ValueError).
     """
     trainer = running(run)
@@ -239,17 +258,24 @@ def training_advance(run: int, budget_ms: float = 80) -> dict:
         RUNS.pop(run, None)
         raise
     done = trainer.step >= SCHEDULE["steps"]
+    outputs = run_outputs(run, trainer, done)
     if done:
         RUNS.pop(run, None)
-    return {"step": trainer.step, "done": done, "history": [rounded(h) for h in trainer.history[logged:]],
+    return {"step": trainer.step, "done": done, "outputs": outputs, "history": [rounded(h) for h in trainer.history[logged:]],
             "axes": chart_axes(trainer.history, trainer.config.vocab),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints[saved:])}
 
 
 @arguments(run=RUN)
 def training_stop(run: int) -> dict:
-    """End run; {"stopped": False} if it had already ended."""
-    return {"stopped": RUNS.pop(run, None) is not None}
+    """End run: {"stopped": True, "outputs": the status line of the run stopped}, or {"stopped": False} if it had
+    already ended."""
+    trainer = RUNS.pop(run, None)
+    if trainer is None:
+        return {"stopped": False}
+    status = (f"Shown: your run ({run_name(trainer.seed)}), stopped at step {trainer.step} "
+              f"(its last checkpoint: step {trainer.checkpoints[-1]['step']}).")
+    return {"stopped": True, "outputs": {"run": status}}
 
 
 def fitting_ablate(ablate: list, config: TrainConfig) -> list[tuple[int, int]]:

@@ -183,7 +183,6 @@ async function train(w, recordedSeed = false) {
   const { config, error } = settings(w.form);
   if (error) return fail(w, error, "run-error"); // said beside the fields, in their words; nothing else changes
   const seed = recordedSeed ? w.data.seed : Math.floor(Math.random() * 2 ** 31);
-  const named = recordedSeed ? `seed ${seed}, the recorded run's` : `seed ${seed}`;
   w.training = { stop: false };
   showMessage(w.root, "error", "");
   showMessage(w.root, "run-error", "");
@@ -196,9 +195,8 @@ async function train(w, recordedSeed = false) {
   progress.value = 0;
   try {
     const run = await call("training_start", { config, seed });
-    const start = performance.now();
     started = true;
-    setText(output(w.root, "run"), `Training a fresh model (${named}): step 0 of ${run.steps}…`);
+    fill(w.root, run.outputs); // the run's status line, progress and clock, in Python's words
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
@@ -220,17 +218,12 @@ async function train(w, recordedSeed = false) {
       run.checkpoints.push(...slice.checkpoints);
       run.axes = slice.axes;
       progress.value = step;
-      setText(progress, `${step} of ${run.steps} steps`);
-      if (next) setText(output(w.root, "run"), `Training a fresh model (${named}): step ${step} of ${run.steps}…`);
-      setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
+      fill(w.root, slice.outputs);
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
       else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
     }
-    if (!done) await call("training_stop", { run: run.run });
+    if (!done) fill(w.root, (await call("training_stop", { run: run.run })).outputs ?? {});
     if (!w.root.isConnected && !done) leftRun = { seed, step };
-    setText(output(w.root, "run"), done ?
-      `Shown: your run (${named}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
-      `Shown: your run (${named}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
     w.root.dataset.state = "live";
   } catch (err) {
     fail(w, err.message, "run-error");

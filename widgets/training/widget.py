@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from mha_core import bridge
-from mha_core.views.training import recorded_run
+from mha_core.views.training import RECORDED_SEED, recorded_run
 from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
@@ -24,7 +24,7 @@ from widgets.palette import PALETTE, STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_MODULE = ROOT / "mha_core" / "views" / "training.py"  # where recorded_run lives
-SEED = 0
+SEED = RECORDED_SEED
 ASSET = "run.json"
 # What the reader can pick, from the model's one configuration (mha_core.model: the bridge takes more).
 LRS, LAYERS, HEADS = (list(TRAIN_CHOICES[name]) for name in ("lr", "n_layers", "n_heads"))

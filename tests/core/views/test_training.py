@@ -40,7 +40,13 @@ def test_a_run_through_the_bridge_in_slices():
         run["checkpoints"] += answer["result"]["checkpoints"]
     assert [h["step"] for h in run["history"]] == list(range(0, steps + 1, 10))
     assert [c["step"] for c in run["checkpoints"]] == list(range(0, steps + 1, 30))
-    assert bridge_call("training_stop", run=run["run"]) == {"ok": True, "result": {"stopped": True}}
+    assert run["outputs"]["run"] == "Training a fresh model (seed 5): step 0 of 600…"
+    assert answer["result"]["outputs"]["run"] == f"Training a fresh model (seed 5): step {steps} of 600…"
+    assert answer["result"]["outputs"]["progress"] == f"{steps} of 600 steps"
+    assert re.fullmatch(r"\d+\.\d s", answer["result"]["outputs"]["elapsed"])
+    stopped = bridge_call("training_stop", run=run["run"])
+    assert stopped == {"ok": True, "result": {"stopped": True, "outputs": {
+        "run": f"Shown: your run (seed 5), stopped at step {steps} (its last checkpoint: step {steps // 30 * 30})."}}}
     assert bridge_call("training_stop", run=run["run"])["result"] == {"stopped": False}
     over = bridge_call("training_advance", run=run["run"])
     assert not over["ok"] and "this training run is over" in over["error"]
@@ -180,3 +186,13 @@ def test_a_checkpoints_view_names_the_heads_with_a_role_and_the_best_of_the_rest
     assert training_views.summary(none, scores, 10) == (
         f"At step 10 no head has a clear role yet: every detector score is below {training_views.ROLE_MIN}. "
         "The highest score of any head: L1 H0's induction score, 0.910.")
+
+
+def test_a_run_from_the_recorded_seed_says_so_and_a_finished_run_its_time():
+    started = bridge_call("training_start", config={"batch": 2}, seed=training_views.RECORDED_SEED)["result"]
+    assert started["outputs"]["run"] == "Training a fresh model (seed 0, the recorded run's): step 0 of 600…"
+    trainer = training_views.RUNS[started["run"]]
+    trainer.step = 600  # as if trained: the status a finished run gets
+    out = training_views.run_outputs(started["run"], trainer, done=True)
+    assert out["run"] == f"Shown: your run (seed 0, the recorded run's), 600 steps in {out['elapsed']}."
+    training_views.training_stop(started["run"])
