@@ -21,7 +21,7 @@ from ..model import ABLATE, MAX_STEP_FLOPS, SEED, TRAIN_CONFIG, TrainConfig, for
 from ..rng import Random
 from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
 from ..training import Trainer, TrainingDiverged, eval_batch
-from . import decimal
+from . import decimal, plural
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
 SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
@@ -126,19 +126,37 @@ def checkpoint_outputs(entry: dict, roles: list[list[str | None]]) -> dict:
 SCORE_TICKS = 5  # the score axis: 0, 0.2, …, 1.0
 
 
-def chart_axes(history: list[dict], vocab: int) -> dict:
-    """The two charts' y-axes as the reader reads them: {"loss", "scores"}, each {"top", "unit", "ticks":
-    [{"value", "text"}]}; the loss's also "level", a uniform guess's loss (ln vocab) with its label. The loss axis
-    reaches the highest loss of history, at most twice a uniform guess's (a diverging run is clipped, not
+def score_lines(config: TrainConfig) -> list[dict]:
+    """The scores drawn, one line per head: previous-token for the layers before the last, induction for the last
+    (both for a model of one layer): [{"kind", "layer", "head", "label"}]."""
+    def kinds(layer):
+        return ["previous_token", "induction"] if config.n_layers == 1 else \
+            ["previous_token" if layer < config.n_layers - 1 else "induction"]
+    return [{"kind": kind, "layer": layer, "head": head, "label": f"L{layer} H{head} {ROLE_NAMES[kind]}"}
+            for layer in range(config.n_layers) for kind in kinds(layer) for head in range(config.n_heads)]
+
+
+def reference_label(config: TrainConfig) -> str:
+    """The legend of a run's loss on repeats drawn beside another run's, for comparison."""
+    return f"recorded run ({plural(config.n_layers, 'layer')}), loss on repeats"
+
+
+def chart_axes(history: list[dict], config: TrainConfig) -> dict:
+    """The two charts' y-axes and lines as the reader reads them: {"loss", "scores"}, each {"top", "unit", "ticks":
+    [{"value", "text"}], "lines"}; the loss's also "level", a uniform guess's loss (ln vocab) with its label. The
+    loss axis reaches the highest loss of history, at most twice a uniform guess's (a diverging run is clipped, not
     squeezed flat), in whole nats."""
+    vocab = config.vocab
     uniform = math.log(vocab)
     losses = [h[k] for h in history for k in ("loss_first", "loss_repeat") if math.isfinite(h[k])]
     top = math.ceil(min(max([uniform, *losses]), 2 * uniform))
     level = {"value": uniform, "text": f"{uniform:.4f}", "label": f"uniform guess: ln {vocab} = {decimal(uniform)}",
              "legend": f"uniform guess ({decimal(uniform)} nats)"}
-    return {"loss": {"top": top, "unit": "loss (nats)", "level": level,
+    losses = [{"key": "loss_first", "label": "loss on first occurrences"},
+              {"key": "loss_repeat", "label": "loss on repeats"}]
+    return {"loss": {"top": top, "unit": "loss (nats)", "level": level, "lines": losses,
                      "ticks": [{"value": v, "text": str(v)} for v in range(top + 1)]},
-            "scores": {"top": 1, "unit": "score (0 to 1)",
+            "scores": {"top": 1, "unit": "score (0 to 1)", "lines": score_lines(config),
                        "ticks": [{"value": i / SCORE_TICKS, "text": "0" if i == 0 else decimal(i / SCORE_TICKS, 1)}
                                  for i in range(SCORE_TICKS + 1)]}}
 
@@ -189,7 +207,7 @@ def run_view(trainer: Trainer) -> dict:
     config = trainer.config
     return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step,
             "tokens": display_tokens(config), "symbols": SYMBOLS[:config.vocab],
-            "history": [rounded(h) for h in trainer.history], "axes": chart_axes(trainer.history, config.vocab),
+            "history": [rounded(h) for h in trainer.history], "axes": chart_axes(trainer.history, config),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
 
 
@@ -262,7 +280,7 @@ def training_advance(run: int, budget_ms: float = 80) -> dict:
     if done:
         RUNS.pop(run, None)
     return {"step": trainer.step, "done": done, "outputs": outputs, "history": [rounded(h) for h in trainer.history[logged:]],
-            "axes": chart_axes(trainer.history, trainer.config.vocab),
+            "axes": chart_axes(trainer.history, trainer.config),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints[saved:])}
 
 

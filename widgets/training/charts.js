@@ -59,36 +59,21 @@ function legend(figcaption, lines) {
   }));
 }
 
-/** The score each head of a layer is drawn with: previous-token before the last layer, induction in it. */
-function kinds(layer, n_layers) {
-  if (n_layers === 1) return ["previous_token", "induction"];
-  return [layer < n_layers - 1 ? "previous_token" : "induction"];
-}
+const LOSSES = { loss_first: ["first", "5 3"], loss_repeat: ["repeat", ""] }; // class and dash of each loss
 
-const NAMES = { previous_token: "previous-token", induction: "induction" };
-
-/** The lines of run's history: the two losses (and reference's loss on repeats, if given), one score per head. */
+/** The lines of run's history, as run.axes names them: the two losses (and reference's loss on repeats, if
+    given), one score per head. */
 function lines(run, reference) {
-  const { history, config } = run;
-  const loss = [
-    { values: history.map((h) => h.loss_first), history, className: "first", dash: "5 3", label: "loss on first occurrences" },
-    { values: history.map((h) => h.loss_repeat), history, className: "repeat", dash: "", label: "loss on repeats" },
-  ];
+  const { history, axes } = run;
+  const loss = axes.loss.lines.map(({ key, label }) => ({
+    values: history.map((h) => h[key]), history, className: LOSSES[key][0], dash: LOSSES[key][1], label }));
   if (reference) {
     loss.push({ values: reference.history.map((h) => h.loss_repeat), history: reference.history, className: "reference",
       dash: "1 2", label: reference.label });
   }
-  const scores = [];
-  for (let layer = 0; layer < config.n_layers; layer++) {
-    for (const kind of kinds(layer, config.n_layers)) {
-      for (let head = 0; head < config.n_heads; head++) {
-        scores.push({
-          values: history.map((h) => h.scores[kind][layer][head]), history, className: `score ${kind}`,
-          dash: DASHES[head % DASHES.length], label: `L${layer} H${head} ${NAMES[kind]}`,
-        });
-      }
-    }
-  }
+  const scores = axes.scores.lines.map(({ kind, layer, head, label }) => ({
+    values: history.map((h) => h.scores[kind][layer][head]), history, className: `score ${kind}`,
+    dash: DASHES[head % DASHES.length], label }));
   return { loss, scores };
 }
 

@@ -90,8 +90,7 @@ function knockoutMessage(w, view) {
 /** The built run's loss on repeats, drawn beside the reader's run for comparison (none for the built run). */
 function reference(w) {
   if (w.runId === "built") return null;
-  const layers = w.data.config.n_layers;
-  return { history: w.data.history, label: `recorded run (${layers} layer${layers === 1 ? "" : "s"}), loss on repeats` };
+  return { history: w.data.history, label: w.data.reference };
 }
 
 const asked = new WeakMap(); // training_evaluate's arguments -> the viewKey they were asked for

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from mha_core import bridge
-from mha_core.views.training import RECORDED_SEED, recorded_run
+from mha_core.views.training import RECORDED_SEED, recorded_run, reference_label
 from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
@@ -71,5 +71,6 @@ def context() -> dict:
         "data": {"history": run["history"], "axes": run["axes"], "last": {k: v for k, v in last.items() if k != "params"},
                  "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
-                 "palette": PALETTE, "paletteSteps": STEPS, "limits": limits},
+                 "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
+                 "reference": reference_label(TrainConfig(**config))},
     }

@@ -159,13 +159,13 @@ def test_a_knock_out_says_what_changes_the_losses_and_the_heads_that_read_it():
 def test_the_charts_axes_reach_the_highest_loss_in_whole_nats_and_clip_a_diverging_run():
     uniform = np.log(32)
     history = [{"loss_first": 3.5, "loss_repeat": 3.4}, {"loss_first": 4.6, "loss_repeat": 0.1}]
-    axes = training_views.chart_axes(history, 32)
+    axes = training_views.chart_axes(history, TrainConfig())
     assert [t["text"] for t in axes["loss"]["ticks"]] == ["0", "1", "2", "3", "4", "5"] and axes["loss"]["top"] == 5
     assert axes["loss"]["level"]["value"] == pytest.approx(uniform) and axes["loss"]["level"]["text"] == f"{uniform:.4f}"
     assert axes["loss"]["level"]["label"] == f"uniform guess: ln 32 = {uniform:.2f}"
     diverged = history + [{"loss_first": 80.0, "loss_repeat": float("nan")}]
-    assert training_views.chart_axes(diverged, 32)["loss"]["top"] == int(np.ceil(2 * uniform))
-    assert training_views.chart_axes(history[:1], 32)["loss"]["top"] == 4  # a uniform guess's 3.47 fits
+    assert training_views.chart_axes(diverged, TrainConfig())["loss"]["top"] == int(np.ceil(2 * uniform))
+    assert training_views.chart_axes(history[:1], TrainConfig())["loss"]["top"] == 4  # a uniform guess's 3.47 fits
     assert [t["value"] for t in axes["scores"]["ticks"]] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
 
 
@@ -196,3 +196,11 @@ def test_a_run_from_the_recorded_seed_says_so_and_a_finished_run_its_time():
     out = training_views.run_outputs(started["run"], trainer, done=True)
     assert out["run"] == f"Shown: your run (seed 0, the recorded run's), 600 steps in {out['elapsed']}."
     training_views.training_stop(started["run"])
+
+
+def test_the_charts_draw_previous_token_scores_before_the_last_layer_and_induction_in_it():
+    labels = [line["label"] for line in training_views.chart_axes([], TrainConfig())["scores"]["lines"]]
+    assert labels == ["L0 H0 previous-token", "L0 H1 previous-token", "L1 H0 induction", "L1 H1 induction"]
+    one = training_views.chart_axes([], TrainConfig(n_layers=1, n_heads=1))["scores"]["lines"]
+    assert [line["label"] for line in one] == ["L0 H0 previous-token", "L0 H0 induction"]
+    assert training_views.reference_label(TrainConfig(n_layers=1)) == "recorded run (1 layer), loss on repeats"
