@@ -68,7 +68,7 @@ test-core: $(VENV)/.test
 
 # Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
 # them; fails if any target was missed.
-BENCHES := core_speed browser_budget network training_speed kept_memory
+BENCHES := core_speed browser_budget network training_speed kept_memory real_model
 bench: $(VENV)/.test chromium
 	@missed=; for b in $(BENCHES); do $(PY) bench/$$b.py || missed="$$missed $$b"; done; \
 	$(PY) bench/figures.py $(BENCHES); \

@@ -25,7 +25,7 @@ from .attention import merge_heads, scaled_dot_product_attention, softmax, split
 from .views.training import MAX_PARAMS_CHARS, decode_params
 from .detectors import detector_scores, ideal_patterns
 from .fields import Choice, Maybe, Text, arguments
-from .model import TrainConfig, forward
+from .model import RECORDED_SEED, TrainConfig, forward
 from .presets import PRESETS
 from .rng import Random
 from .shapes import shape_report
@@ -228,7 +228,6 @@ def kv_check(case: Case, expected: int, received) -> None:
 # ---------------------------------------------------------------- the detectors
 
 SCORED = {"previous_token_score": "previous_token", "induction_score": "induction"}  # function -> detector
-TRAINED_SEED = 0  # the seed of the run the page ships: its evaluation batch is what its chart's scores measure
 
 
 def causal_pattern(scores: np.ndarray) -> np.ndarray:
@@ -286,7 +285,7 @@ def detector_trained_cases(params: dict) -> list[Case]:
     """The trained model's patterns (its weights as the page ships them) on the sequences its scores are
     measured on: blocks of varied lengths, repeated."""
     config = TrainConfig()
-    tokens = eval_batch(config, TRAINED_SEED).astype(np.int64)  # [B, n]
+    tokens = eval_batch(config, RECORDED_SEED).astype(np.int64)  # [B, n]: what the chart's scores measure
     patterns = forward(params, tokens, config)[1]  # [L] × [B, h, n, n]
     return [
         Case("the trained model's layer 0 on its evaluation sequences", {"pattern": patterns[0]},

@@ -35,6 +35,7 @@ TRAIN_RANGES = {"vocab": (1, 64), "d_model": (1, 128), "n_layers": (1, 4), "n_he
 TRAIN_CHOICES = {"n_layers": (1, 2), "n_heads": (1, 2, 3, 4), "lr": (0.003, 0.01, 0.03, 0.1, 1.0)}
 EXPERIMENTS = {"one-layer": {"n_layers": 1}, "fixed-block": {"min_period": 8, "max_period": 8},
                "diverge": {"lr": 1.0}}  # 1.0: the largest learning rate offered, which diverges
+RECORDED_SEED = 0  # the run the site ships: TrainConfig's defaults trained from this seed
 TRAIN_CONFIG = Fields({  # each field's own range, declared from TRAIN_RANGES
     name: (Number if isinstance(high, float) else Whole)(low, high) for name, (low, high) in TRAIN_RANGES.items()})
 MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS = TRAIN_RANGES["n_layers"][1], TRAIN_RANGES["n_heads"][1]

@@ -9,7 +9,9 @@ softmax(q kᵀ / √d_k) of multi_head_attention with constructed weights, causa
 
 - one head whose softmax gives the three relationships the shares the reader chooses (d_k = d_head);
 - the same, one wide head (d_k = d_model): a wider head is still one softmax, one average;
-- three heads of d_head, one per relationship, their outputs put side by side by W_O.
+- several heads of d_head (the reader chooses 1, 2 or 3), their outputs put side by side by W_O: three give
+  each relationship a head of its own; two leave one relationship a head of its own (the reader chooses which)
+  and make the other two share the other head's softmax, half each; one head shares it three ways.
 
 Residual-stream features (d_model = 54 = 3 · d_head):
   verb, subject, clause   flags: the query to follow, the subject noun, the clause's tokens   3
@@ -33,7 +35,7 @@ import math
 import numpy as np
 
 from .attention import multi_head_attention
-from .fields import Between, Flag, arguments
+from .fields import Between, Choice, Flag, Whole, arguments
 
 TOKENS = ("The", "report", "that", "the", "committee", "members", "wrote", "about", "the", "rules", "was")
 VERB = len(TOKENS) - 1
@@ -143,6 +145,22 @@ def decompose(blocks: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, float]:
     return coefficients, float(np.abs(blocks - coefficients @ T).max())
 
 
+def head_groups(heads: int, alone: str) -> list[tuple[str, ...]]:
+    """The relationships each of `heads` heads follows, the subject's head first (it writes block 0): three
+    heads, one each; two, `alone` in a head of its own and the other two sharing one; one head, all three."""
+    if heads == N_HEADS:
+        return [(r,) for r in RELATIONSHIPS]
+    if heads == 1:
+        return [RELATIONSHIPS]
+    shared = tuple(r for r in RELATIONSHIPS if r != alone)
+    return sorted([(alone,), shared], key=lambda group: RELATIONSHIPS.index(group[0]))
+
+
+def group_shares(group) -> np.ndarray:
+    """[3]: a head's softmax shares, split evenly between the relationships it follows."""
+    return np.array([1.0 / len(group) if r in group else 0.0 for r in RELATIONSHIPS])
+
+
 def _one_layer(x: np.ndarray, T: np.ndarray, shares_by_head, d_k: int) -> dict:
     W = layer(shares_by_head, d_k)
     blocks, weights = received_blocks(x, W)
@@ -153,13 +171,17 @@ def _one_layer(x: np.ndarray, T: np.ndarray, shares_by_head, d_k: int) -> dict:
 
 
 @arguments(subject=Between(0, MAX_WEIGHT), clause=Between(0, MAX_WEIGHT), previous=Between(0, MAX_WEIGHT),
-           wide=Flag())
-def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> dict:
-    """One head with the reader's weights against three heads, one per relationship, at the verb.
+           wide=Flag(), heads=Whole(1, N_HEADS),
+           alone=Choice(RELATIONSHIPS, "the relationship that keeps a head of its own when there are 2 heads"))
+def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False, heads: int = N_HEADS,
+                alone: str = "subject") -> dict:
+    """One head with the reader's weights against several heads (1, 2 or 3) at the verb.
 
     subject, clause, previous: the one head's relative weights (0..100 each, not all 0), normalised into
-    its softmax shares. wide: the one head is d_model wide instead of d_head. Returns {tokens, verb,
-    relationships: {name: key positions}, d_model, d_head, wide, shares [3], one, many}; one and many each
+    its softmax shares. wide: the one head is d_model wide instead of d_head. heads: how many heads of d_head
+    the other side has; alone: with 2, the relationship with a head of its own (the other two share one, half
+    each; ignored otherwise). Returns {tokens, verb, relationships: {name: key positions}, d_model, d_head,
+    wide, shares [3], groups (each of many's heads' relationships), one, many}; one and many each
     {n_heads, d_k, weights [h, n] (the verb's row), blocks [3 blocks, 3 relationships] (coefficients),
     arrives [3] (each relationship's largest coefficient), residual, number (block 0's: +1 singular, -1
     plural; within UNDECIDED of 0, neither)}. What the widget shows of it: mha_core.views.one_vs_many.
@@ -171,6 +193,8 @@ def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> di
     x = embed()  # [n, d_model]
     T = relationship_vectors(x)  # [3, d_content]
     one = _one_layer(x, T, [shares], D_MODEL if wide else D_HEAD)
-    many = _one_layer(x, T, list(np.eye(N_HEADS)), D_HEAD)  # head h: all its weight on relationship h
+    groups = head_groups(heads, alone)
+    many = _one_layer(x, T, [group_shares(g) for g in groups], D_HEAD)  # head h: its relationships, evenly
     return {"tokens": list(TOKENS), "verb": VERB, "relationships": {r: list(KEYS[r]) for r in RELATIONSHIPS},
-            "d_model": D_MODEL, "d_head": D_HEAD, "wide": wide, "shares": shares, "one": one, "many": many}
+            "d_model": D_MODEL, "d_head": D_HEAD, "wide": wide, "shares": shares, "groups": groups,
+            "one": one, "many": many}

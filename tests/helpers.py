@@ -124,7 +124,9 @@ def one_vs_many_form(widget) -> dict:
     return widget.evaluate("""root => ({subject: root.querySelector('input[name="subject"]').valueAsNumber,
       clause: root.querySelector('input[name="clause"]').valueAsNumber,
       previous: root.querySelector('input[name="previous"]').valueAsNumber,
-      wide: root.querySelector('input[name="wide"]').checked})""")
+      wide: root.querySelector('input[name="wide"]').checked,
+      heads: Number(root.querySelector('input[name="heads"]:checked').value),
+      alone: root.querySelector('select[name="alone"]').value})""")
 
 
 def one_vs_many_outputs(widget) -> dict:

@@ -25,6 +25,7 @@ from ..views.shapes import shapes_view
 from ..views.training import training_advance, training_evaluate, training_start, training_stop
 from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
+from .real_model import real_model_advance, real_model_pattern, real_model_start
 
 
 def declare(fn, **args) -> Declared:
@@ -35,7 +36,7 @@ def declare(fn, **args) -> Declared:
 FUNCTIONS = {fn.__name__: fn for fn in (
     check_config, shapes_view, param_count, presets, head_patterns, head_weights, worked_view, memory_view,
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
-    circuits_over_training)}
+    circuits_over_training, real_model_start, real_model_advance, real_model_pattern)}
 
 
 def limits(fn_name: str) -> dict:

@@ -6,13 +6,18 @@ no control changes (the sentence, each relationship's name and words), rendered 
 
 from __future__ import annotations
 
-from ..one_vs_many import D_CONTENT, KEYS, RELATIONSHIPS, TOKENS, UNDECIDED, VERB, one_vs_many
-from . import css_number, declared_as, fraction
+from ..one_vs_many import D_CONTENT, KEYS, N_BLOCKS, N_HEADS, RELATIONSHIPS, TOKENS, UNDECIDED, VERB, one_vs_many
+from . import css_number, declared_as, fraction, plural
 
 NAMES = {"subject": "Subject", "clause": "Clause", "previous": "Previous token"}
 OWNERS = {"subject": "the subject's", "clause": "the clause's", "previous": "the previous token's"}
-COUNTS = {1: "one", 3: "three"}
+THE = {"subject": "the subject", "clause": "the clause", "previous": "the previous token"}
+COUNTS = {1: "one", 2: "two", 3: "three"}
+EACH = {2: "half each", 3: "a third each"}  # a shared head's even split, in words
 LAYERS = ("one", "many")
+ONE_TITLE = "one softmax, one average"
+ONE_NOTE = ("One average adds the relationships' vectors in the same numbers: the subject's +1 and the neighbour's "
+            "−1 land in one number, which holds only their weighted sum (with the clause's).")
 
 
 def verb_form(number: float) -> str:
@@ -33,6 +38,34 @@ def label(n_heads: int, d_k: int, d_model: int) -> str:
     return f"One wide head, d_k = {d_k} = d_model" if d_k == d_model else f"One head, d_k = {d_k}"
 
 
+def and_join(words) -> str:
+    """["a"] -> "a", ["a", "b"] -> "a and b", ["a", "b", "c"] -> "a, b and c"."""
+    words = list(words)
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def many_title(groups) -> str:
+    """What the several heads' softmaxes follow, e.g. "two softmaxes for three relationships: the clause and the
+    previous token share one, half each"."""
+    if len(groups) == N_HEADS:
+        return "one softmax per relationship, and W_O puts each head's output in a block of its own"
+    shared = next(g for g in groups if len(g) > 1)
+    softmaxes = f"{COUNTS[len(groups)]} softmax{'es' if len(groups) > 1 else ''}"
+    share = "share it" if len(groups) == 1 else "share one"
+    return (f"{softmaxes} for {COUNTS[len(RELATIONSHIPS)]} relationships: {and_join(THE[r] for r in shared)} "
+            f"{share}, {EACH[len(shared)]}")
+
+
+def many_note(groups) -> str:
+    """What each block of the verb's output holds, e.g. "Block 1 holds only the subject; block 2 holds the
+    clause and the previous token, half each; block 3 is empty."."""
+    holds = [f"block {h + 1} holds " + (f"only {THE[g[0]]}" if len(g) == 1 else
+                                        f"{and_join(THE[r] for r in g)}, {EACH[len(g)]}") for h, g in enumerate(groups)]
+    holds += [f"block {b + 1} is empty" for b in range(len(groups), N_BLOCKS)]
+    text = "; ".join(holds) + "."
+    return text[0].upper() + text[1:]
+
+
 def _looks(layer: dict, role: list[str]) -> dict:
     """Each head's row of attention at the verb: its cells (--w, coloured by role) and its sentence."""
     rows = []
@@ -43,10 +76,12 @@ def _looks(layer: dict, role: list[str]) -> dict:
     return {"rows": rows}
 
 
-def _layer(name: str, layer: dict, d_model: int) -> dict:
-    """The outputs of one panel: its label, the verb's attention, what arrives, the blocks, the number."""
+def _layer(name: str, layer: dict, d_model: int, title: str, note: str) -> dict:
+    """The outputs of one panel: its label, title and note, the verb's attention, what arrives, the blocks, the
+    number."""
     form = verb_form(layer["number"])
     out = {f"{name}-label": {"text": label(layer["n_heads"], layer["d_k"], d_model), "value": str(layer["n_heads"])},
+           f"{name}-title": title, f"{name}-note": note,
            f"{name}-looks": _looks(layer, roles()),
            f"{name}-number": fraction(layer["number"], signed=True), f"{name}-verb": {"text": form, "value": form}}
     for i, rel in enumerate(RELATIONSHIPS):
@@ -57,32 +92,44 @@ def _layer(name: str, layer: dict, d_model: int) -> dict:
     return out
 
 
+def _arrivals(groups, text: dict) -> str:
+    """How the several heads deliver, e.g. "the subject arrives whole (1.00) in a block of its own; the clause
+    and the previous token share one softmax and arrive at 0.50 and 0.50"."""
+    if len(groups) == N_HEADS:
+        return f"each arrives whole ({', '.join(text[f'many-{rel}'] for rel in RELATIONSHIPS)}) in a block of its own"
+    return "; ".join(f"{THE[g[0]]} arrives whole ({text[f'many-{g[0]}']}) in a block of its own" if len(g) == 1 else
+                     f"{and_join(THE[r] for r in g)} share one softmax and arrive at "
+                     f"{and_join(text[f'many-{r}'] for r in g)}" for g in groups)
+
+
 def _summary(r: dict, outputs: dict) -> str:
     """The result in two sentences, for the widget's live region."""
-    text = {name: outputs[name]["text"] for name in outputs if "text" in outputs[name]}
+    text = {name: slot["text"] for name, slot in outputs.items() if isinstance(slot, dict) and "text" in slot}
     one = [f"{text[f'one-{rel}']} of {OWNERS[rel]} vector" for rel in RELATIONSHIPS]
     one_label, many_label = (text[f"{name}-label"][0].lower() + text[f"{name}-label"][1:] for name in LAYERS)
-    many = ", ".join(text[f"many-{rel}"] for rel in RELATIONSHIPS)
     return (f"With {one_label}, “{TOKENS[VERB]}” receives {one[0]}, {one[1]} and {one[2]}, summed in one "
             f"average: its number reads {text['one-number']}, so “{text['one-verb']}”. With "
-            f"{many_label}, each arrives whole ({many}) in a block of its own: number "
-            f"{text['many-number']}, so “{text['many-verb']}”.")
+            f"{many_label}, {_arrivals(r['groups'], text)}: number {text['many-number']}, "
+            f"so “{text['many-verb']}”.")
 
 
 def fixed() -> dict:
     """What no control changes: the sentence with each token's role, each relationship's name and words."""
     return {"tokens": list(TOKENS), "roles": roles(), "verb": VERB, "block_size": D_CONTENT,
+            "heads": [{"value": h, "label": plural(h, "head")} for h in range(1, N_HEADS + 1)],
             "relationships": [{"name": r, "label": NAMES[r], "words": " ".join(TOKENS[j] for j in KEYS[r])}
                               for r in RELATIONSHIPS]}
 
 
 @declared_as(one_vs_many)
-def one_vs_many_view(subject=1.0, clause=1.0, previous=1.0, wide: bool = False) -> dict:
-    """The widget's view for the reader's weights (as mha_core.one_vs_many takes them)."""
-    r = one_vs_many(subject, clause, previous, wide)
+def one_vs_many_view(subject=1.0, clause=1.0, previous=1.0, wide: bool = False, heads: int = N_HEADS,
+                     alone: str = "subject") -> dict:
+    """The widget's view for the reader's weights and heads (as mha_core.one_vs_many takes them)."""
+    r = one_vs_many(subject, clause, previous, wide, heads, alone)
     outputs = {f"share-{rel}": fraction(share) for rel, share in zip(RELATIONSHIPS, r["shares"])}
-    for name in LAYERS:
-        outputs |= _layer(name, r[name], r["d_model"])
+    outputs |= _layer("one", r["one"], r["d_model"], ONE_TITLE, ONE_NOTE)
+    outputs |= _layer("many", r["many"], r["d_model"], many_title(r["groups"]), many_note(r["groups"]))
     outputs["summary"] = _summary(r, outputs)
-    return {"data": {"wide": "true" if wide else "false"}, "outputs": outputs,
+    return {"data": {"wide": "true" if wide else "false", "heads": str(r["many"]["n_heads"]),
+                     "alone": alone}, "outputs": outputs,
             "fixed": fixed() | {"d_model": r["d_model"], "d_head": r["d_head"]}}

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..detectors import DETECTORS, evaluate
 from ..fields import Maybe, Number, Text, Whole, arguments
-from ..model import ABLATE, MAX_STEP_FLOPS, SEED, TRAIN_CONFIG, TrainConfig, forward, unflatten
+from ..model import ABLATE, MAX_STEP_FLOPS, RECORDED_SEED, SEED, TRAIN_CONFIG, TrainConfig, forward, unflatten
 from ..rng import Random
 from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
 from ..training import Trainer, TrainingDiverged, eval_batch
@@ -29,7 +29,6 @@ SCHEDULE_DTYPE = np.float32  # the widget's runs, built and live, train in float
 ROLE_MIN = 0.4  # a head is named after its best detector score when that score reaches this
 ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
               "first_token": "first-token", None: "no clear role"}
-RECORDED_SEED = 0  # the run the page ships is trained from this seed; the lesson quotes its numbers
 RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
 STARTED: dict[int, float] = {}  # when each run in RUNS started (time.perf_counter), for its elapsed time
 RUN_IDS = itertools.count(1)

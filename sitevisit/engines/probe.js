@@ -6,7 +6,8 @@
 // It relies on the widgets' contract only: a widget is an element [data-mha-widget] whose data-state goes
 // "busy" when it asks Python and "live" (or "error") when the answer is shown. Each widget's form controls
 // are changed one at a time, the kinds most likely to ask Python first, until one makes it busy: no
-// widget is named here, so widgets added later are covered as they come. An exercise (a widget with a Run
+// widget is named here, so widgets added later are covered as they come. A widget with a Load button (whose
+// Python waits for the reader to ask for a large download) is loaded first. An exercise (a widget with a Run
 // button) goes "running", then "pass", "fail" or "error" once its own Python has checked the code.
 ({
   watch() {
@@ -117,6 +118,12 @@
         continue;
       }
       seen.kind = "widget";
+      const load = root.querySelector('button[name="load"]');
+      if (load && !load.hidden && !load.disabled) {  // a widget whose Python waits for the reader's Load (a model)
+        seen.control = 'button[name="load"]';
+        load.click();
+        await poll(() => ["live", "error"].includes(root.dataset.state), timeoutMs);
+      }
       const controls = KINDS.flatMap(([selector, change]) =>
         [...root.querySelectorAll(selector)].filter((c) => !c.disabled && c.form).map((c) => [c, change]));
       for (const [control, change] of controls) {

@@ -36,12 +36,17 @@ def test_first_paint_holds_mha_core_numbers_and_native_labelled_controls(page, s
     hold_python(page)  # what a reader sees before Python has started
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
     assert widget.get_attribute("data-state") == "initial"
-    assert one_vs_many_form(widget) == {"subject": 50, "clause": 50, "previous": 50, "wide": False}
+    assert one_vs_many_form(widget) == {"subject": 50, "clause": 50, "previous": 50, "wide": False, "heads": 3,
+                                        "alone": "subject"}
     assert one_vs_many_outputs(widget) == one_vs_many_expected(subject=50, clause=50, previous=50, wide=False)
     controls = widget.evaluate(CONTROLS)
     assert [(c["type"], c["name"]) for c in controls] == [("range", "subject"), ("range", "clause"),
-                                                          ("range", "previous"), ("checkbox", "wide")]
-    assert all(c["tag"] == "input" and c["label"] for c in controls)
+                                                          ("range", "previous"), ("checkbox", "wide"),
+                                                          ("radio", "heads"), ("radio", "heads"), ("radio", "heads"),
+                                                          ("select-one", "alone")]
+    assert [c["label"] for c in controls if c["name"] == "heads"] == ["1 head", "2 heads", "3 heads"]
+    assert widget.locator('select[name="alone"]').is_disabled()  # it means something with 2 heads only
+    assert all(c["tag"] in ("input", "select") and c["label"] for c in controls)
     assert widget.locator('[data-output="summary"]').get_attribute("aria-live") == "polite"
 
 
@@ -86,6 +91,36 @@ def test_the_wide_head_is_still_one_average(live_widget):
     answered(widget)
 
 
+def test_two_heads_make_two_relationships_share_one_chosen_with_the_keyboard(live_widget):
+    widget = live_widget(NAME)
+    three = widget.locator('input[name="heads"][value="3"]')
+    three.focus()
+    three.press("ArrowLeft")  # the radio group: 3 -> 2 heads
+    expect(widget.locator('input[name="heads"][value="2"]')).to_be_checked()
+    expect(widget).to_have_attribute("data-heads", "2")
+    shown = answered(widget)
+    assert shown["many-label"] == "2"
+    assert (shown["many-subject"], shown["many-clause"], shown["many-previous"]) == ("1.0000", "0.5000", "0.5000")
+    assert (shown["many-number"], shown["many-verb"]) == ("1.0000", "was")
+    expect(widget.locator('[data-output="many-title"]')).to_have_text(
+        "two softmaxes for three relationships: the clause and the previous token share one, half each")
+    assert widget.locator('[data-output="many-looks"] .mha-ovm__row').count() == 2  # one row per softmax
+    alone = widget.locator('select[name="alone"]')
+    expect(alone).to_be_enabled()
+    alone.focus()
+    alone.press("ArrowDown")  # the clause keeps a head of its own: the subject shares with the plural neighbour
+    expect(widget).to_have_attribute("data-alone", "clause")
+    shown = answered(widget)
+    assert (shown["many-subject"], shown["many-clause"], shown["many-previous"]) == ("0.5000", "1.0000", "0.5000")
+    assert (shown["many-number"], shown["many-verb"]) == ("0.0000", "was or were?")
+    assert "the subject and the previous token share one softmax" in widget.locator('[data-output="summary"]').text_content()
+    widget.locator('input[name="heads"][value="2"]').press("ArrowLeft")  # 1 head: all three share it
+    expect(widget).to_have_attribute("data-heads", "1")
+    shown = answered(widget)
+    assert (shown["many-subject"], shown["many-number"], shown["many-verb"]) == ("0.3333", "-0.0417", "were")
+    expect(alone).to_be_disabled()
+
+
 def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(live_widget):
     widget = live_widget(NAME)
     for name in ("subject", "clause"):
@@ -122,7 +157,7 @@ def test_at_390_px_everything_fits_and_works(live_widget):
     try:
         widget.scroll_into_view_if_needed()
         assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
-        for control in widget.locator("form input").all():
+        for control in widget.locator("form input, form select").all():
             box = control.bounding_box()
             assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
         for slider in widget.locator('input[type="range"]').all():
@@ -130,6 +165,9 @@ def test_at_390_px_everything_fits_and_works(live_widget):
         panels = [p.bounding_box() for p in widget.locator(".mha-ovm__panel").all()]
         assert panels[0]["y"] + panels[0]["height"] <= panels[1]["y"]  # one above the other
         widget.locator('input[name="subject"]').press("PageUp")
+        answered(widget)
+        widget.locator('input[name="heads"][value="3"]').press("ArrowLeft")  # 2 heads: the longer words
+        expect(widget).to_have_attribute("data-heads", "2")
         answered(widget)
         assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
     finally:

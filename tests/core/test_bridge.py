@@ -23,7 +23,7 @@ def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shapes_view", "param_count", "presets",
                                     "head_patterns", "head_weights", "worked_view", "memory_view", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate",
-                                    "circuits_at", "circuits_over_training"}
+                                    "circuits_at", "circuits_over_training", "real_model_start", "real_model_advance", "real_model_pattern"}
 
 
 def test_shapes_view_round_trip():

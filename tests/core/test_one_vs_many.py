@@ -100,6 +100,43 @@ def test_three_heads_keep_every_relationship_whole_whatever_the_one_head_does(we
     assert np.allclose(r["one"]["arrives"], shares, atol=1e-9)
 
 
+# ---------------------------------------------------------------- fewer heads: relationships share a softmax
+
+NAMES = ("subject", "clause", "previous")
+
+
+@pytest.mark.parametrize("alone", NAMES)
+def test_with_two_heads_the_other_two_relationships_share_one_head_half_each(alone):
+    """The lone relationship's head sees it alone; the other head's softmax gives each of the other two half,
+    so each arrives at 0.5, and block 1 (the subject's head's) reads the subject's number mixed with its partner's."""
+    r = one_vs_many(1, 2, 3, heads=2, alone=alone)
+    many = r["many"]
+    lone, pair = np.eye(3)[NAMES.index(alone)], np.array([0.0 if n == alone else 0.5 for n in NAMES])
+    heads = sorted([lone, pair], key=lambda s: -s[0])  # the subject's head first
+    assert many["n_heads"] == 2 and many["d_k"] == D_HEAD
+    assert np.allclose(many["weights"], [ideal_row(s) for s in heads], atol=1e-9)
+    assert np.allclose(many["arrives"], lone + pair, atol=1e-9)  # 1 for the lone one, 0.5 for the pair
+    assert np.allclose(many["blocks"], [*heads, [0, 0, 0]], atol=1e-9)  # block 3 empty
+    assert many["number"] == pytest.approx(ideal_number(heads[0]), abs=1e-9)
+    assert [len(g) for g in r["groups"]] == [round(1 / max(s)) for s in heads]
+    assert np.allclose(r["one"]["arrives"], normalised([1, 2, 3]), atol=1e-9)  # the one head is untouched
+
+
+def test_which_pair_shares_decides_the_verb():
+    """The subject beside the clause keeps its singular (+1/2 - 1/16); beside the plural neighbour it cancels."""
+    assert one_vs_many(heads=2, alone="subject")["many"]["number"] == pytest.approx(1.0)
+    assert one_vs_many(heads=2, alone="previous")["many"]["number"] == pytest.approx(0.5 - 0.5 / 8)
+    assert abs(one_vs_many(heads=2, alone="clause")["many"]["number"]) < UNDECIDED
+
+
+def test_with_one_head_the_other_side_shares_it_three_ways():
+    many = one_vs_many(5, 0, 1, heads=1)["many"]
+    assert many["n_heads"] == 1
+    assert np.allclose(many["weights"][0], ideal_row([1 / 3] * 3), atol=1e-9)
+    assert np.allclose(many["arrives"], 1 / 3, atol=1e-9)
+    assert many["number"] == pytest.approx(ideal_number([1 / 3] * 3), abs=1e-9)
+
+
 # ---------------------------------------------------------------- the layers against torch
 
 def torch_layer(x, W) -> np.ndarray:
@@ -112,7 +149,8 @@ def torch_layer(x, W) -> np.ndarray:
 
 
 @pytest.mark.parametrize("shares_by_head,d_k", [([[0.2, 0.5, 0.3]], D_HEAD), ([[0.2, 0.5, 0.3]], D_MODEL),
-                                                 (list(np.eye(3)), D_HEAD)], ids=["one", "wide", "three"])
+                                                 (list(np.eye(3)), D_HEAD), ([[1, 0, 0], [0, 0.5, 0.5]], D_HEAD)],
+                         ids=["one", "wide", "three", "two"])
 def test_the_layers_equal_torch(shares_by_head, d_k):
     x, W = embed(), layer(shares_by_head, d_k)
     out, _ = multi_head_attention(x, **W, causal=True)
@@ -129,6 +167,10 @@ def test_the_layers_equal_torch(shares_by_head, d_k):
     ({"previous": "1"}, "previous must be a number"),
     ({"subject": float("nan")}, "subject must be a number"),
     ({"wide": 1}, "wide must be true or false"),
+    ({"heads": 0}, "heads must be at least 1"),
+    ({"heads": 4}, "heads must be at most 3"),
+    ({"heads": "2"}, "heads must be a whole number"),
+    ({"alone": "verb"}, "alone must be one of subject, clause, previous"),
 ])
 def test_bad_arguments_are_explained(args, words):
     reply = json.loads(bridge.call("one_vs_many_view", json.dumps(args)))
@@ -141,6 +183,11 @@ def test_bad_arguments_are_explained(args, words):
     ({"previous": "1"}, "previous must be a number from 0 to 100, got '1'."),
     ({"wide": "yes"}, "wide must be true or false, got 'yes'."),
     ({"subject": 0, "clause": 0, "previous": 0}, "give at least one relationship some weight"),
+    ({"heads": 0}, "heads must be at least 1, got 0."),
+    ({"heads": 4}, "heads must be at most 3, got 4."),
+    ({"heads": 2.5}, "heads must be a whole number, got 2.5."),
+    ({"heads": True}, "heads must be a whole number, got True."),
+    ({"alone": None}, "alone must be one of subject, clause, previous"),
 ])
 def test_one_vs_many_refuses_nonsense_by_name(args, message):
     with pytest.raises(ValueError) as refused:

@@ -332,7 +332,8 @@ def test_the_split_is_a_view_and_the_merge_a_copy_as_the_reveal_answers():
 
 def test_the_one_vs_many_score_is_what_the_page_says():
     """The number feature's signs, one head delivering each relationship at its share (narrow or wide) and a
-    number that is the weighted sum, three heads delivering each whole."""
+    number that is the weighted sum, three heads delivering each whole, two heads half each to the pair that
+    shares one."""
     from mha_core import one_vs_many as ovm
     from mha_core.views.one_vs_many import verb_form
 
@@ -347,6 +348,11 @@ def test_the_one_vs_many_score_is_what_the_page_says():
         assert r["one"]["number"] == pytest.approx(float(np.dot(r["shares"], means)), abs=1e-9)
         np.testing.assert_allclose(r["many"]["arrives"], 1, atol=1e-9)
         assert r["many"]["number"] == pytest.approx(1, abs=1e-9) and verb_form(r["many"]["number"]) == "was"
+    # two heads: the pair sharing one arrives at half each; the subject beside the clause stays singular,
+    # beside the neighbour it cancels
+    forms = {alone: verb_form(ovm.one_vs_many(heads=2, alone=alone)["many"]["number"]) for alone in ovm.RELATIONSHIPS}
+    assert forms == {"subject": "was", "previous": "was", "clause": "was or were?"}
+    assert sorted(ovm.one_vs_many(heads=2, alone="clause")["many"]["arrives"]) == pytest.approx([0.5, 0.5, 1])
 
 
 def test_the_knock_out_question_s_answer_holds():

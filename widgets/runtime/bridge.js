@@ -139,8 +139,23 @@ export class Runtime {
     });
   }
 
+  /** Download files into Python's folder (worker.js's "files" request); onBytes(arrived, total) as they arrive.
+   * A silence of stallMs with no byte is a stall; the answer is a call's. */
+  download(folder, store, files, onBytes) {
+    return new Promise((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      const id = nextId++;
+      this.pending.set(id, { resolve, reject, onBytes });
+      this.watch("Downloading the model stalled", this.stallMs);
+      this.worker.postMessage({ type: "files", id, folder, store, files });
+    });
+  }
+
   receive(data) {
-    if (data.type === "progress" || data.type === "bytes") { // from the Python worker, from the downloads
+    if (data.type === "files") { // a download's bytes (download above)
+      this.pending.get(data.id)?.onBytes(data.arrived, data.total);
+      this.watch("Downloading the model stalled", this.stallMs);
+    } else if (data.type === "progress" || data.type === "bytes") { // from the Python worker, from the downloads
       if (this.failure || this.isReady) return;
       Object.assign(this.progress, data);
       const { waiting, step } = this.progress;
@@ -194,6 +209,20 @@ export async function call(fn, args) {
   const current = runtime; // a retry meanwhile does not move this call to the new runtime
   await current.ready;
   const reply = JSON.parse(await current.send(fn, json));
+  if (!reply.ok) throw new CallError(reply.error);
+  return reply.result;
+}
+
+/** Download files ({url: {source, gzip, sha256, bytes, name}}) into folder in the widgets' Python, each checked by
+ * its sha256 and kept in the Cache Storage named store (a revisit downloads nothing; after a failure, what had
+ * arrived is not downloaded again); onBytes(arrived, total) reports progress. Starts Python if need be. */
+export async function download(folder, store, files, onBytes) {
+  if (runtime?.failure) retry();
+  start();
+  await started;
+  const current = runtime;
+  await current.ready;
+  const reply = JSON.parse(await current.download(folder, store, files, onBytes));
   if (!reply.ok) throw new CallError(reply.error);
   return reply.result;
 }

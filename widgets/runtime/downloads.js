@@ -29,9 +29,9 @@ async function readBody(response, gzip, onBytes) {
   return new Uint8Array(await new Response(body).arrayBuffer());
 }
 
-export async function openStore() {
+export async function openStore(name = STORE) {
   try {
-    return self.caches ? await caches.open(STORE) : null;
+    return self.caches ? await caches.open(name) : null;
   } catch {
     return null; // storage refused (e.g. blocked by the reader's settings): download every time
   }
@@ -45,14 +45,15 @@ export const pyodideFiles = (files) => Object.keys(files).filter((url) => !url.e
 export class Downloads {
   /** Download every file: the urls in first at once, in parallel, the others once those have arrived (so that
    *  the files needed first get the whole connection). progress() is called as bytes arrive, at most every
-   *  250 ms. */
-  constructor(files, progress, first) {
+   *  250 ms. store: the Cache Storage they are kept in (other files than Python's keep a store of their own,
+   *  which Python's start does not clear). */
+  constructor(files, progress, first, store = STORE) {
     this.files = files;
     this.progress = progress;
     this.total = Object.values(files).reduce((sum, f) => sum + f.bytes, 0);
     this.arrived = 0;
     this.lastReport = 0;
-    this.store = openStore();
+    this.store = openStore(store);
     this.stored = []; // each file's writing into the store
     this.loads = new Map(first.map((url) => [url, this.load(url)]));
     const firstArrived = Promise.allSettled(this.loads.values());
@@ -113,6 +114,14 @@ export class Downloads {
       throw new Error(`${name} is not the file this site was built with (its sha256 differs)`);
     }
     return bytes;
+  }
+
+  /** Drop what the store keeps that is not one of these files (an older build's). */
+  async forgetOthers() {
+    const store = await this.store;
+    if (!store) return;
+    const wanted = new Set(Object.keys(this.files).map((url) => this.key(url)));
+    for (const request of await store.keys()) if (!wanted.has(request.url)) await store.delete(request);
   }
 }
 

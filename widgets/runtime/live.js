@@ -60,11 +60,14 @@ export function setDisabled(controls, disabled, fallback) {
 /** Make root live: returns request(control), which asks fn with args() and shows the view it answers.
  *   fn       the bridge's view function; args() its arguments read from the controls now (throws InputError
  *            when they cannot be asked)
+ *   ask      ask(args): the answer's Promise, for a widget whose answer takes more than one call (fn's by default)
  *   show     show(view, args): what to do with an answer (bind it into root by default)
  *   failure  the reader's words for a failed call: a start ("Could not compute this" by default) that the
  *            error's message follows, or failure(error, args) for words of its own
  *   settled  settled(error): after the latest request is answered (error null) or refused */
-export function live(root, { fn, args, show = (view) => bind(root, view), failure, settled = () => {} }) {
+export function live(root, {
+  fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), failure, settled = () => {},
+}) {
   let cause = root;
   let asked = null;
   let staleTimer = null;
@@ -77,7 +80,7 @@ export function live(root, { fn, args, show = (view) => bind(root, view), failur
   const request = latestWins({
     ask: () => {
       asked = args();
-      return call(fn, asked);
+      return ask(asked);
     },
     show: (view, latest) => {
       if (latest) {

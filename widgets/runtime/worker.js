@@ -3,13 +3,16 @@
 // In:  {type: "init", indexURL, files: {url: {source, gzip, sha256, bytes}}, lock, port, entry, keep} (port: the
 //      downloads worker's, fetcher.js; the files ending in .whl are the wheels: NumPy and mha_core; entry: the
 //      module whose call answers the calls; keep: whether a fresh start's memory is kept for later starts), then
-//      {type: "call", id, fn, args} (args: JSON text).
+//      {type: "call", id, fn, args} (args: JSON text), and {type: "files", id, folder, store, files} (files as
+//      init's: each downloaded, checked by sha256 and kept in Cache Storage `store` as downloads.js does for
+//      Python's own, then written into Python's file system under folder, by its name: the real model's files).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
 //      it ends); {type: "progress", step, waiting}..., then {type: "ready", ms, restored} (restored: Python
 //      came from the memory an earlier start kept) or {type: "failed", message};
-//      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally.
+//      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally;
+//      {type: "files", id, arrived, total} as a files request's bytes arrive, then its {type: "result", id, json}.
 // fn and args reach the entry's call (mha_core.bridge.call) as Python strings: data, never Python source.
-import { FilesFrom } from "./downloads.js";
+import { Downloads, FilesFrom } from "./downloads.js";
 import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
 import {
   dlopenHandles, isFatal, loadLibraries, loadWatched, makeSnapshot, newFilesSeen, restoreLibraries, serveFiles,
@@ -18,6 +21,7 @@ import {
 import { unpackWheel } from "./wheels.js";
 
 let bridgeCall = null; // the entry's call once Python is ready; null again if Python fails fatally
+let pyodideOnce = null; // Pyodide, once ready: its file system receives the files a "files" request downloads
 
 // What the reader is told: the step Python is at (the page adds the bytes that arrived), and whether Python
 // waits for a file (then the page's watchdog expects bytes) or works (then a silence is Python computing).
@@ -99,6 +103,7 @@ async function init({ indexURL, files, port, entry, keep }) {
   const python = (async () => {
     const [pyodide, kept] = await startPython(downloads, indexURL, wheels, memoryURL);
     bridgeCall = pyodide.pyimport(entry).call;
+    pyodideOnce = pyodide;
     return kept;
   })();
   // A file that did not arrive intact is the reason for a failure, whatever else fails because of it.
@@ -140,6 +145,29 @@ function answer(id, fn, args) {
   }
 }
 
+/** Download files (each checked, kept, or taken from what an earlier visit kept) into Python's folder, each
+ * written as it arrives and then let go, with byte progress; answered like a call. */
+async function saveFiles({ id, folder, store, files }) {
+  const reply = (value) => postMessage({ type: "result", id, json: JSON.stringify(value) });
+  const downloads = new Downloads(files, () => {
+    postMessage({ type: "files", id, arrived: downloads.arrived, total: downloads.total });
+  }, Object.keys(files), store);
+  try {
+    pyodideOnce.FS.mkdirTree(folder);
+    // Every file settles before the answer, so that what arrived is kept and a Retry downloads only the rest.
+    const written = await Promise.allSettled([...downloads.loads].map(async ([url, bytes]) => {
+      pyodideOnce.FS.writeFile(`${folder}/${files[url].name}`, await bytes);
+    }));
+    await Promise.allSettled(downloads.stored);
+    const failed = written.find((w) => w.status === "rejected");
+    if (failed) throw failed.reason;
+    await downloads.forgetOthers();
+    reply({ ok: true, result: { bytes: downloads.total } });
+  } catch (err) {
+    reply({ ok: false, error: lastLine(err.message || err) });
+  }
+}
+
 self.onmessage = async ({ data }) => {
   if (data.type === "init") {
     holdLock(data.lock);
@@ -150,6 +178,9 @@ self.onmessage = async ({ data }) => {
     }
   } else if (data.type === "call") {
     if (bridgeCall) answer(data.id, data.fn, data.args);
+    else postMessage({ type: "failed", message: "Python is not running." });
+  } else if (data.type === "files") {
+    if (pyodideOnce) saveFiles(data);
     else postMessage({ type: "failed", message: "Python is not running." });
   }
 };

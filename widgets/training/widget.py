@@ -16,15 +16,14 @@ import json
 from pathlib import Path
 
 from mha_core import bridge
-from mha_core.views.training import RECORDED_SEED, recorded_run, reference_label
-from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TrainConfig
+from mha_core.views.training import recorded_run, reference_label
+from mha_core.model import EXPERIMENTS, RECORDED_SEED as SEED, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
 from widgets.palette import PALETTE, STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_MODULE = ROOT / "mha_core" / "views" / "training.py"  # where recorded_run lives
-SEED = RECORDED_SEED
 ASSET = "run.json"
 # What the reader can pick, from the model's one configuration (mha_core.model: the bridge takes more).
 LRS, LAYERS, HEADS = (list(TRAIN_CHOICES[name]) for name in ("lr", "n_layers", "n_heads"))

@@ -22,8 +22,10 @@ def test_fractions_are_formatted_once_with_a_minus_sign_and_never_minus_zero():
 
 @pytest.mark.parametrize("weights", [(1, 1, 1), (1, 0, 0), (0, 0, 3), (50, 25, 25), (1, 0, 1)])
 @pytest.mark.parametrize("wide", [False, True])
-def test_each_number_shown_is_mha_core_s(weights, wide):
-    r, view = one_vs_many(*weights, wide=wide), one_vs_many_view(*weights, wide=wide)
+@pytest.mark.parametrize("heads,alone", [(3, "subject"), (2, "subject"), (2, "clause"), (2, "previous"), (1, "clause")])
+def test_each_number_shown_is_mha_core_s(weights, wide, heads, alone):
+    args = {"wide": wide, "heads": heads, "alone": alone}
+    r, view = one_vs_many(*weights, **args), one_vs_many_view(*weights, **args)
     out = view["outputs"]
     for i, rel in enumerate(RELATIONSHIPS):
         assert float(out[f"share-{rel}"]["value"]) == pytest.approx(r["shares"][i], abs=5e-5)
@@ -38,7 +40,8 @@ def test_each_number_shown_is_mha_core_s(weights, wide):
         assert all(row["label"].startswith(f"Head {h + 1} attends") for h, row in enumerate(looks))
         assert float(out[f"{name}-number"]["value"]) == pytest.approx(r[name]["number"], abs=5e-5)
         assert out[f"{name}-verb"]["text"] == verb_form(r[name]["number"])
-    assert view["data"] == {"wide": "true" if wide else "false"}
+    assert view["data"] == {"wide": "true" if wide else "false", "heads": str(heads), "alone": alone}
+    assert out["many-label"]["value"] == str(heads)
 
 
 def test_the_verb_agrees_with_the_number_it_reads():
@@ -54,14 +57,32 @@ def test_the_label_says_how_wide_each_head_is():
     assert one_vs_many_view(1, 1, 1)["outputs"]["many-label"]["text"] == "Three heads, d_k = 18 each"
 
 
+def test_two_heads_say_which_two_relationships_share_one():
+    out = one_vs_many_view(1, 1, 1, heads=2, alone="clause")["outputs"]
+    assert out["many-label"]["text"] == "Two heads, d_k = 18 each"
+    assert out["many-title"] == "two softmaxes for three relationships: the subject and the previous token share one, half each"
+    assert out["many-note"] == "Block 1 holds the subject and the previous token, half each; block 2 holds only the clause; block 3 is empty."
+    assert (out["many-subject"]["text"], out["many-clause"]["text"], out["many-previous"]["text"]) == ("0.50", "1.00", "0.50")
+    assert (out["many-number"]["text"], out["many-verb"]["text"]) == ("0.00", "was or were?")
+    assert ("the subject and the previous token share one softmax and arrive at 0.50 and 0.50; the clause arrives whole "
+            "(1.00) in a block of its own: number 0.00, so “was or were?”.") in out["summary"]
+    three = one_vs_many_view(1, 1, 1)["outputs"]
+    assert three["many-note"] == "Block 1 holds only the subject; block 2 holds only the clause; block 3 holds only the previous token."
+    one = one_vs_many_view(1, 1, 1, heads=1)["outputs"]
+    assert one["many-title"] == "one softmax for three relationships: the subject, the clause and the previous token share it, a third each"
+    assert one["many-note"].endswith("a third each; block 2 is empty; block 3 is empty.")
+
+
 def test_the_fixed_words_come_from_the_sentence():
     fixed = one_vs_many_view()["fixed"]
     assert fixed["tokens"] == list(TOKENS)
     assert [r["words"] for r in fixed["relationships"]] == ["report", " ".join(TOKENS[2:10]), "rules"]
+    assert [h["label"] for h in fixed["heads"]] == ["1 head", "2 heads", "3 heads"]
     assert fixed["roles"][1] == "subject" and fixed["roles"][9] == "previous" and fixed["roles"][0] == "none"
 
 
 def test_through_the_bridge_the_browser_gets_the_view():
-    reply = json.loads(bridge.call("one_vs_many_view", json.dumps({"subject": 50, "clause": 25, "previous": 25, "wide": True})))
+    reply = json.loads(bridge.call("one_vs_many_view", json.dumps({"subject": 50, "clause": 25, "previous": 25, "wide": True,
+                                                                "heads": 2, "alone": "previous"})))
     assert reply["ok"]
-    assert reply["result"] == json.loads(json.dumps(one_vs_many_view(50, 25, 25, wide=True)))
+    assert reply["result"] == json.loads(json.dumps(one_vs_many_view(50, 25, 25, wide=True, heads=2, alone="previous")))

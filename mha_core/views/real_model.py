@@ -1,0 +1,109 @@
+"""The real model's view: every head of SmolLM2-135M on a text, as the atlas shows it (mha_core.llama's numbers).
+
+real_model_view(tokens, scores, n_given) -> {"data", "outputs"} (the form mha_core.views describes):
+    data     n-tokens, and cut ("true" when the text was longer than MAX_TOKENS and only its start was run)
+    outputs  tokens: one row per token (its text as the reader reads it, data-token-index);
+             head-L-H for each of the 30 × 9 heads: its four scores as data-score-KIND and as CSS variables
+             (--KIND, 0..1, the cell's colour), and its label (every score in words);
+             best: the strongest head of each kind, in words; note: what was cut, if anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..fields import Array, Invalid, ListOf, Text, Whole, arguments
+from . import decimal
+
+N_LAYERS, N_HEADS, N_KV_HEADS = 30, 9, 3  # SmolLM2-135M: 9 query heads in 3 key/value groups of 3
+GROUP = N_HEADS // N_KV_HEADS
+MAX_TOKENS = 128  # a text is cut to its first MAX_TOKENS tokens: 30 layers of 128 tokens take seconds in a browser
+MAX_TOKEN_CHARS = 256  # one token's text (the longest in the vocabulary is far shorter)
+KIND_NAMES = {"previous_token": "previous-token", "induction": "induction", "first_token": "first-token",
+              "duplicate_token": "duplicate-token"}
+KINDS = tuple(KIND_NAMES)  # the order the page offers them in: mha_core.llama.scores.SCORES, reordered
+
+
+def head_name(layer: int, head: int) -> str:
+    """'L17 H3'."""
+    return f"L{layer} H{head}"
+
+
+def score_text(value: float) -> str:
+    """A score in words: '0.85', or 'none' where no query counts (a text with no repeated token)."""
+    return "none" if math.isnan(value) else decimal(value)
+
+
+def _scores_fit(args: dict) -> None:
+    scores = args.get("scores")
+    if scores is not None and (set(scores) != set(KINDS) or any(a.shape != (N_LAYERS, N_HEADS) for a in scores.values())):
+        raise Invalid(f"scores must hold {', '.join(KINDS)}, each [{N_LAYERS}, {N_HEADS}]: one score a head.")
+
+
+class ScoresByKind:
+    """{kind: [n_layers, h] scores} (NaN: no query counted), each an Array."""
+
+    def check(self, name: str, value) -> dict:
+        if not isinstance(value, dict):
+            raise Invalid(f"{name} must be a dict of scores by kind, got {type(value).__name__}.")
+        return {kind: Array(ndim=(2,), values="any").check(f"{name}[{kind!r}]", v) for kind, v in value.items()}
+
+
+def token_texts(tokenizer, ids) -> list[str]:
+    """Each token as the reader reads it: its bytes decoded (byte-level BPE's "Ġ" a space, "Ċ" a newline; a
+    token that holds part of a character reads as U+FFFD), as transformers' tokenizer decodes it alone."""
+    return [tokenizer.decode([int(i)]) for i in ids]
+
+
+def token_rows(tokens: list[str]) -> dict:
+    """The tokens slot: one row per token, its text as read, data-token-index its position."""
+    return {"rows": [{"text": t, "data": {"token-index": i}} for i, t in enumerate(tokens)]}
+
+
+def head_slot(layer: int, head: int, scores: dict) -> dict:
+    """One head's cell: data-score-KIND (4 decimals; 0 where no query counts, as TransformerLens's score, which
+    divides by every query, would be; the label says "none"), --KIND for its colour, its label in words."""
+    values = {kind: float(scores[kind][layer][head]) for kind in KINDS}
+    words = ", ".join(f"{KIND_NAMES[k]} {score_text(v)}" for k, v in values.items())
+    return {"data": {f"score-{KIND_NAMES[k]}": f"{0.0 if math.isnan(v) else v:.4f}" for k, v in values.items()},
+            "vars": {f"--{KIND_NAMES[k]}": 0 if math.isnan(v) else round(min(max(v, 0.0), 1.0), 3)
+                     for k, v in values.items()},
+            "label": f"Layer {layer}, head {head} (key/value group {head // GROUP}): {words}"}
+
+
+def best_heads(scores: dict) -> str:
+    """'Strongest on this text: previous-token L16 H0 (0.94); induction L18 H6 (0.89); …'."""
+    parts = []
+    for kind in KINDS:
+        values = scores[kind]
+        finite = [(float(values[l][h]), l, h) for l in range(N_LAYERS) for h in range(N_HEADS)
+                  if not math.isnan(float(values[l][h]))]
+        if finite:
+            value, layer, head = max(finite)
+            parts.append(f"{KIND_NAMES[kind]} {head_name(layer, head)} ({decimal(value)})")
+        else:
+            parts.append(f"{KIND_NAMES[kind]}: none (no token of this text repeats)")
+    return "Strongest on this text: " + "; ".join(parts) + "."
+
+
+def cut_note(n_shown: int, n_given: int) -> str:
+    """What the reader is told when their text was cut, else ''."""
+    if n_given <= n_shown:
+        return ""
+    return (f"Your text has {n_given:,} tokens; the model ran on its first {n_shown} "
+            f"(at most {MAX_TOKENS}, so that a browser computes them in seconds).")
+
+
+@arguments(_scores_fit, tokens=ListOf(Text(MAX_TOKEN_CHARS, blank=True), MAX_TOKENS), scores=ScoresByKind(),
+           n_given=Whole(1, 10**9))
+def real_model_view(tokens, scores, n_given: int) -> dict:
+    """The atlas for a text's tokens (as read, at most MAX_TOKENS) and every head's scores {kind: [30, 9]};
+    n_given is how many tokens the whole text had (more than len(tokens) when it was cut)."""
+    if not tokens or n_given < len(tokens):
+        raise Invalid(f"n_given must be at least the {len(tokens)} tokens shown, and tokens not empty.")
+    outputs = {"tokens": token_rows(tokens), "best": best_heads(scores),
+               "note": {"text": cut_note(len(tokens), n_given), "hidden": n_given <= len(tokens)}}
+    for layer in range(N_LAYERS):
+        for head in range(N_HEADS):
+            outputs[f"head-{layer}-{head}"] = head_slot(layer, head, scores)
+    return {"data": {"n-tokens": str(len(tokens)), "cut": str(n_given > len(tokens)).lower()}, "outputs": outputs}

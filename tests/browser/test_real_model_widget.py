@@ -1,0 +1,202 @@
+"""The heads of a real model, in Chromium, against the built site: the atlas reads before Python (every head's
+scores the build's, the tokens, the text), a head opens its pattern by pointer and by keyboard; Load downloads
+the model with byte progress, and the reader's text gives the scores mha_core computes here in CPython (a newer
+text replacing one in progress, a long one cut); a revisit downloads nothing; a corrupted file is refused by its
+sha256 and a download cut mid-way resumes with Retry, fetching only what is missing, the atlas staying
+throughout. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+import conftest
+from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
+from mha_core.views.real_model import KIND_NAMES, KINDS, token_texts
+from sitebuild.assets import fetch_model
+
+NAME = "real-model"
+ROOT = Path(__file__).resolve().parents[2]
+LOAD_TIMEOUT_MS = 180_000  # 98 MB from localhost, checked, then 30 layers, on a loaded 2-core machine
+MODEL_FILE = re.compile(r"/assets/widgets/real_model/model/[^/]+\.gguf$")
+SCORES = """root => [...root.querySelectorAll("[data-layer][data-head]")].map(el => [
+  Number(el.dataset.layer), Number(el.dataset.head), el.dataset.scorePreviousToken, el.dataset.scoreInduction,
+  el.dataset.scoreFirstToken, el.dataset.scoreDuplicateToken])"""
+TOKENS = """root => [...root.querySelectorAll("[data-token-index]")].map(el => [Number(el.dataset.tokenIndex), el.textContent])"""
+ORDER = ("previous_token", "induction", "first_token", "duplicate_token")
+
+
+def widget_module():
+    spec = importlib.util.spec_from_file_location("real_model_widget", ROOT / "widgets/real_model/widget.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gguf():
+    return read_gguf(fetch_model())
+
+
+def shown_scores(widget) -> dict[str, np.ndarray]:
+    out = {kind: np.full((30, 9), -1.0) for kind in ORDER}
+    for layer, head, *values in widget.evaluate(SCORES):
+        for kind, value in zip(ORDER, values):
+            out[kind][layer, head] = float(value)
+    return out
+
+
+def shown_tokens(widget) -> list[str]:
+    tokens = widget.evaluate(TOKENS)
+    assert [i for i, _ in tokens] == list(range(len(tokens)))
+    return [t for _, t in tokens]
+
+
+def expected(gguf, text: str) -> tuple[list[str], dict]:
+    tokenizer = tokenizer_from_gguf(gguf)
+    ids = tokenizer.encode(text)[:128]
+    scores = head_scores(np.stack([p for _, _, p in run_layers(gguf, ids)]), ids)
+    return token_texts(tokenizer, ids), scores
+
+
+# The page's 4 decimals (5e-5), and float32 sums in another order (Pyodide's NumPy has no BLAS): some 1e-6.
+BROWSER_TOLERANCE = 1e-4
+
+
+def assert_scores(widget, scores: dict) -> None:
+    shown = shown_scores(widget)
+    for kind in KINDS:
+        np.testing.assert_allclose(shown[kind], scores[kind], atol=BROWSER_TOLERANCE, err_msg=kind)
+
+
+def model_requests(page_log) -> list[str]:
+    return [url for url in page_log.requests if MODEL_FILE.search(url)]
+
+
+def load(widget) -> None:
+    widget.locator('button[name="load"]').click()
+    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+
+
+@pytest.mark.before_python
+def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_url, widget_path, page_log):
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    expect(widget).to_have_attribute("data-mounted", "true")
+    assert widget.get_attribute("data-state") == "idle"
+    w = widget_module()
+    first = w.heads()["repeated"]
+    assert widget.locator('textarea[name="text"]').input_value() == w.texts()["repeated"]
+    assert shown_tokens(widget) == first["tokens"]
+    shown = shown_scores(widget)
+    for kind in KINDS:
+        np.testing.assert_allclose(shown[kind], w.scores_of("repeated")[kind], atol=5e-5, err_msg=kind)
+    load_button = widget.locator('button[name="load"]')
+    assert re.fullmatch(r"Load the model \(\d+ MB\)", load_button.text_content())
+
+    widget.locator('[data-layer="18"][data-head="6"]').click()
+    pattern = widget.locator("[data-pattern]")
+    expect(pattern).to_be_visible()
+    expect(pattern.locator("[data-pattern-title]")).to_contain_text("Layer 18, head 6 (key/value group 2)")
+    expect(pattern.locator("canvas")).to_have_attribute("aria-label", re.compile("strongest key"))
+    first_head = widget.locator('[data-layer="0"][data-head="0"]')
+    first_head.focus()
+    for key in ("ArrowDown", "ArrowDown", "ArrowRight", "Enter"):
+        page.keyboard.press(key)
+    expect(pattern.locator("[data-pattern-title]")).to_contain_text("Layer 2, head 1 (key/value group 0)")
+    assert widget.locator('[data-layer="2"][data-head="1"]').get_attribute("tabindex") == "0"
+    assert first_head.get_attribute("tabindex") == "-1"
+
+    widget.locator('select[name="example"]').select_option("prose")
+    assert widget.locator('textarea[name="text"]').input_value() == w.texts()["prose"]
+    expect(widget.locator("[data-token-index]")).to_have_count(len(w.heads()["prose"]["ids"]))  # its view fetched
+    assert shown_tokens(widget) == w.heads()["prose"]["tokens"]
+    shown = shown_scores(widget)
+    np.testing.assert_allclose(shown["induction"], w.scores_of("prose")["induction"], atol=5e-5)
+    expect(pattern.locator("[data-pattern-title]")).to_contain_text("Layer 2, head 1")
+    assert model_requests(page_log) == []  # nothing of the model before Load
+
+
+def test_load_then_the_reader_s_text_gives_mha_core_s_scores_and_a_revisit_downloads_nothing(
+        page, site_url, widget_path, page_log, gguf):
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    widget.locator('button[name="load"]').click()
+    expect(widget.locator('[data-output="progress"]')).to_contain_text(
+        re.compile(r"Downloading the model: [\d.]+ of [\d.]+ MB"), timeout=LOAD_TIMEOUT_MS)
+    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+    assert len(model_requests(page_log)) == 32
+
+    text = widget.locator('textarea[name="text"]')
+    text.fill("An older text, replaced before it ends.")
+    text.press("Tab")
+    text.fill("The cat sat on the mat. Then the cat sat on the mat again.")
+    text.press("Tab")
+    expect(widget).to_have_attribute("data-state", "busy")
+    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+    tokens, scores = expected(gguf, text.input_value())
+    assert shown_tokens(widget) == tokens
+    assert_scores(widget, scores)
+    widget.locator('[data-layer="17"][data-head="4"]').click()
+    expect(widget.locator("[data-pattern-title]")).to_contain_text("Layer 17, head 4")
+
+    again = page.context.new_page()  # the same reader, a new visit: the model comes from what was kept
+    before = len(model_requests(page_log))
+    revisit = conftest.open_widget(again, site_url + widget_path(NAME), NAME)
+    load(revisit)
+    assert model_requests(page_log)[before:] == []
+    assert_scores(revisit, expected(gguf, revisit.locator('textarea[name="text"]').input_value())[1])
+
+
+def test_a_long_text_is_cut_with_a_message(page, site_url, widget_path, gguf):
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    load(widget)
+    long_text = " ".join(["tokens"] * 140)
+    text = widget.locator('textarea[name="text"]')
+    text.evaluate("(el, value) => { el.value = value; el.dispatchEvent(new Event('change')); }", long_text)  # not bubbling
+    expect(widget).to_have_attribute("data-cut", "true", timeout=LOAD_TIMEOUT_MS)
+    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+    expect(widget.locator('[data-output="note"]')).to_contain_text("the model ran on its first 128")
+    assert len(shown_tokens(widget)) == 128
+
+
+def test_a_corrupted_file_is_refused_and_a_cut_download_resumes_with_retry(page, site_url, widget_path, page_log):
+    page_log.allow("Failed to load resource|net::ERR")
+    broken = {"layer-07.gguf": "corrupt", "layer-12.gguf": "cut"}
+
+    def serve(route):
+        how = broken.get(route.request.url.rsplit("/", 1)[1])
+        if how == "cut":
+            return route.abort("connectionreset")
+        if how is None:
+            return route.continue_()
+        response = route.fetch()
+        body = response.body()
+        route.fulfill(response=response, body=body[:-1] + bytes([body[-1] ^ 1]))  # one bit changed
+
+    page.context.route(re.compile(r"/model/layer-(07|12)\.gguf$"), serve)  # the others pass untouched
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    atlas = shown_scores(widget)
+    widget.locator('button[name="load"]').click()
+    expect(widget).to_have_attribute("data-state", "error", timeout=LOAD_TIMEOUT_MS)
+    error = widget.locator('[data-message="error"]')
+    expect(error).to_contain_text(re.compile("sha256|could not be read"))
+    retry = widget.locator('button[name="retry"]')
+    expect(retry).to_be_visible()
+    for kind in KINDS:  # the atlas stays
+        np.testing.assert_array_equal(shown_scores(widget)[kind], atlas[kind])
+
+    broken.pop("layer-12.gguf")  # the connection is back; the corrupted file is still corrupted
+    before = len(model_requests(page_log))
+    retry.click()
+    expect(widget).to_have_attribute("data-state", "error", timeout=LOAD_TIMEOUT_MS)
+    expect(error).to_contain_text("layer-07.gguf is not the file this site was built with (its sha256 differs)")
+    assert sorted(u.rsplit("/", 1)[1] for u in model_requests(page_log)[before:]) == ["layer-07.gguf", "layer-12.gguf"]
+
+    broken.clear()
+    before = len(model_requests(page_log))
+    retry.click()
+    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+    assert [u.rsplit("/", 1)[1] for u in model_requests(page_log)[before:]] == ["layer-07.gguf"]

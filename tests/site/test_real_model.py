@@ -1,0 +1,141 @@
+"""The real model's atlas as built: every head's scores in the page equal mha_core.llama's on the text shown (run
+here again) and lie within 0.02 of transformers' (the same GGUF, an independent implementation); the tokens
+are transformers' tokenizer's, nothing added; the patterns' asset holds the same weights; the heads are kept in
+.cache/ so that a rebuild does not run the model; each claim the page makes in words holds in the scores; the
+model's files as the page lists them (sizes, sha256) are split_model's, which run as the whole model."""
+from __future__ import annotations
+
+import hashlib
+import html
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
+from mha_core.views.real_model import KIND_NAMES, KINDS
+from sitebuild.assets import fetch_model
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = "heads-of-a-real-model/index.html"
+HEAD = re.compile(r'<button type="button" class="mha-rm__head" ([^>]*)>')
+ATTR = re.compile(r'data-([a-z-]+)="([^"]*)"')
+TRANSFORMERS_TOLERANCE = 0.02
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"real_model_{name}", ROOT / f"widgets/real_model/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def page(plain_site) -> str:
+    return (plain_site / PAGE).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def gguf():
+    return read_gguf(fetch_model())
+
+
+@pytest.fixture(scope="module")
+def shown(page) -> dict:
+    """{kind: [30, 9]} of the built page's head elements, and its tokens and text."""
+    heads = [dict(ATTR.findall(attrs)) for attrs in HEAD.findall(page)]
+    assert len(heads) == 270 and {(int(h["layer"]), int(h["head"])) for h in heads} == {(l, h) for l in range(30) for h in range(9)}
+    scores = {kind: np.zeros((30, 9)) for kind in KINDS}
+    for h in heads:
+        for kind in KINDS:
+            scores[kind][int(h["layer"]), int(h["head"])] = float(h[f"score-{KIND_NAMES[kind]}"])
+    tokens = [html.unescape(t) for t in re.findall(r'<li data-token-index="\d+">([^<]*)</li>', page)]
+    text = html.unescape(re.search(r'<textarea [^>]*name="text"[^>]*>([^<]*)</textarea>', page).group(1))
+    return {"scores": scores, "tokens": tokens, "text": text}
+
+
+@pytest.fixture(scope="module")
+def ours(shown, gguf) -> dict:
+    ids = tokenizer_from_gguf(gguf).encode(shown["text"])
+    patterns = np.stack([p for _, _, p in run_layers(gguf, ids)])
+    return {"ids": ids, "patterns": patterns, "scores": head_scores(patterns, ids)}
+
+
+def test_the_page_s_scores_are_mha_core_s_on_the_text_it_shows(shown, ours):
+    for kind in KINDS:
+        np.testing.assert_allclose(shown["scores"][kind], ours["scores"][kind], rtol=0, atol=5e-5, err_msg=kind)
+
+
+def test_the_page_s_scores_and_tokens_are_transformers_s(shown):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = fetch_model()
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    ids = tokenizer(shown["text"])["input_ids"]
+    assert shown["tokens"] == [tokenizer.decode([i]) for i in ids]  # nothing added, each as read
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, attn_implementation="eager").eval()
+    with torch.no_grad():
+        weights = torch.stack(model(torch.tensor([ids]), output_attentions=True).attentions)[:, 0].numpy()
+    theirs = head_scores(weights, ids)
+    for kind in KINDS:
+        np.testing.assert_allclose(shown["scores"][kind], theirs[kind], rtol=0, atol=TRANSFORMERS_TOLERANCE, err_msg=kind)
+
+
+def test_the_patterns_asset_holds_each_head_s_weights(plain_site, ours):
+    data = np.frombuffer((plain_site / "assets/widgets/real_model/patterns-repeated.bin").read_bytes(), np.uint8)
+    n = len(ours["ids"])
+    heads = data.reshape(30, 9, n * (n + 1) // 2) / 255
+    rows, cols = np.tril_indices(n)
+    np.testing.assert_allclose(heads, ours["patterns"][..., rows, cols], atol=0.5 / 255 + 1e-6)
+
+
+def test_the_heads_are_kept_in_the_cache_keyed_on_the_model_and_the_sources():
+    widget = load("widget")
+    key = widget.cache_key()
+    kept = widget.CACHE / f"real-model-heads-{key}.json"
+    assert kept.exists()  # the build above made it
+    assert json.loads(kept.read_bytes()) == widget.heads()
+    assert load("widget").cache_key() == key  # the same sources, the same key
+
+
+def test_the_model_s_files_are_listed_with_their_sha256_and_run_as_the_whole(plain_site, gguf, ours):
+    page_data = json.loads(html.unescape(re.search(r"<template data-real-model-data>(.*?)</template>",
+                                                   (plain_site / PAGE).read_text(encoding="utf-8"), re.S).group(1)))
+    folder = plain_site / "assets/widgets/real_model" / page_data["dir"]
+    names = ["model.gguf", "embedding.gguf", *(f"layer-{i:02d}.gguf" for i in range(30))]
+    assert sorted(page_data["files"]) == sorted(names)
+    for name, f in page_data["files"].items():
+        data = (folder / name).read_bytes()
+        assert f == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    layers = (read_gguf((folder / f"layer-{i:02d}.gguf").read_bytes()) for i in range(30))
+    ids = tokenizer_from_gguf(read_gguf((folder / "model.gguf").read_bytes())).encode("A few words.")
+    split = [p for _, _, p in run_layers(read_gguf((folder / "embedding.gguf").read_bytes()), ids, layers)]
+    np.testing.assert_array_equal(np.stack(split), np.stack([p for _, _, p in run_layers(gguf, ids)]))
+
+
+def test_each_claim_the_page_makes_in_words_holds():
+    facts, widget = load("facts"), load("widget")
+    repeated, prose = widget.scores_of("repeated"), widget.scores_of("prose")
+    role = facts.ROLE_MIN
+
+    def first_layer(scores):
+        return int(np.flatnonzero((scores >= role).any(axis=1))[0])
+
+    # Where each kind sits: previous-token heads come long before induction heads; duplicate-token heads end before.
+    assert first_layer(repeated["previous_token"]) < first_layer(repeated["induction"]) - 5
+    assert facts.layers_of(repeated["duplicate_token"] >= role)[1] < first_layer(repeated["induction"])
+    # One key/value group alike: L17 H3-H5 are induction heads, the other heads of layer 17 are not.
+    assert (repeated["induction"][17, 3:6] >= role).all() and (repeated["induction"][17, [0, 1, 2, 6, 7, 8]] < role).all()
+    # Attention sinks: many heads rest on the first token on prose, few in layers 0 and 1.
+    assert int((prose["first_token"] >= facts.SINK_MIN).sum()) > 270 / 4
+    assert prose["first_token"][:2].mean() < 0.05 < 0.3 < prose["first_token"][2:].mean()
+    # What a score cannot say: on prose no head reaches the threshold for induction.
+    assert np.nanmax(prose["induction"]) < role < np.nanmax(repeated["induction"])
+    # The repeated text is its words twice, and the toy comparison names the stronger real head.
+    text = widget.texts()["repeated"]
+    words = text.split()
+    assert len(words) == 2 * widget.N_RANDOM and words[:widget.N_RANDOM] == words[widget.N_RANDOM:]

@@ -1,0 +1,85 @@
+"""The numbers the explainer quotes about the real model's heads, computed from the heads the build recorded
+(widget.py's heads(): every head's scores on each of the page's texts, by mha_core.llama).
+
+facts() gives {name: text} for the page's `<!-- fact: NAME -->` markers (sitebuild/facts.py); what the page
+says in words about them (where each kind sits in depth, the sinks, one key/value group) is computed by
+tests/site/test_real_model.py from the same scores.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from mha_core.llama import llama_config
+from mha_core.views.real_model import MAX_TOKENS
+
+ROLE_MIN = 0.4  # a head "is" a kind on a text when its score reaches this (the training widget's threshold too)
+SINK_MIN = 0.5  # a head rests on the first token when more than half its attention goes there
+GROUP_HEADS = (17, (3, 4, 5))  # one key/value group: layer 17's heads 3 to 5
+
+
+def widget():
+    spec = importlib.util.spec_from_file_location("widget_real_model_facts", Path(__file__).with_name("widget.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def f2(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def best(scores: np.ndarray) -> tuple[str, float]:
+    """('L18 H6', 0.93): the head with the highest score."""
+    layer, head = np.unravel_index(np.nanargmax(scores), scores.shape)
+    return f"L{layer} H{head}", float(scores[layer, head])
+
+
+def layers_of(mask: np.ndarray) -> tuple[int, int]:
+    """The first and last layer holding a head where mask is true."""
+    layers = np.flatnonzero(mask.any(axis=1))
+    return int(layers[0]), int(layers[-1])
+
+
+def depth_facts(kind: str, key: str, scores: np.ndarray) -> dict[str, str]:
+    head, value = best(scores)
+    mask = scores >= ROLE_MIN
+    low, high = layers_of(mask)
+    return {f"rm_{key}_best": head, f"rm_{key}_best_score": f2(value), f"rm_{key}_count": str(int(mask.sum())),
+            f"rm_{key}_first_layer": str(low), f"rm_{key}_last_layer": str(high)}
+
+
+def facts() -> dict[str, str]:
+    w = widget()
+    repeated, prose = w.scores_of("repeated"), w.scores_of("prose")
+    layer, group = GROUP_HEADS
+    sinks = prose["first_token"] >= SINK_MIN
+    config = llama_config(w.model())
+    out = {
+        "rm_layers": str(config.n_layers), "rm_heads": str(config.n_heads), "rm_kv_heads": str(config.n_kv_heads),
+        "rm_group": str(config.n_heads // config.n_kv_heads), "rm_d_head": str(config.d_head),
+        "rm_all_heads": str(config.n_layers * config.n_heads), "rm_max_tokens": str(MAX_TOKENS),
+        "rm_model_mb": f"{sum(len(d) for d in w.model_files().values()) / 1e6:.0f}",
+        "rm_repeated_tokens": str(len(w.heads()["repeated"]["ids"])),
+        "rm_words": str(w.N_RANDOM),
+        "rm_role_min": f"{ROLE_MIN:g}",
+        "rm_sink_min": f"{SINK_MIN:g}",
+        "rm_group_induction": ", ".join(f2(repeated["induction"][layer, h]) for h in group[:-1])
+        + f" and {f2(repeated['induction'][layer, group[-1]])}",
+        "rm_group_prose_induction": ", ".join(f2(prose["induction"][layer, h]) for h in group[:-1])
+        + f" and {f2(prose['induction'][layer, group[-1]])}",
+        "rm_sinks": str(int(sinks.sum())),
+        "rm_sink_mean": f2(float(np.mean(prose["first_token"]))),
+        "rm_sink_layers_0_1": f2(float(np.mean(prose["first_token"][:2]))),
+        "rm_sink_layers_rest": f2(float(np.mean(prose["first_token"][2:]))),
+        "rm_prose_tokens": str(len(w.heads()["prose"]["ids"])),
+        "rm_prose_induction_best": best(prose["induction"])[0],
+        "rm_prose_induction_best_score": f2(best(prose["induction"])[1]),
+        "rm_prose_induction_count": str(int((prose["induction"] >= ROLE_MIN).sum())),
+    }
+    out |= depth_facts("previous_token", "prev", repeated["previous_token"])
+    out |= depth_facts("induction", "ind", repeated["induction"])
+    out |= depth_facts("duplicate_token", "dup", repeated["duplicate_token"])
+    return out

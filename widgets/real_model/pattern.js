@@ -1,0 +1,63 @@
+// A head's attention pattern drawn on a canvas: row i the query token i, column j the key token j (j ≤ i), each
+// cell as dark as its weight, the tokens written along both edges. rows[i] holds query i's i + 1 weights.
+
+const MAX_SIDE = 520; // CSS pixels of the matrix and its labels
+const LABEL = 0.28; // of the side, for the labels
+
+/** The lower-triangle rows of head `index` in an asset of quantized patterns (bytes: a byte a weight, 255 = 1,
+ * every head's n(n+1)/2 bytes one after the other). */
+export function rowsFromBytes(bytes, index, n) {
+  const size = (n * (n + 1)) / 2;
+  const head = bytes.subarray(index * size, (index + 1) * size);
+  const rows = [];
+  for (let i = 0, at = 0; i < n; at += ++i) rows.push(Array.from(head.subarray(at, at + i + 1), (b) => b / 255));
+  return rows;
+}
+
+const shown = (token) => token.replace(/\n/g, "↵").replace(/\t/g, "⇥");
+
+/** Draw rows with the token labels on canvas, in the page's colours. */
+export function drawPattern(canvas, rows, tokens) {
+  const n = rows.length;
+  const ratio = window.devicePixelRatio || 1;
+  const labels = Math.round(MAX_SIDE * LABEL);
+  const cell = Math.max(2, Math.floor((MAX_SIDE - labels) / n));
+  const side = labels + cell * n;
+  canvas.width = side * ratio;
+  canvas.height = side * ratio;
+  canvas.style.width = `${side}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.scale(ratio, ratio);
+  const style = getComputedStyle(canvas);
+  const ink = style.getPropertyValue("--mha-rm-ink").trim() || "#3f51b5";
+  ctx.fillStyle = style.getPropertyValue("--mha-rm-empty").trim() || "#eee";
+  ctx.fillRect(labels, labels, cell * n, cell * n);
+  ctx.fillStyle = ink;
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j <= i; j++) {
+      ctx.globalAlpha = Math.min(1, rows[i][j]);
+      ctx.fillRect(labels + j * cell, labels + i * cell, cell, cell);
+    }
+  }
+  ctx.globalAlpha = 1;
+  if (cell < 6) return; // too small to label each token: the token list above names them
+  ctx.fillStyle = style.color;
+  ctx.font = `${Math.min(12, cell - 1)}px ${style.fontFamily}`;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "right";
+  tokens.forEach((t, i) => ctx.fillText(shown(t), labels - 4, labels + (i + 0.5) * cell, labels - 6));
+  ctx.save();
+  ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = "left";
+  tokens.forEach((t, j) => ctx.fillText(shown(t), -labels + 4, labels + (j + 0.5) * cell, labels - 6));
+  ctx.restore();
+}
+
+/** Query i's strongest key, for each query, in words: what the canvas shows, for a reader who cannot see it. */
+export function describe(rows, tokens) {
+  const strongest = rows.map((row, i) => {
+    const j = row.indexOf(Math.max(...row));
+    return `“${tokens[i]}” → “${tokens[j]}” ${row[j].toFixed(2)}`;
+  });
+  return `Each query token's strongest key: ${strongest.join("; ")}.`;
+}

@@ -1,0 +1,157 @@
+"""Build-time side of the real model's widget: every head of SmolLM2-135M on the page's texts, and the model cut
+into files for a reader who asks to run it.
+
+For each of TEXTS the build runs the model (mha_core.llama, in CPython) and keeps every head's scores and its
+weights; the page carries the scores of every text (the atlas reads without Python and without the model), the
+weights go into one small asset per text (patterns-NAME.bin, fetched when a head is opened), and each text's
+view (view-NAME.json, fetched when the reader picks that text; the first is rendered in the page): each head's lower
+triangle, row after row, each weight as a byte (round(255 · w)), heads in order (layer, head).
+The results are kept in .cache/, keyed on the GGUF's sha256, the texts, this file and every module the
+computation imports (sitebuild.sources), so a rebuild of the same sources does not run the model again.
+assets() also writes the model as mha_core.llama.split_model cuts it (model/*.gguf, the blocks as stored);
+context() gives the template their names, sizes and sha256, which the page checks before use.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from mha_core.bridge.real_model import MODEL_FOLDER
+from mha_core.llama import head_scores, read_gguf, run_layers, split_model, tokenizer_from_gguf
+from mha_core.views.real_model import KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, real_model_view, token_texts
+from sitebuild import CACHE, ROOT, kept
+from sitebuild.assets import MODEL_SHA256, model_path, required
+from sitebuild.sources import sources_key
+
+SEED = 41  # the repeated sequence's random words
+N_RANDOM = 20  # words in the repeated sequence (twice: 40 tokens)
+# The texts the page offers, in order; the first is shown first. "repeated" is made from the vocabulary (below).
+TEXTS = {
+    "repeated": None,
+    "sentences": ("Every head of a layer reads the same tokens, but each asks its own question. A previous-token "
+                  "head looks one step back. An induction head finds where the current token was seen before and "
+                  "looks at the token that followed it there."),
+    "prose": ("Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing "
+              "to do: once or twice she had peeped into the book her sister was reading, but it had no pictures "
+              "or conversations in it, 'and what is the use of a book,' thought Alice 'without pictures or "
+              "conversations?'"),
+}
+TEXT_NAMES = {"repeated": "Random words, repeated", "sentences": "This page's sentences",
+              "prose": "A paragraph of prose (Lewis Carroll)"}
+MODEL_DIR = "model"  # the model's files, under the widget's assets
+
+
+@functools.cache
+def model():
+    return read_gguf(required(model_path(), MODEL_SHA256))
+
+
+@functools.cache
+def tokenizer():
+    return tokenizer_from_gguf(model())
+
+
+def repeated_text(seed: int = SEED, n: int = N_RANDOM) -> str:
+    """n random words of the vocabulary (tokens "Ġ" + 3 to 8 lower-case letters, each one token when read back
+    with its space), then the same n again: "w1 w2 … wn w1 w2 … wn"."""
+    tok = tokenizer()
+    candidates = [i for i, t in enumerate(tok.tokens) if t[:1] == "Ġ" and 4 <= len(t) <= 9 and t[1:].isalpha()
+                  and t[1:].isascii() and t[1:].islower()]
+    rng = np.random.default_rng(seed)
+    words = []
+    for i in rng.permutation(candidates):
+        word = tok.decode([int(i)])
+        if tok.encode(word) == [int(i)] and len(tok.encode(word.strip())) == 1 and word not in words:
+            words.append(word)
+        if len(words) == n:
+            break
+    block = "".join(words)
+    return block.strip() + block
+
+
+def texts() -> dict[str, str]:
+    return {name: text if text is not None else repeated_text() for name, text in TEXTS.items()}
+
+
+def cache_key() -> str:
+    """What the heads depend on: the GGUF, the texts and the code that computes them."""
+    digest = hashlib.sha256(f"{MODEL_SHA256} seed={SEED} n={N_RANDOM} {json.dumps(TEXTS)}".encode())
+    digest.update(Path(__file__).read_bytes())
+    digest.update(sources_key(ROOT, ROOT / "mha_core" / "llama" / "__init__.py").encode())
+    return digest.hexdigest()[:20]
+
+
+def quantized(patterns: np.ndarray) -> bytes:
+    """[n_layers, h, n, n] weights -> each head's lower triangle, row by row, a byte a weight."""
+    n = patterns.shape[-1]
+    rows, cols = np.tril_indices(n)
+    return np.round(patterns[..., rows, cols] * 255).astype(np.uint8).tobytes()  # [n_layers, h, n(n+1)/2]
+
+
+def compute(text: str) -> dict:
+    """{ids, tokens, scores {kind: [30][9]}, patterns (hex of quantized())} of text's first MAX_TOKENS tokens."""
+    ids = tokenizer().encode(text)[:MAX_TOKENS]
+    patterns = np.stack([pattern for _, _, pattern in run_layers(model(), ids)])  # [n_layers, h, n, n]
+    scores = head_scores(patterns, ids)  # {kind: [n_layers, h]}
+    return {"ids": ids, "tokens": token_texts(tokenizer(), ids),
+            "scores": {kind: [[None if np.isnan(v) else float(v) for v in row] for row in scores[kind]]
+                       for kind in KINDS},
+            "patterns": quantized(patterns).hex()}
+
+
+@functools.cache
+def heads() -> dict:
+    """{name: compute(text)} for every text, from the cache when the sources match."""
+    def make() -> bytes:
+        return json.dumps({name: compute(text) for name, text in texts().items()}, sort_keys=True).encode()
+    return json.loads(kept(CACHE / f"real-model-heads-{cache_key()}.json", make))
+
+
+def scores_of(name: str) -> dict[str, np.ndarray]:
+    return {kind: np.array(rows, dtype=np.float64) for kind, rows in
+            ((k, [[np.nan if v is None else v for v in row] for row in heads()[name]["scores"][k]])
+             for k in KINDS)}
+
+
+def view_of(name: str) -> dict:
+    entry = heads()[name]
+    return real_model_view(entry["tokens"], scores_of(name), len(entry["ids"]))
+
+
+@functools.cache
+def model_files() -> dict[str, bytes]:
+    return split_model(model())
+
+
+def assets() -> dict[str, bytes]:
+    """File name -> content, written beside the widget's scripts."""
+    out = {f"patterns-{name}.bin": bytes.fromhex(entry["patterns"]) for name, entry in heads().items()}
+    out |= {f"view-{name}.json": json.dumps(view_of(name), separators=(",", ":")).encode() for name in TEXTS}
+    return out | {f"{MODEL_DIR}/{name}": data for name, data in model_files().items()}
+
+
+OPTIONS: dict = {}
+
+
+def context() -> dict:
+    """The template's variables: the first text's view, the texts of the menu (each one's view is an asset,
+    view-NAME.json, fetched when it is chosen), the model's files."""
+    all_texts = texts()
+    first = next(iter(TEXTS))
+    files = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+             for name, data in model_files().items()}
+    return {
+        "view": view_of(first), "text": all_texts[first], "first": first,
+        "texts": [{"name": name, "label": TEXT_NAMES[name], "text": all_texts[name]} for name in TEXTS],
+        "kinds": [{"name": KIND_NAMES[k], "label": KIND_NAMES[k].capitalize()} for k in KINDS],
+        "layers": N_LAYERS, "heads": N_HEADS, "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
+        "model_mb": f"{sum(f['bytes'] for f in files.values()) / 1e6:.0f}",
+        "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "folder": MODEL_FOLDER,
+                 "dir": MODEL_DIR, "maxTokens": MAX_TOKENS,
+                 "patterns": {name: f"patterns-{name}.bin" for name in TEXTS},
+                 "lengths": {name: len(heads()[name]["ids"]) for name in TEXTS}},
+    }
