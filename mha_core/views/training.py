@@ -40,11 +40,16 @@ MAX_PARAMS_CHARS = 4 * MAX_STEP_FLOPS  # base64 of float16 weights: far more tha
 # ---------------------------------------------------------------- what is shown
 
 def display_tokens(config: TrainConfig) -> list[int]:
-    """The test sequence the patterns are shown on: a block of distinct tokens, period halfway between
-    min_period and max_period, repeated to fill seq_len."""
+    """The test sequence the patterns are shown on (display_words says it): a block of distinct tokens, period
+    halfway between min_period and max_period, repeated to fill seq_len."""
     period = (config.min_period + config.max_period) // 2
     block = Random(2024).permutation(config.vocab)[:period]  # [period]
     return block[np.arange(config.seq_len) % period].tolist()  # [n]
+
+
+def display_words(config: TrainConfig) -> str:
+    """What the patterns are shown on, in the reader's words."""
+    return f"a test sequence that repeats a block of {(config.min_period + config.max_period) // 2} tokens"
 
 
 def text_tokens(text: str, config: TrainConfig) -> tuple[list[int], list[str]]:
@@ -205,7 +210,7 @@ def run_view(trainer: Trainer) -> dict:
     """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view)."""
     config = trainer.config
     return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step,
-            "tokens": display_tokens(config), "symbols": SYMBOLS[:config.vocab],
+            "tokens": display_tokens(config), "sequence": display_words(config), "symbols": SYMBOLS[:config.vocab],
             "history": [rounded(h) for h in trainer.history], "axes": chart_axes(trainer.history, config),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
 
@@ -278,7 +283,8 @@ def training_advance(run: int, budget_ms: float = 80) -> dict:
     outputs = run_outputs(run, trainer, done)
     if done:
         RUNS.pop(run, None)
-    return {"step": trainer.step, "done": done, "outputs": outputs, "history": [rounded(h) for h in trainer.history[logged:]],
+    return {"step": trainer.step, "done": done, "outputs": outputs,
+            "history": [rounded(h) for h in trainer.history[logged:]],
             "axes": chart_axes(trainer.history, trainer.config),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints[saved:])}
 
@@ -345,8 +351,8 @@ def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str
 
     Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
     run with this seed, "readout" (knockout_readout's words, empty without a knock-out), "outputs" (the
-    ablated loss and scores as score_outputs' slots), and "patterns" (ablated, encoded as in checkpoint_view) with their "labels" on
-    display_tokens, or on the reader's text (text_tokens) when text is given.
+    ablated loss and scores as score_outputs' slots), and "patterns" (ablated, encoded as in checkpoint_view)
+    with their "labels" on display_tokens, or on the reader's text (text_tokens) when text is given.
     """
     config = TrainConfig(**config)
     weights = decode_params(params, config)

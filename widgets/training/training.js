@@ -72,8 +72,7 @@ function show(w, index) {
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String(labels.length));
   drawGrid(w, patterns);
-  const period = run.tokens.indexOf(run.tokens[0], 1);
-  const sequence = view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`;
+  const sequence = view && w.text !== null ? "your text" : run.sequence;
   drawHead(w, patterns, labels, checkpoint.step, sequence);
   setText(output(w.root, "knockout"), knockoutMessage(w, view));
   drawCharts(w.root, run, checkpoint.step, reference(w));
@@ -120,7 +119,7 @@ function liveEvaluate(w) {
     the control that asks, beside which an error is shown). */
 function measure(w, cause = w.root) {
   if (!w.ablate.size && w.text === null) return settle(w);
-  if (!w.run.checkpoints[w.index]?.params) return loadRun(w); // the weights come with the asset, then measure() runs again
+  if (!w.run.checkpoints[w.index]?.params) return loadRun(w); // the weights come with the asset; it measures again
   // made at the first measure: its recompute after Retry (live.js) then has weights and something to ask
   w.request ??= liveEvaluate(w);
   const done = w.request(cause);
@@ -236,14 +235,14 @@ async function train(w, recordedSeed = false) {
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
-  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
-    history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
+  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, sequence: data.sequence,
+    symbols: data.symbols, history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
     asset: null, // loadRun's
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
-    knockoutHelp: output(root, "knockout").textContent,
+    knockoutHelp: output(root, "knockout").textContent, builtShown: output(root, "run").textContent,
   };
   const induction = data.last.roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).find(([role]) => role === "induction");
   w.selected = induction ? induction.slice(1) : [data.config.n_layers - 1, 0];
@@ -337,7 +336,7 @@ async function knockOutInduction(w) {
     Object.assign(w, { run: w.built, runId: "built", view: null });
     w.root.dataset.run = "built";
     layoutGrid(w.root.querySelector(".mha-training__grid"), w.run.config);
-    setText(output(w.root, "run"), `Shown: the run trained when this page was built (seed ${w.run.seed}).`);
+    setText(output(w.root, "run"), w.builtShown);
   }
   const last = w.run.checkpoints.length - 1;
   const [layer, head] = bestInduction(entryAt(w.run, w.run.checkpoints[last].step).scores);

@@ -108,6 +108,7 @@ def test_a_readers_text_becomes_tokens_in_order_of_first_appearance():
 def test_the_display_sequence_repeats_a_block_and_heads_get_their_best_role():
     tokens = display_tokens(TrainConfig())
     period = (5 + 16) // 2
+    assert training_views.display_words(TrainConfig()) == f"a test sequence that repeats a block of {period} tokens"
     assert len(tokens) == 32 and len(set(tokens[:period])) == period and tokens[period:2 * period] == tokens[:period]
     scores = {"previous_token": [[0.9, 0.1]], "induction": [[0.2, 0.3]], "duplicate_token": [[0.0, 0.0]],
               "first_token": [[0.0, 0.39]]}
