@@ -1,5 +1,6 @@
-"""Each widget's view: every number and word its reader reads, made from mha_core's numerics (training.py, the
-training widget's run as plain JSON, is not yet in the slots' form).
+"""Each widget's view: every number and word its reader reads, made from mha_core's numerics (training.py makes
+the training widget's run, which travels as plain JSON with each checkpoint's slots in it: a run is drawn before
+Python starts, so its views are made when it is trained).
 
 A view is plain JSON, the same at build time (the template renders it) and in the browser (the binding,
 widgets/runtime/bind.js, fills the same slots):

@@ -221,6 +221,11 @@ def test_the_readers_own_text(live_widget, run):
     widget.locator('button[name="show"]').click()
     expect(widget.locator('[data-output="error"]')).to_have_text("the text needs at least 2 words or punctuation marks.")
     expect(widget).to_have_attribute("data-state", "error")
+    near = widget.evaluate("""root => {  // the message sits by the button the reader pressed
+      const [message, button] = [root.querySelector('[data-output="error"]'), root.querySelector('button[name="show"]')];
+      return Math.abs(message.getBoundingClientRect().top - button.getBoundingClientRect().bottom);
+    }""")
+    assert near < 200, near
     widget.locator('button[name="reset"]').click()
     expect(labels).to_have_count(len(run["tokens"]))
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
@@ -392,8 +397,12 @@ def test_two_tabs_train_at_once_each_with_its_own_python(page, page_log, trainin
 CHARTS = """root => Object.fromEntries([...root.querySelectorAll("svg[data-chart]")].map(svg => [svg.dataset.chart, {
   x: svg.querySelector('[data-axis="x"]')?.textContent, y: svg.querySelector('[data-axis="y"]')?.textContent,
   level: svg.querySelector("[data-level]")?.dataset.level, label: svg.querySelector("[data-level-label]")?.textContent,
-  levelY: +svg.querySelector("[data-level]")?.getAttribute("y1"), top: svg.querySelector("text").textContent,
+  levelY: +svg.querySelector("[data-level]")?.getAttribute("y1"),
+  ticks: [...svg.querySelectorAll("[data-tick]")].map(t => [t.textContent, +t.getAttribute("y")]),
   classes: [...svg.querySelectorAll("polyline")].map(p => p.getAttribute("class")),
+  smallest: Math.min(...[...svg.querySelectorAll("text")].map(t => parseFloat(getComputedStyle(t).fontSize) * Math.hypot(t.getScreenCTM().a, t.getScreenCTM().b))),
+  labelRight: (b => b && b.x + b.width)(svg.querySelector("[data-level-label]")?.getBBox()),
+  marker: +svg.querySelector("[data-marker]").getAttribute("x1"),
 }]))"""
 
 
@@ -405,9 +414,20 @@ def test_the_charts_label_their_axes_and_draw_a_uniform_guess(page, training_url
     loss, scores = charts["loss"], charts["scores"]
     assert (loss["x"], loss["y"], scores["x"], scores["y"]) == ("training step", "loss (nats)", "training step", "score (0 to 1)")
     assert loss["level"] == f"{uniform:.4f}" and loss["label"] == "uniform guess: ln 32 = 3.47"
-    top = int(loss["top"])  # the loss axis runs from 0 (y 140) to top (y 10)
+    # a tick each whole nat up to the highest loss of the run, evenly spaced from 0 (y 140) to the top (y 10)
+    top = math.ceil(max(max(h["loss_first"], h["loss_repeat"]) for h in run["history"]))
+    assert [t for t, _ in loss["ticks"]] == [str(v) for v in range(top + 1)]
+    for value, (_, at) in enumerate(loss["ticks"]):
+        assert at == pytest.approx(140 - value / top * 130 + 4, abs=0.01)  # + 4: a label's baseline, centred on its value
     assert loss["levelY"] == pytest.approx(140 - uniform / top * 130, abs=0.01)
-    assert scores["level"] is None and scores["top"] == "1.0"
+    assert scores["level"] is None and [t for t, _ in scores["ticks"]] == ["0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+    # the uniform guess's label sits on its line, clear of the step marker (at the last step, the right edge)
+    assert loss["labelRight"] < loss["marker"] - 20
+    for width in (page.viewport_size["width"], 390):  # no text under 12 px on screen, on a desktop and on a phone
+        page.set_viewport_size({"width": width, "height": 844})
+        widget.locator("svg[data-chart]").first.scroll_into_view_if_needed()  # laid out (content-visibility)
+        for chart in widget.evaluate(CHARTS).values():
+            assert chart["smallest"] >= 12, (width, chart["smallest"])
     expect(widget.locator('[data-legend="loss"]')).to_contain_text("uniform guess (3.47 nats)")
 
 
@@ -477,16 +497,25 @@ def test_blocks_of_fixed_length(live_widget):
     expect(widget.locator('select[name="n_layers"]')).to_have_value("2")
     expect(widget).to_have_attribute("data-state", "training")
     expect(widget.locator('[data-output="caption"]')).to_contain_text("repeats a block of 8 tokens")
+    # from the recorded run's seed, whose numbers the lesson quotes
+    expect(widget.locator('[data-output="run"]')).to_contain_text("(seed 0, the recorded run's)")
     widget.locator('button[name="stop"]').click()
     expect(widget).to_have_attribute("data-state", "live")
 
 
 def test_knock_out_an_induction_head(live_widget, run):
     """From a reader's run, the experiment goes back to the built run's last step and knocks out its best
-    induction head; the other keeps most of the loss on the repeats away."""
+    induction head, and the form shows that run's settings; the other keeps most of the loss on the repeats
+    away. The readout says what changes (the losses; no pattern, as no later layer reads the head) and is
+    cleared while another head is selected."""
     widget = live_widget("training")
+    widget.locator('select[name="n_layers"]').select_option("1")  # settings of a run not shown
+    widget.locator('input[name="max_period"]').fill("9")
     widget.locator('button[name="experiment"][value="knockout"]').click()
     expect(widget).to_have_attribute("data-run", "built")
+    for name in ("n_layers", "n_heads", "min_period", "max_period"):
+        expect(widget.locator(f'[name="{name}"]')).to_have_value(str(run["config"][name]))
+    assert float(widget.locator('select[name="lr"]').input_value()) == run["config"]["lr"]
     induction = run["history"][-1]["scores"]["induction"][1]
     best = max(range(len(induction)), key=lambda h: induction[h])
     cell = widget.locator(f'button[data-layer="1"][data-head="{best}"]')
@@ -495,14 +524,26 @@ def test_knock_out_an_induction_head(live_widget, run):
     expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", str(run["steps"]))
     answer = training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, best]])
     intact, ablated = answer["intact"], answer["ablated"]
-    expect(widget.locator('[data-output="knockout"]')).to_contain_text(
-        f"Loss on the repeats {intact['loss_repeat']:.3f} → {ablated['loss_repeat']:.3f}")
+    knockout = widget.locator('[data-output="knockout"]')
+    expect(knockout).to_have_text(answer["readout"])
+    other = 1 - best
+    for words in (f"Loss on the repeats {intact['loss_repeat']:.3f} → {ablated['loss_repeat']:.3f} nats",
+                  f"first occurrences (tokens new to the sequence, which no head can copy) "
+                  f"{intact['loss_first']:.3f} → {ablated['loss_first']:.3f}",
+                  f"L1 H{other} keeps its pattern (induction score {intact['scores']['induction'][1][other]:.3f})"):
+        assert words in answer["readout"]
     expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{ablated['loss_repeat']:.3f}")
+    help_text = "Knocking out a head zeroes its output and measures the loss again (Python, in your browser)."
+    widget.locator(f'button[data-layer="1"][data-head="{other}"]').click()  # another head: the readout is not its
+    expect(knockout).to_have_text(help_text)
+    expect(widget.locator('button[name="knockout"]')).to_have_attribute("aria-pressed", "false")
     both = training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], [[1, 0], [1, 1]])
     assert intact["loss_repeat"] < ablated["loss_repeat"] < both["ablated"]["loss_repeat"] / 2
-    cell.click()  # restore
-    widget.locator('button[name="knockout"]').click()
+    cell.click()
+    expect(knockout).to_have_text(answer["readout"])
+    widget.locator('button[name="knockout"]').click()  # restore
     expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{intact['loss_repeat']:.3f}")
+    expect(knockout).to_have_text(help_text)
 
 
 def test_a_learning_rate_that_diverges(live_widget):

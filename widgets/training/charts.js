@@ -1,9 +1,9 @@
 // The two curves of a training run as SVG: the loss on first occurrences and on repeats against a uniform
 // guess's loss, and each head's detector score (previous-token for the layers before the last, induction
-// for the last; both for a model of one layer), with a marker at the shown step. Every label goes in as
-// text (textContent).
+// for the last; both for a model of one layer), with a marker at the shown step. The axes' words and numbers
+// are Python's (run.axes, mha_core.views.training.chart_axes); every label goes in as text (textContent).
 const NS = "http://www.w3.org/2000/svg";
-const BOX = { left: 44, right: 312, top: 10, bottom: 140 }; // plot area inside the 320 × 170 viewBox
+const BOX = { left: 44, right: 312, top: 10, bottom: 140 }; // plot area inside the 320 × 180 viewBox
 const DASHES = ["", "5 3", "2 2", "8 3 2 3"]; // one per head of a layer
 
 function el(parent, name, attrs, text) {
@@ -16,30 +16,35 @@ function el(parent, name, attrs, text) {
 const x = (step, steps) => BOX.left + (step / steps) * (BOX.right - BOX.left);
 const y = (value, top) => BOX.bottom - (Math.min(Math.max(value, 0), top) / top) * (BOX.bottom - BOX.top);
 
-/** Axes with their units, lines and the step marker of one chart.
-    chart: {top, unit, lines: [{values, history, className, dash, label}], level?: {value, label}}. */
-function draw(svg, steps, chart, step) {
-  const { top, unit, lines, level } = chart;
+/** Axes with their ticks and units, lines and the step marker of one chart.
+    axis: {top, unit, ticks: [{value, text}], level?: {value, text, label}} (chart_axes'); steps: {total, text};
+    lines: [{values, history, className, dash, label}]. */
+function draw(svg, steps, axis, lines, step) {
+  const { top, unit, ticks, level } = axis;
   const title = svg.querySelector("title");
   svg.replaceChildren(title);
+  for (const tick of ticks) {
+    const at = y(tick.value, top);
+    if (tick.value > 0) el(svg, "line", { x1: BOX.left, y1: at, x2: BOX.right, y2: at, class: "grid" });
+    el(svg, "text", { x: BOX.left - 5, y: at + 4, "text-anchor": "end", "data-tick": tick.text }, tick.text);
+  }
   el(svg, "line", { x1: BOX.left, y1: BOX.bottom, x2: BOX.right, y2: BOX.bottom, class: "axis" });
   el(svg, "line", { x1: BOX.left, y1: BOX.top, x2: BOX.left, y2: BOX.bottom, class: "axis" });
-  el(svg, "text", { x: BOX.left - 4, y: BOX.top + 4, "text-anchor": "end" }, top.toFixed(top < 2 ? 1 : 0));
-  el(svg, "text", { x: BOX.left - 4, y: BOX.bottom, "text-anchor": "end" }, "0");
-  el(svg, "text", { x: BOX.left, y: BOX.bottom + 12, "text-anchor": "middle" }, "0");
-  el(svg, "text", { x: BOX.right, y: BOX.bottom + 12, "text-anchor": "end" }, String(steps));
-  el(svg, "text", { x: (BOX.left + BOX.right) / 2, y: BOX.bottom + 24, "text-anchor": "middle", "data-axis": "x" }, "training step");
+  el(svg, "text", { x: BOX.left, y: BOX.bottom + 15, "text-anchor": "middle" }, "0");
+  el(svg, "text", { x: BOX.right, y: BOX.bottom + 15, "text-anchor": "end" }, steps.text);
+  el(svg, "text", { x: (BOX.left + BOX.right) / 2, y: BOX.bottom + 32, "text-anchor": "middle", "data-axis": "x" }, "training step");
   const middle = (BOX.top + BOX.bottom) / 2;
-  el(svg, "text", { x: 10, y: middle, "text-anchor": "middle", transform: `rotate(-90 10 ${middle})`, "data-axis": "y" }, unit);
-  if (level) {
-    el(svg, "line", { x1: BOX.left, y1: y(level.value, top), x2: BOX.right, y2: y(level.value, top), class: "level", "stroke-dasharray": "3 2", "data-level": level.value.toFixed(4) });
-    el(svg, "text", { x: BOX.right, y: y(level.value, top) + 10, "text-anchor": "end", "data-level-label": "" }, level.label); // below: the loss on first occurrences runs above it
-  }
+  el(svg, "text", { x: 12, y: middle, "text-anchor": "middle", transform: `rotate(-90 12 ${middle})`, "data-axis": "y" }, unit);
   for (const line of lines) {
-    const points = line.history.map((h, i) => `${x(h.step, steps).toFixed(1)},${y(line.values[i], top).toFixed(1)}`);
+    const points = line.history.map((h, i) => `${x(h.step, steps.total).toFixed(1)},${y(line.values[i], top).toFixed(1)}`);
     el(svg, "polyline", { points: points.join(" "), class: line.className, "stroke-dasharray": line.dash });
   }
-  el(svg, "line", { x1: x(step, steps), y1: BOX.top, x2: x(step, steps), y2: BOX.bottom, class: "marker", "data-marker": step });
+  el(svg, "line", { x1: x(step, steps.total), y1: BOX.top, x2: x(step, steps.total), y2: BOX.bottom, class: "marker", "data-marker": step });
+  if (level) { // drawn last, its label at the line's left end on a halo, so that neither a curve nor the marker hides it
+    const at = y(level.value, top);
+    el(svg, "line", { x1: BOX.left, y1: at, x2: BOX.right, y2: at, class: "level", "stroke-dasharray": "3 2", "data-level": level.text });
+    el(svg, "text", { x: BOX.left + 6, y: at - 5, class: "halo", "data-level-label": "" }, level.label);
+  }
 }
 
 function legend(figcaption, lines) {
@@ -54,36 +59,21 @@ function legend(figcaption, lines) {
   }));
 }
 
-/** The score each head of a layer is drawn with: previous-token before the last layer, induction in it. */
-function kinds(layer, n_layers) {
-  if (n_layers === 1) return ["previous_token", "induction"];
-  return [layer < n_layers - 1 ? "previous_token" : "induction"];
-}
+const LOSSES = { loss_first: ["first", "5 3"], loss_repeat: ["repeat", ""] }; // class and dash of each loss
 
-const NAMES = { previous_token: "previous-token", induction: "induction" };
-
-/** The lines of run's history: the two losses (and reference's loss on repeats, if given), one score per head. */
+/** The lines of run's history, as run.axes names them: the two losses (and reference's loss on repeats, if
+    given), one score per head. */
 function lines(run, reference) {
-  const { history, config } = run;
-  const loss = [
-    { values: history.map((h) => h.loss_first), history, className: "first", dash: "5 3", label: "loss on first occurrences" },
-    { values: history.map((h) => h.loss_repeat), history, className: "repeat", dash: "", label: "loss on repeats" },
-  ];
+  const { history, axes } = run;
+  const loss = axes.loss.lines.map(({ key, label }) => ({
+    values: history.map((h) => h[key]), history, className: LOSSES[key][0], dash: LOSSES[key][1], label }));
   if (reference) {
     loss.push({ values: reference.history.map((h) => h.loss_repeat), history: reference.history, className: "reference",
       dash: "1 2", label: reference.label });
   }
-  const scores = [];
-  for (let layer = 0; layer < config.n_layers; layer++) {
-    for (const kind of kinds(layer, config.n_layers)) {
-      for (let head = 0; head < config.n_heads; head++) {
-        scores.push({
-          values: history.map((h) => h.scores[kind][layer][head]), history, className: `score ${kind}`,
-          dash: DASHES[head % DASHES.length], label: `L${layer} H${head} ${NAMES[kind]}`,
-        });
-      }
-    }
-  }
+  const scores = axes.scores.lines.map(({ kind, layer, head, label }) => ({
+    values: history.map((h) => h.scores[kind][layer][head]), history, className: `score ${kind}`,
+    dash: DASHES[head % DASHES.length], label }));
   return { loss, scores };
 }
 
@@ -91,12 +81,9 @@ function lines(run, reference) {
     loss on repeats is drawn for comparison. */
 export function drawCharts(root, run, step, reference = null) {
   const { loss, scores } = lines(run, reference);
-  const uniform = Math.log(run.config.vocab);
-  const highest = Math.max(uniform, ...run.history.flatMap((h) => [h.loss_first, h.loss_repeat]));
-  const top = Math.ceil(Math.min(highest, 2 * uniform)); // a diverging run is clipped, not rescaled to nothing
-  const level = { value: uniform, label: `uniform guess: ln ${run.config.vocab} = ${uniform.toFixed(2)}` };
-  draw(root.querySelector('[data-chart="loss"]'), run.steps, { top, unit: "loss (nats)", lines: loss, level }, step);
-  draw(root.querySelector('[data-chart="scores"]'), run.steps, { top: 1, unit: "score (0 to 1)", lines: scores }, step);
-  legend(root.querySelector('[data-legend="loss"]'), [...loss, { className: "level", dash: "3 2", label: `uniform guess (${uniform.toFixed(2)} nats)` }]);
+  const steps = { total: run.steps, text: String(run.steps) }; // a whole number: its text is its digits
+  draw(root.querySelector('[data-chart="loss"]'), steps, run.axes.loss, loss, step);
+  draw(root.querySelector('[data-chart="scores"]'), steps, run.axes.scores, scores, step);
+  legend(root.querySelector('[data-legend="loss"]'), [...loss, { className: "level", dash: "3 2", label: run.axes.loss.level.legend }]);
   legend(root.querySelector('[data-legend="scores"]'), scores);
 }

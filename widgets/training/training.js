@@ -4,8 +4,9 @@
 // reader's own run call Python in the worker (runtime/bridge.js); a run advances in slices of at most
 // SLICE_MS, so the page stays responsive.
 // data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
+import { fill } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
-import { setDisabled } from "../runtime/live.js";
+import { live, setDisabled } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
@@ -14,7 +15,7 @@ import { readWhole } from "../shared/numbers.js";
 import { makePalette } from "../shared/palette.js";
 import { sha256 } from "../shared/sha256.js";
 import { drawCharts } from "./charts.js";
-import { decodePatterns, drawGrid, drawHead, layoutGrid, summarize } from "./view.js";
+import { decodePatterns, drawGrid, drawHead, layoutGrid } from "./view.js";
 
 const SLICE_MS = 80; // Python's share of each slice of a live run
 let leftRun = null; // the reader's run that leaving its page stopped: the next training widget says so
@@ -61,60 +62,69 @@ function show(w, index) {
   const { run } = w;
   const checkpoint = run.checkpoints[index];
   const view = (w.ablate.size || w.text !== null) && w.view?.key === viewKey(w) ? w.view.result : null;
-  const recorded = entryAt(run, checkpoint.step);
-  const entry = view && w.ablate.size ? view.ablated : recorded;
   const patterns = view ? decodePatterns(view.patterns, run.config, view.labels.length) : patternsOf(w, index);
   const labels = view ? view.labels : run.tokens.map((t) => run.symbols[t]);
   w.slider.max = String(run.checkpoints.length - 1);
   w.slider.value = String(index);
-  const step = output(w.root, "step");
-  setData(step, "value", String(checkpoint.step));
-  setText(step, String(checkpoint.step));
-  const loss = output(w.root, "loss");
-  setData(loss, "value", entry.loss_repeat.toFixed(3));
-  setText(loss, entry.loss_repeat.toFixed(3));
+  fill(w.root, checkpoint.outputs); // Python's view of the checkpoint: step, loss, every head's scores, the summary
+  if (view && w.ablate.size) fill(w.root, view.outputs); // the loss and scores measured with the knock-out
   setText(output(w.root, "total"), String(run.steps));
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String(labels.length));
-  drawGrid(w, patterns, entry.scores, checkpoint.roles);
-  const { roleNames, roleMin } = w.data;
-  setText(output(w.root, "summary"), summarize(checkpoint.roles, recorded.scores, roleNames, checkpoint.step, roleMin));
-  const period = run.tokens.indexOf(run.tokens[0], 1);
-  const sequence = view && w.text !== null ? "your text" : `a test sequence that repeats a block of ${period} tokens`;
+  drawGrid(w, patterns);
+  const sequence = view && w.text !== null ? "your text" : run.sequence;
   drawHead(w, patterns, labels, checkpoint.step, sequence);
+  setText(output(w.root, "knockout"), knockoutMessage(w, view));
   drawCharts(w.root, run, checkpoint.step, reference(w));
+}
+
+/** What the knock-out says about the selected head: Python's readout while that head is knocked out (a
+    message about another head's knock-out would read as this one's), else what a knock-out does. */
+function knockoutMessage(w, view) {
+  if (!w.ablate.has(w.selected.join(","))) return w.knockoutHelp;
+  if (view?.readout) return view.readout;
+  return w.root.dataset.state === "busy" ? "Measuring without the knocked-out heads (Python)…" : w.knockoutHelp;
 }
 
 /** The built run's loss on repeats, drawn beside the reader's run for comparison (none for the built run). */
 function reference(w) {
   if (w.runId === "built") return null;
-  const layers = w.data.config.n_layers;
-  return { history: w.data.history, label: `recorded run (${layers} layer${layers === 1 ? "" : "s"}), loss on repeats` };
+  return { history: w.data.history, label: w.data.reference };
 }
 
-/** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text. */
-async function measure(w) {
-  const key = viewKey(w);
-  if (!w.ablate.size) setText(output(w.root, "knockout"), w.knockoutHelp);
+const asked = new WeakMap(); // training_evaluate's arguments -> the viewKey they were asked for
+
+/** training_evaluate's arguments for what is shown: the checkpoint's weights, the heads knocked out, the text. */
+function evaluateArgs(w) {
+  const args = { config: w.run.config, seed: w.run.seed, params: w.run.checkpoints[w.index].params,
+    ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text };
+  asked.set(args, viewKey(w));
+  return args;
+}
+
+/** The shared life cycle (runtime/live.js) for the knock-outs and the reader's text: the latest request wins,
+    busy and stale states, the error beside the controls, and a recompute after Retry. */
+function liveEvaluate(w) {
+  return live(w.root, {
+    fn: "training_evaluate", args: () => evaluateArgs(w), failure: (error) => error.message,
+    show: (result, args) => {
+      w.view = { key: asked.get(args), result };
+      show(w, w.index); // drawn only if it is still what the reader asks for (show compares the keys)
+    },
+    settled: (error) => { if (error) show(w, w.index); },
+  });
+}
+
+/** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text (cause:
+    the control that asks, beside which an error is shown). */
+function measure(w, cause = w.root) {
   if (!w.ablate.size && w.text === null) return settle(w);
-  const checkpoint = w.run.checkpoints[w.index];
-  if (!checkpoint?.params) return loadRun(w); // the weights come with the asset, then measure() runs again
-  if (w.root.dataset.state !== "training") w.root.dataset.state = "busy";
-  if (w.ablate.size) setText(output(w.root, "knockout"), "Measuring without the knocked-out heads (Python)…");
-  try {
-    const result = await call("training_evaluate", {
-      config: w.run.config, seed: w.run.seed, params: checkpoint.params,
-      ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text,
-    });
-    if (key !== viewKey(w)) return; // the reader moved on meanwhile
-    w.view = { key, result };
-    if (w.ablate.size) setText(output(w.root, "knockout"), knockoutText(result));
-    settle(w);
-  } catch (err) {
-    if (key !== viewKey(w)) return;
-    fail(w, err.message);
-    show(w, w.index);
-  }
+  if (!w.run.checkpoints[w.index]?.params) return loadRun(w); // the weights come with the asset; it measures again
+  // made at the first measure: its recompute after Retry (live.js) then has weights and something to ask
+  w.request ??= liveEvaluate(w);
+  const done = w.request(cause);
+  setText(output(w.root, "knockout"), knockoutMessage(w, null));
+  return done;
 }
 
 /** Show what is asked for, now in hand; a waiting or failed widget is live again. */
@@ -122,13 +132,6 @@ function settle(w) {
   showMessage(w.root, "error", "");
   if (w.root.dataset.state === "busy" || w.root.dataset.state === "error") w.root.dataset.state = "live";
   show(w, w.index);
-}
-
-function knockoutText({ intact, ablated }) {
-  const [l, h] = bestInduction(intact.scores);
-  return `Loss on the repeats ${intact.loss_repeat.toFixed(3)} → ${ablated.loss_repeat.toFixed(3)}; ` +
-    `induction score of L${l} H${h} ${intact.scores.induction[l][h].toFixed(3)} → ` +
-    `${ablated.scores.induction[l][h].toFixed(3)} (with every head: ${intact.loss_first.toFixed(3)} on first occurrences).`;
 }
 
 /** [layer, head] of the head with the highest induction score outside layer 0 (or in it, for one layer). */
@@ -173,11 +176,11 @@ function setRunning(w, running) {
 }
 
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
-async function train(w) {
+async function train(w, recordedSeed = false) {
   if (w.training) return;
   const { config, error } = settings(w.form);
   if (error) return fail(w, error, "run-error"); // said beside the fields, in their words; nothing else changes
-  const seed = Math.floor(Math.random() * 2 ** 31);
+  const seed = recordedSeed ? w.data.seed : Math.floor(Math.random() * 2 ** 31);
   w.training = { stop: false };
   showMessage(w.root, "error", "");
   showMessage(w.root, "run-error", "");
@@ -190,9 +193,8 @@ async function train(w) {
   progress.value = 0;
   try {
     const run = await call("training_start", { config, seed });
-    const start = performance.now();
     started = true;
-    setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step 0 of ${run.steps}…`);
+    fill(w.root, run.outputs); // the run's status line, progress and clock, in Python's words
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
@@ -212,18 +214,14 @@ async function train(w) {
       next = !done && !w.training.stop && w.root.isConnected ? advance() : null;
       run.history.push(...slice.history);
       run.checkpoints.push(...slice.checkpoints);
+      run.axes = slice.axes;
       progress.value = step;
-      setText(progress, `${step} of ${run.steps} steps`);
-      if (next) setText(output(w.root, "run"), `Training a fresh model (seed ${seed}): step ${step} of ${run.steps}…`);
-      setText(output(w.root, "elapsed"), `${((performance.now() - start) / 1000).toFixed(1)} s`);
+      fill(w.root, slice.outputs);
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
       else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
     }
-    if (!done) await call("training_stop", { run: run.run });
+    if (!done) fill(w.root, (await call("training_stop", { run: run.run })).outputs ?? {});
     if (!w.root.isConnected && !done) leftRun = { seed, step };
-    setText(output(w.root, "run"), done ?
-      `Shown: your run (seed ${seed}), ${step} steps in ${((performance.now() - start) / 1000).toFixed(1)} s.` :
-      `Shown: your run (seed ${seed}), stopped at step ${step} (its last checkpoint: step ${run.checkpoints.at(-1).step}).`);
     w.root.dataset.state = "live";
     if (done) announce(w, true);
   } catch (err) {
@@ -238,14 +236,14 @@ async function train(w) {
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
-  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, symbols: data.symbols,
-    history: data.history, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
+  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, sequence: data.sequence,
+    symbols: data.symbols, history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
-    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null,
+    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
     asset: null, // loadRun's
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
-    knockoutHelp: output(root, "knockout").textContent,
+    knockoutHelp: output(root, "knockout").textContent, builtShown: output(root, "run").textContent,
   };
   const induction = data.last.roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).find(([role]) => role === "induction");
   w.selected = induction ? induction.slice(1) : [data.config.n_layers - 1, 0];
@@ -264,7 +262,7 @@ function mount(root) {
     if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
     show(w, index);
     announce(w);
-    if (w.ablate.size || w.text !== null) measure(w);
+    if (w.ablate.size || w.text !== null) measure(w, w.slider);
   });
   root.querySelector(".mha-training__grid").addEventListener("click", (event) => {
     const cell = event.target.closest("button[data-layer]");
@@ -272,11 +270,11 @@ function mount(root) {
     w.selected = [Number(cell.dataset.layer), Number(cell.dataset.head)];
     show(w, w.index);
   });
-  root.querySelector('button[name="knockout"]').addEventListener("click", () => {
+  root.querySelector('button[name="knockout"]').addEventListener("click", (event) => {
     const key = w.selected.join(",");
     if (!w.ablate.delete(key)) w.ablate.add(key);
     show(w, w.index);
-    measure(w);
+    measure(w, event.currentTarget);
   });
   w.form.addEventListener("submit", (event) => { event.preventDefault(); train(w); });
   const sequence = root.querySelector(".mha-training__sequence");
@@ -285,12 +283,12 @@ function mount(root) {
     const text = sequence.elements.text.value;
     if (!text.trim()) return showMessage(root, "error", "Type a text first: at least two words or punctuation marks.");
     w.text = text;
-    measure(w);
+    measure(w, sequence.elements.show);
   });
   sequence.elements.reset.addEventListener("click", () => {
     w.text = null;
     sequence.elements.text.value = "";
-    measure(w);
+    measure(w, sequence.elements.reset);
   });
   w.root.querySelector(".mha-training__experiments").addEventListener("click", (event) => {
     const button = event.target.closest('button[name="experiment"]');
@@ -323,28 +321,36 @@ function announce(w, finished = false) {
 }
 
 /** One of the suggested experiments: the form set to the built run's settings changed by the button's
-    data-set, then a fresh run; or, for "knockout", the built run's last step without one induction head. */
+    data-set, then a run from the built run's seed (the numbers the lesson quotes are that seed's); or, for
+    "knockout", the built run's last step without one induction head. */
 async function experiment(w, button) {
   if (w.training) return;
   if (button.value === "knockout") return knockOutInduction(w);
-  const values = { ...w.data.config, ...JSON.parse(button.dataset.set) };
+  setForm(w.form, { ...w.data.config, ...JSON.parse(button.dataset.set) });
+  return train(w, true);
+}
+
+/** The form's fields set to values (TrainConfig's fields). */
+function setForm(form, values) {
   for (const name of ["n_layers", "n_heads", "lr", "min_period", "max_period"]) {
-    const field = w.form.elements[name]; // a select's option "1.0" is the number 1
+    const field = form.elements[name]; // a select's option "1.0" is the number 1
     field.value = field.tagName === "SELECT" ? [...field.options].find((o) => Number(o.value) === values[name]).value :
       String(values[name]);
   }
-  return train(w);
 }
 
-/** Show the built run at its last checkpoint with its best layer-1 induction head knocked out, and select that head. */
+/** Show the built run at its last checkpoint with its best layer-1 induction head knocked out, and select that
+    head; the form shows the built run's settings, those of what is shown. */
 async function knockOutInduction(w) {
   await loadRun(w);
   if (!w.built) return; // the asset failed: its message is shown
+  setForm(w.form, w.built.config);
+  showMessage(w.root, "run-error", "");
   if (w.runId !== "built") {
     Object.assign(w, { run: w.built, runId: "built", view: null });
     w.root.dataset.run = "built";
     layoutGrid(w.root.querySelector(".mha-training__grid"), w.run.config);
-    setText(output(w.root, "run"), `Shown: the run trained when this page was built (seed ${w.run.seed}).`);
+    setText(output(w.root, "run"), w.builtShown);
   }
   const last = w.run.checkpoints.length - 1;
   const [layer, head] = bestInduction(entryAt(w.run, w.run.checkpoints[last].step).scores);

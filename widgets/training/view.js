@@ -25,7 +25,7 @@ export function layoutGrid(grid, { n_layers, n_heads }) {
     row.dataset.layerRow = String(layer);
     for (let head = 0; head < n_heads; head++) {
       const cell = template.cloneNode(true);
-      Object.assign(cell.dataset, { layer: String(layer), head: String(head) });
+      Object.assign(cell.dataset, { layer: String(layer), head: String(head), output: `head-${layer}-${head}` });
       cell.querySelector(".mha-training__name").firstChild.textContent = `L${layer} H${head}: `;
       row.append(cell);
     }
@@ -34,37 +34,15 @@ export function layoutGrid(grid, { n_layers, n_heads }) {
   grid.replaceChildren(...rows);
 }
 
-/** Thumbnails, scores and roles of every head. */
-export function drawGrid(w, patterns, scores, roles) {
+/** Every head's thumbnail, whether it is knocked out and whether it is selected (its scores and role are the
+    view's slots, "head-{layer}-{head}"). */
+export function drawGrid(w, patterns) {
   for (const cell of w.root.querySelectorAll("button[data-layer]")) {
     const [l, h] = [Number(cell.dataset.layer), Number(cell.dataset.head)];
-    const prev = scores.previous_token[l][h].toFixed(3);
-    const induction = scores.induction[l][h].toFixed(3);
-    setData(cell, "scorePreviousToken", prev);
-    setData(cell, "scoreInduction", induction);
-    setData(cell, "role", roles[l][h] || "");
-    setText(cell.querySelector('[data-output="prev"]'), prev);
-    setText(cell.querySelector('[data-output="induction"]'), induction);
-    setText(cell.querySelector('[data-output="role"]'), w.data.roleNames[roles[l][h] ?? "None"]);
     cell.toggleAttribute("data-ablated", w.ablate.has(`${l},${h}`));
     cell.setAttribute("aria-pressed", String(l === w.selected[0] && h === w.selected[1]));
     drawThumb(cell.querySelector("canvas"), patterns[l][h], w.palette.rgb);
   }
-}
-
-/** The heads that have a role at this step, with the score that names them, and the best score of the
-    others: during the drop a head can do its part before its score reaches roleMin. */
-export function summarize(roles, scores, names, step, roleMin) {
-  const named = roles.flatMap((row, l) => row.map((role, h) => [role, l, h])).filter(([role]) => role);
-  const article = (word) => (/^[aeiou]/.test(word) ? "an" : "a");
-  const parts = named.map(([role, l, h]) =>
-    `L${l} H${h} is ${article(names[role])} ${names[role]} head (score ${scores[role][l][h].toFixed(3)})`);
-  const best = Object.keys(scores).flatMap((kind) => roles.flatMap((row, l) => row.map((role, h) =>
-    [role ? -1 : scores[kind][l][h], kind, l, h]))).reduce((a, b) => (b[0] > a[0] ? b : a));
-  const rest = best[0] < 0 ? "" :
-    ` The highest score of ${named.length ? "the other heads" : "any head"}: L${best[2]} H${best[3]}'s ${names[best[1]]} score, ${best[0].toFixed(3)}.`;
-  if (!named.length) return `At step ${step} no head has a clear role yet: every detector score is below ${roleMin}.${rest}`;
-  return `At step ${step}, ${parts.join("; ")}.${rest}`;
 }
 
 /** The selected head's heatmap on the shown sequence (labels: one per token), with its caption. */

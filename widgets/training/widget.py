@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from mha_core import bridge
-from mha_core.views.training import ROLE_MIN, recorded_run
+from mha_core.views.training import recorded_run, reference_label
 from mha_core.model import EXPERIMENTS, RECORDED_SEED as SEED, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
@@ -25,8 +25,6 @@ from widgets.palette import PALETTE, STEPS
 ROOT = Path(__file__).resolve().parents[2]
 RUN_MODULE = ROOT / "mha_core" / "views" / "training.py"  # where recorded_run lives
 ASSET = "run.json"
-ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "duplicate_token": "duplicate-token",
-              "first_token": "first-token", None: "no clear role"}
 # What the reader can pick, from the model's one configuration (mha_core.model: the bridge takes more).
 LRS, LAYERS, HEADS = (list(TRAIN_CHOICES[name]) for name in ("lr", "n_layers", "n_heads"))
 
@@ -54,34 +52,24 @@ def assets() -> dict[str, bytes]:
     return {ASSET: asset_bytes()}
 
 
-def fmt3(x: float) -> str:
-    return f"{x:.3f}"
-
-
 def context() -> dict:
-    """The template's variables: the last checkpoint's grid and readouts, the asset's name and sha256."""
+    """The template's variables: the last checkpoint's view (its outputs, mha_core.views' slots), the asset's
+    name and sha256."""
     data = asset_bytes()
     run = json.loads(data)
     last = run["checkpoints"][-1]
-    entry = next(h for h in run["history"] if h["step"] == last["step"])
     config = run["config"]
     limits = bridge.limits("training_start")["config"]  # each setting's range, as the bridge checks it
     for name, offered in (("n_layers", LAYERS), ("n_heads", HEADS)):
         if not limits[name]["min"] <= min(offered) <= max(offered) <= limits[name]["max"]:
             raise ValueError(f"training widget: {name} {offered} outside the bridge's {limits[name]}")
-    cells = [[{"layer": layer, "head": head, "role": last["roles"][layer][head],
-               "name": ROLE_NAMES[last["roles"][layer][head]],
-               "prev": fmt3(entry["scores"]["previous_token"][layer][head]),
-               "induction": fmt3(entry["scores"]["induction"][layer][head])}
-              for head in range(config["n_heads"])] for layer in range(config["n_layers"])]
     return {
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
-        "checkpoints": len(run["checkpoints"]), "step": last["step"], "loss": fmt3(entry["loss_repeat"]),
-        "cells": cells, "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
+        "checkpoints": len(run["checkpoints"]), "outputs": last["outputs"], "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
         "limits": limits, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
-        "data": {"history": run["history"], "last": {k: v for k, v in last.items() if k != "params"},
-                 "tokens": run["tokens"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
+        "data": {"history": run["history"], "axes": run["axes"], "last": {k: v for k, v in last.items() if k != "params"},
+                 "tokens": run["tokens"], "sequence": run["sequence"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
-                 "palette": PALETTE, "paletteSteps": STEPS, "roleMin": ROLE_MIN, "limits": limits,
-                 "roleNames": {str(k): v for k, v in ROLE_NAMES.items()}},
+                 "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
+                 "reference": reference_label(TrainConfig(**config))},
     }

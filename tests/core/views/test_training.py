@@ -2,6 +2,7 @@
 encoding, a reader's text as tokens, and the refusals that depend on the run or the config."""
 
 import json
+import re
 from dataclasses import asdict
 
 import numpy as np
@@ -9,8 +10,9 @@ import pytest
 
 from mha_core import bridge
 from mha_core.views import training as training_views
+from mha_core.detectors import evaluate
 from mha_core.views.training import (decode_params, display_tokens, encode_params, head_roles,
-                                            recorded_run, text_tokens)
+                                            recorded_run, text_tokens, training_evaluate)
 from mha_core.model import TrainConfig, init_params
 
 SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
@@ -38,7 +40,13 @@ def test_a_run_through_the_bridge_in_slices():
         run["checkpoints"] += answer["result"]["checkpoints"]
     assert [h["step"] for h in run["history"]] == list(range(0, steps + 1, 10))
     assert [c["step"] for c in run["checkpoints"]] == list(range(0, steps + 1, 30))
-    assert bridge_call("training_stop", run=run["run"]) == {"ok": True, "result": {"stopped": True}}
+    assert run["outputs"]["run"] == "Training a fresh model (seed 5): step 0 of 600…"
+    assert answer["result"]["outputs"]["run"] == f"Training a fresh model (seed 5): step {steps} of 600…"
+    assert answer["result"]["outputs"]["progress"] == f"{steps} of 600 steps"
+    assert re.fullmatch(r"\d+\.\d s", answer["result"]["outputs"]["elapsed"])
+    stopped = bridge_call("training_stop", run=run["run"])
+    assert stopped == {"ok": True, "result": {"stopped": True, "outputs": {
+        "run": f"Shown: your run (seed 5), stopped at step {steps} (its last checkpoint: step {steps // 30 * 30})."}}}
     assert bridge_call("training_stop", run=run["run"])["result"] == {"stopped": False}
     over = bridge_call("training_advance", run=run["run"])
     assert not over["ok"] and "this training run is over" in over["error"]
@@ -100,6 +108,7 @@ def test_a_readers_text_becomes_tokens_in_order_of_first_appearance():
 def test_the_display_sequence_repeats_a_block_and_heads_get_their_best_role():
     tokens = display_tokens(TrainConfig())
     period = (5 + 16) // 2
+    assert training_views.display_words(TrainConfig()) == f"a test sequence that repeats a block of {period} tokens"
     assert len(tokens) == 32 and len(set(tokens[:period])) == period and tokens[period:2 * period] == tokens[:period]
     scores = {"previous_token": [[0.9, 0.1]], "induction": [[0.2, 0.3]], "duplicate_token": [[0.0, 0.0]],
               "first_token": [[0.0, 0.39]]}
@@ -119,3 +128,80 @@ def test_a_python_caller_is_refused_as_the_browser_is(call, message):
     with pytest.raises(ValueError) as refused:
         call()
     assert str(refused.value).startswith(message)
+
+
+def test_a_knock_out_says_what_changes_the_losses_and_the_heads_that_read_it():
+    """A knocked-out head keeps its own pattern; the readout gives the two losses and, for a head of layer 0,
+    the induction scores of layer 1's heads, which read what it wrote; for a head of the last layer, that no
+    pattern changes and the other heads' scores. Every number is evaluate's, computed here."""
+    params = init_params(SMALL, 3)
+    tokens = training_views.eval_batch(SMALL, 3)
+    intact = evaluate(params, tokens, SMALL)
+    for ablate in ([(0, 1)], [(1, 0)]):
+        ablated = evaluate(params, tokens, SMALL, ablate)
+        readout = training_evaluate(asdict(SMALL), 3, encode_params(params, SMALL), [list(h) for h in ablate])["readout"]
+        assert readout.startswith(f"L{ablate[0][0]} H{ablate[0][1]} knocked out (its output zeroed). ")
+        # float16 weights in transit: the numbers shown are evaluate's to the third decimal, give or take one
+        shown = [float(x) for x in re.findall(r"(\d+\.\d{3})", readout)]
+        losses = [intact["loss_repeat"], ablated["loss_repeat"], intact["loss_first"], ablated["loss_first"]]
+        np.testing.assert_allclose(shown[:4], losses, atol=2e-3)
+        layer, head = ablate[0]
+        if layer == 0:
+            assert "Later heads read its output" in readout
+            want = [s[1][h] for h in range(2) for s in (intact["scores"]["induction"], ablated["scores"]["induction"])]
+            np.testing.assert_allclose(shown[4:], want, atol=2e-3)
+        else:
+            assert "No later layer reads its output, so no pattern changes" in readout
+            assert ablated["scores"] == intact["scores"]  # the claim itself: zeroing a head's output moves no pattern
+            np.testing.assert_allclose(shown[4:], [intact["scores"]["induction"][1][1 - head]], atol=2e-3)
+    assert training_evaluate(asdict(SMALL), 3, encode_params(params, SMALL))["readout"] == ""
+
+
+def test_the_charts_axes_reach_the_highest_loss_in_whole_nats_and_clip_a_diverging_run():
+    uniform = np.log(32)
+    history = [{"loss_first": 3.5, "loss_repeat": 3.4}, {"loss_first": 4.6, "loss_repeat": 0.1}]
+    axes = training_views.chart_axes(history, TrainConfig())
+    assert [t["text"] for t in axes["loss"]["ticks"]] == ["0", "1", "2", "3", "4", "5"] and axes["loss"]["top"] == 5
+    assert axes["loss"]["level"]["value"] == pytest.approx(uniform) and axes["loss"]["level"]["text"] == f"{uniform:.4f}"
+    assert axes["loss"]["level"]["label"] == f"uniform guess: ln 32 = {uniform:.2f}"
+    diverged = history + [{"loss_first": 80.0, "loss_repeat": float("nan")}]
+    assert training_views.chart_axes(diverged, TrainConfig())["loss"]["top"] == int(np.ceil(2 * uniform))
+    assert training_views.chart_axes(history[:1], TrainConfig())["loss"]["top"] == 4  # a uniform guess's 3.47 fits
+    assert [t["value"] for t in axes["scores"]["ticks"]] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+
+
+def test_a_checkpoints_view_names_the_heads_with_a_role_and_the_best_of_the_rest():
+    scores = {"previous_token": [[0.312, 0.05], [0.1, 0.2]], "induction": [[0.0, 0.01], [0.91, 0.4]],
+              "duplicate_token": [[0.0, 0.0], [0.0, 0.0]], "first_token": [[0.2, 0.0], [0.0, 0.0]]}
+    roles = head_roles(scores)
+    assert roles == [[None, None], ["induction", "induction"]]
+    entry = {"step": 270, "loss": 1.0, "loss_first": 3.9, "loss_repeat": 0.5432, "scores": scores}
+    out = training_views.checkpoint_outputs(entry, roles)
+    assert out["summary"] == ("At step 270, L1 H0 is an induction head (score 0.910); L1 H1 is an induction head "
+                              "(score 0.400). The highest score of the other heads: L0 H0's previous-token score, 0.312.")
+    assert out["step"] == {"text": "270", "value": "270"} and out["loss"] == {"text": "0.543", "value": "0.543"}
+    assert out["head-1-0"] == {"data": {"score-previous-token": "0.100", "score-induction": "0.910", "role": "induction"},
+                               "outputs": {"prev": "0.100", "induction": "0.910", "role": "induction"}}
+    assert out["head-0-1"]["outputs"]["role"] == "no clear role" and out["head-0-1"]["data"]["role"] == ""
+    none = [[None, None], [None, None]]
+    assert training_views.summary(none, scores, 10) == (
+        f"At step 10 no head has a clear role yet: every detector score is below {training_views.ROLE_MIN}. "
+        "The highest score of any head: L1 H0's induction score, 0.910.")
+
+
+def test_a_run_from_the_recorded_seed_says_so_and_a_finished_run_its_time():
+    started = bridge_call("training_start", config={"batch": 2}, seed=training_views.RECORDED_SEED)["result"]
+    assert started["outputs"]["run"] == "Training a fresh model (seed 0, the recorded run's): step 0 of 600…"
+    trainer = training_views.RUNS[started["run"]]
+    trainer.step = 600  # as if trained: the status a finished run gets
+    out = training_views.run_outputs(started["run"], trainer, done=True)
+    assert out["run"] == f"Shown: your run (seed 0, the recorded run's), 600 steps in {out['elapsed']}."
+    training_views.training_stop(started["run"])
+
+
+def test_the_charts_draw_previous_token_scores_before_the_last_layer_and_induction_in_it():
+    labels = [line["label"] for line in training_views.chart_axes([], TrainConfig())["scores"]["lines"]]
+    assert labels == ["L0 H0 previous-token", "L0 H1 previous-token", "L1 H0 induction", "L1 H1 induction"]
+    one = training_views.chart_axes([], TrainConfig(n_layers=1, n_heads=1))["scores"]["lines"]
+    assert [line["label"] for line in one] == ["L0 H0 previous-token", "L0 H0 induction"]
+    assert training_views.reference_label(TrainConfig(n_layers=1)) == "recorded run (1 layer), loss on repeats"
