@@ -143,14 +143,18 @@ def one_vs_many_expected(**args) -> dict:
 
 def ask(name, widget, value) -> None:
     """Change the widget's input (batch, a sentence, the training widget's text, the heads drawn in memory,
-    the worked example's numbers, drawn anew up to seed value, or a key pressed on the one-vs-many widget's
-    subject slider) without waiting for an answer."""
+    the worked example's numbers, drawn anew up to seed value, a key pressed on the one-vs-many widget's
+    subject slider or the circuits widget's step, the real model's text) without waiting for an answer."""
     if name == "memory":
         return widget.locator('select[name="n_heads"]').select_option(str(value))
     if name == "worked":
         return widget.locator('[data-action="redraw"]').click()
     if name == "one-vs-many":  # value: a key pressed on the subject's slider
         return widget.locator('input[name="subject"]').press(value)
+    if name == "circuits":  # value: a key pressed on the step slider (its views are in the page)
+        return widget.locator('input[name="step"]').press(value)
+    if name == "real-model":  # value: another of the texts the atlas was built for (no model needed)
+        return widget.locator('select[name="example"]').select_option(value)
     if name == "exercise":  # the shipped solution, written as a reader writes it, then Run
         widget.locator("[data-editor]").click()
         widget.page.keyboard.press("ControlOrMeta+A")
@@ -175,6 +179,12 @@ def check_answered(name, widget, value) -> None:
         assert one_vs_many_outputs(widget) == one_vs_many_expected(**one_vs_many_form(widget))
     elif name == "exercise":  # the exercises' own Python starts at the first Run
         expect(widget.locator("[data-output=result]")).to_have_attribute("data-status", "pass", timeout=120_000)
+    elif name == "circuits":  # Home: the first recorded step, shown without Python
+        expect(widget).to_have_attribute("data-step", widget.locator('input[name="step"]').get_attribute("min"))
+        expect(widget).to_have_attribute("data-state", "live")
+    elif name == "real-model":  # the atlas of that text, before any Load
+        expect(widget).to_have_attribute("data-text", value)
+        expect(widget).to_have_attribute("data-state", "idle")
     elif name == "training":  # the heatmap shows the text's tokens
         expect(widget).to_have_attribute("data-state", "live")
         expect(widget.locator("thead [data-token-index]")).to_have_text(tokens_of(value))

@@ -180,8 +180,8 @@ def test_a_change_just_before_a_link_is_followed_stays_out_of_the_next_pages_url
     shapes.evaluate("""root => {
       window.__urlWrites.scheduled = 0;
       const field = root.querySelector('input[type="number"][name="batch"]');
-      field.value = "3";
-      field.dispatchEvent(new Event("change", { bubbles: true }));
+      field.value = "3";  // as typing does: input, then change as the field is left
+      for (const type of ["input", "change"]) field.dispatchEvent(new Event(type, { bubbles: true }));
       document.querySelector("a.md-footer__link--next").click();
     }""")
     expect(page.locator('[data-mha-widget="heads"]')).to_have_attribute("data-mounted", "true")

@@ -20,7 +20,7 @@ PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
 CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2,
            "training": "Mary gave John a book; Mary gave", "one-vs-many": "Home",
-           "exercise": None}
+           "circuits": "Home", "real-model": "prose", "exercise": None}
 
 
 def site_pages(site) -> list[str]:
@@ -67,7 +67,8 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, b
             live += use_widgets(page)
         else:
             assert_no_python(page, page_log.requests[before:])
-    assert sorted(live) == ["exercise"] * 5 + ["heads", "memory", "one-vs-many", "shapes", "training", "worked"]
+    assert sorted(live) == ["circuits"] + ["exercise"] * 5 + ["heads", "memory", "one-vs-many", "real-model", "shapes",
+                                                              "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 
@@ -101,11 +102,12 @@ def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, he
     page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
     expect(page).to_have_url(site_url + heads_path)
     assert page.evaluate("window.__earlier") is True  # the same document
-    assert use_widgets(page) == ["heads", "training"]
+    on_heads_page = ["heads", "training", "exercise", "circuits"]
+    assert use_widgets(page) == on_heads_page
     page.reload()
     assert page.evaluate("window.__earlier") is None  # a new document
     expect(page.locator("html")).to_have_attribute("data-mha-runtime", re.compile("idle|loading"))
-    assert use_widgets(page) == ["heads", "training"]
+    assert use_widgets(page) == on_heads_page
 
 
 # The geometry of the home page's first fraction in stretched brackets (\left( ... \right)):
