@@ -86,6 +86,15 @@ def look(page, scheme: str, viewport: str, subject=None) -> None:
     settle(page)
 
 
+def blocking_in_every_look(page, axe_source: str, moment: str, selector: str | None = None) -> list[str]:
+    """blocking() at moment in each look (both schemes on both screens), all of them together."""
+    found = []
+    for scheme, viewport in LOOKS:
+        look(page, scheme, viewport)
+        found += blocking(page, axe_source, f"{moment} ({scheme}, {viewport})", selector)
+    return found
+
+
 def in_every_look(test):
     """The test once for each look (its scheme and viewport arguments)."""
     return pytest.mark.parametrize("viewport", VIEWPORTS)(pytest.mark.parametrize("scheme", SCHEMES)(test))

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from test_accessibility import SCHEMES, VIEWPORTS, axe_source, blocking, settle  # noqa: F401 (axe_source: a fixture)
+from test_accessibility import VIEWPORTS, axe_source, blocking, blocking_in_every_look  # noqa: F401 (a fixture)
 from mha_core.detectors import evaluate
 from mha_core.model import TrainConfig
 from mha_core.training import eval_batch
@@ -107,13 +107,7 @@ def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_pho
     found, selector = [], f'[data-mha-widget="{NAME}"]'
 
     def check(state):
-        for scheme, viewport in ((s, v) for s in SCHEMES for v in VIEWPORTS):
-            conftest.resize(page, VIEWPORTS[viewport])
-            if page.locator("body").get_attribute("data-md-color-scheme") != SCHEMES[scheme]:
-                page.locator('label[for^="__palette"]:not([hidden])').click()  # the reader's toggle
-            expect(page.locator("body")).to_have_attribute("data-md-color-scheme", SCHEMES[scheme])
-            settle(page)
-            found.extend(blocking(page, axe_source, f"{state} ({scheme}, {viewport})", selector))
+        found.extend(blocking_in_every_look(page, axe_source, state, selector))
 
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
     check("as built")

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 import conftest
 from conftest import hold_python
-from test_accessibility import SCHEMES, VIEWPORTS, axe_source, blocking, settle  # noqa: F401 (axe_source: a fixture)
+from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look  # noqa: F401 (a fixture)
 from tests.helpers import one_vs_many_expected, one_vs_many_form, one_vs_many_outputs
 
 NAME = "one-vs-many"
@@ -182,13 +182,7 @@ def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_pho
     found, selector = [], f'[data-mha-widget="{NAME}"]'
 
     def check(state):
-        for scheme, viewport in ((s, v) for s in SCHEMES for v in VIEWPORTS):
-            conftest.resize(page, VIEWPORTS[viewport])
-            if page.locator("body").get_attribute("data-md-color-scheme") != SCHEMES[scheme]:
-                page.locator('label[for^="__palette"]:not([hidden])').click()  # the reader's toggle
-            expect(page.locator("body")).to_have_attribute("data-md-color-scheme", SCHEMES[scheme])
-            settle(page)
-            found.extend(blocking(page, axe_source, f"{state} ({scheme}, {viewport})", selector))
+        found.extend(blocking_in_every_look(page, axe_source, state, selector))
 
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
     check("initial")  # as built: data-state stays "initial" until a control moves
