@@ -6,9 +6,7 @@ sha256 and a download cut mid-way resumes with Retry, fetching only what is miss
 throughout. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,9 +16,9 @@ import conftest
 from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
 from mha_core.views.real_model import KIND_NAMES, KINDS, token_texts
 from sitebuild.assets import fetch_model
+from sitebuild.widgets import widget_module
 
 NAME = "real-model"
-ROOT = Path(__file__).resolve().parents[2]
 LOAD_TIMEOUT_MS = 180_000  # 98 MB from localhost, checked, then 30 layers, on a loaded 2-core machine
 MODEL_FILE = re.compile(r"/assets/widgets/real_model/model/[^/]+\.gguf$")
 SCORES = """root => [...root.querySelectorAll("[data-layer][data-head]")].map(el => [
@@ -28,13 +26,6 @@ SCORES = """root => [...root.querySelectorAll("[data-layer][data-head]")].map(el
   el.dataset.scoreFirstToken, el.dataset.scoreDuplicateToken])"""
 TOKENS = """root => [...root.querySelectorAll("[data-token-index]")].map(el => [Number(el.dataset.tokenIndex), el.textContent])"""
 ORDER = ("previous_token", "induction", "first_token", "duplicate_token")
-
-
-def widget_module():
-    spec = importlib.util.spec_from_file_location("real_model_widget", ROOT / "widgets/real_model/widget.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +78,7 @@ def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_u
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
     expect(widget).to_have_attribute("data-mounted", "true")
     assert widget.get_attribute("data-state") == "idle"
-    w = widget_module()
+    w = widget_module("real_model")
     first = w.heads()["repeated"]
     assert widget.locator('textarea[name="text"]').input_value() == w.texts()["repeated"]
     assert shown_tokens(widget) == first["tokens"]
