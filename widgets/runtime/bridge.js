@@ -48,6 +48,10 @@ const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
 /** The size of Python's download, in MB on the wire. */
 export const downloadMB = () => megabytes(WIRE_BYTES);
 
+/** A download's progress, the one way every download says it (Python's, and a widget's through download()):
+ * "4.8 of 7.0 MB". */
+export const downloaded = (arrived, total) => `${megabytes(arrived)} of ${megabytes(total)} MB`;
+
 /** Every file Python is made of ({indexURL, files: {url: {source, gzip, sha256, bytes}}}; the wheels end in .whl). */
 function pythonFiles() {
   const indexURL = config.pyodide || new URL("../../pyodide/", import.meta.url).href;
@@ -70,7 +74,7 @@ function initMessage() {
  * ("Starting Python… (downloading: 5.2 of 7.0 MB)" while the rest still arrives). */
 function progressMessage({ step, waiting, arrived, total }) {
   if (arrived >= total) return step;
-  const bytes = `${megabytes(arrived)} of ${megabytes(total)} MB`;
+  const bytes = downloaded(arrived, total);
   return waiting ? `Downloading Python: ${bytes}` : `${step} (downloading: ${bytes})`;
 }
 
