@@ -115,6 +115,33 @@ def test_a_copy_is_refused_and_errors_show_the_reader_s_line(shared):
     assert "exercises.py" not in message and "Traceback" not in message
 
 
+# Where the caret and the character above it stand on the screen: the pointer block's text is the line, a newline,
+# then the caret's line; a Range around one character gives that character's box.
+CARET = """pre => {
+  const text = pre.firstChild;
+  const [line, caret] = text.data.split("\\n");
+  const column = caret.indexOf("^");
+  const box = (at) => { const r = document.createRange(); r.setStart(text, at); r.setEnd(text, at + 1); return r.getBoundingClientRect(); };
+  const [above, under] = [box(column), box(line.length + 1 + column)];
+  return { line, column, above: [above.left, above.right], caret: [under.left, under.right] };
+}"""
+
+
+def test_a_syntax_error_s_caret_stands_under_its_column(shared):
+    """In a proportional font the caret's lead of spaces is narrower than the letters above it; in the monospace
+    block each character of both lines has the same width, so the caret's box is the offending character's."""
+    exercise = shared("split_heads")
+    status, message = run(exercise, "def split_heads(x, n_heads):\n    return x.reshape(WWWWW iiiii)\n")
+    assert status == "error" and message.startswith("SyntaxError at line 2"), message
+    pointer = exercise.locator("[data-output=pointer]")
+    expect(pointer).to_be_visible()
+    at = pointer.evaluate(CARET)
+    assert at["line"] == "return x.reshape(WWWWW iiiii)" and at["column"] == at["line"].index("WWWWW"), at
+    assert at["caret"] == pytest.approx(at["above"], abs=0.5), at
+    assert run(exercise, RIGHT["split_heads"])[0] == "pass"
+    expect(pointer).to_be_hidden()
+
+
 def test_a_huge_print_is_cut(shared):
     exercise = shared("kv_cache")
     code = ("def kv_cache_bytes(*sizes):\n    for i in range(2):\n        print('line', i)\n"

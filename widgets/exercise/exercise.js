@@ -2,7 +2,7 @@
 // (runner.js), which checks it against mha_core and answers pass, fail, error or stopped. The code editor
 // (CodeMirror, editor.bundle.js) is imported when the exercise comes near the screen; until then, and if it
 // cannot load, a plain textarea is the editor. Every message goes in as text.
-import { output, setText } from "../runtime/dom.js";
+import { output, setText, showMessage } from "../runtime/dom.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { runExercise, stopPython } from "./runner.js";
 import "../runtime/status.js";
@@ -74,9 +74,12 @@ class Exercise {
     whenNear(root, () => loadEditor(this).catch(() => (root.dataset.editorLoaded = "false")));
   }
 
-  show(status, message, printed = null) {
+  /** The run's status and message; printed, what the code printed (null: unchanged); pointer, a syntax error's line
+   * and caret (mha_core.exercises.syntax_pointer), in a monospace block so that the caret stands under its column. */
+  show(status, message, printed = null, pointer = "") {
     this.result.dataset.status = status;
     setText(this.result, message);
+    showMessage(this.root, "pointer", pointer);
     this.root.dataset.state = status;
     const running = status === "running";
     this.button("run").disabled = running;
@@ -93,9 +96,9 @@ class Exercise {
     this.show("running", "Running your code…", "");
     const tell = (message) => run === this.run && this.show("running", message);
     const inputs = this.root.dataset.params ? { params: this.root.dataset.params } : {}; // the trained model's
-    const { status, message, output: printed } = await runExercise(this.name, this.editor.code(), tell, inputs);
+    const { status, message, output: printed, pointer } = await runExercise(this.name, this.editor.code(), tell, inputs);
     if (run !== this.run) return; // stopped meanwhile
-    this.show(status, message, printed);
+    this.show(status, message, printed, pointer);
     this.button("solution").hidden = false;
   }
 
