@@ -54,14 +54,17 @@ class ScoresByKind:
 
 
 WEIGHT_LEVELS = 255  # a pattern travels as bytes: round(255 · weight) (widget.quantized, real_model_pattern)
+DRAWN = {"\n": "↵", "\t": "⇥"}  # a token's characters drawn as a sign on the pattern's edges
 
 
 def pattern_words() -> dict:
     """The description of an opened head's pattern (its canvas's label) as templates the page fills: each query's
     strongest key as a pair, joined; a weight's text by its byte (weights[b] is b / 255 in 2 decimals), so that
-    the page formats no number and the table stays 256 short texts whatever the text's length."""
+    the page formats no number and the table stays 256 short texts whatever the text's length; drawn, the
+    characters the pattern's edges draw as a sign (a newline as ↵)."""
     return {"sentence": "Each query token's strongest key: {pairs}.", "pair": "“{query}” → “{key}” {weight}",
-            "separator": "; ", "weights": [decimal(b / WEIGHT_LEVELS) for b in range(WEIGHT_LEVELS + 1)]}
+            "separator": "; ", "weights": [decimal(b / WEIGHT_LEVELS) for b in range(WEIGHT_LEVELS + 1)],
+            "drawn": DRAWN}
 
 
 def messages() -> dict:

@@ -225,6 +225,7 @@ def messages() -> dict:
             "partial": "Shown: your run, up to its last good checkpoint.", "left": "{left} {shown}",
             "no-text": "Type a text first: at least two words or punctuation marks.",
             "asset-failed": "The recorded run could not be loaded: {error}",
+            "asset-changed": "{asset} is not the file this page was built with (its sha256 differs)",
             "block-order": "Block length from {from} to {to}: the first must not be larger than the second."}
 
 

@@ -16,10 +16,11 @@ export function rowsFromBytes(bytes, index, n) {
   return rows;
 }
 
-const shown = (token) => token.replace(/\n/g, "↵").replace(/\t/g, "⇥");
+/** token as the edges draw it: each character of drawn ({character: sign}) as its sign. */
+const shown = (token, drawn) => [...token].map((c) => drawn[c] ?? c).join("");
 
-/** Draw rows with the token labels on canvas, in the page's colours. */
-export function drawPattern(canvas, rows, tokens) {
+/** Draw rows with the token labels on canvas, in the page's colours (drawn: pattern_words().drawn). */
+export function drawPattern(canvas, rows, tokens, drawn) {
   const n = rows.length;
   const ratio = window.devicePixelRatio || 1;
   const labels = Math.round(MAX_SIDE * LABEL);
@@ -47,11 +48,11 @@ export function drawPattern(canvas, rows, tokens) {
   ctx.font = `${Math.min(12, cell - 1)}px ${style.fontFamily}`;
   ctx.textBaseline = "middle";
   ctx.textAlign = "right";
-  tokens.forEach((t, i) => ctx.fillText(shown(t), labels - 4, labels + (i + 0.5) * cell, labels - 6));
+  tokens.forEach((t, i) => ctx.fillText(shown(t, drawn), labels - 4, labels + (i + 0.5) * cell, labels - 6));
   ctx.save();
   ctx.rotate(-Math.PI / 2);
   ctx.textAlign = "left";
-  tokens.forEach((t, j) => ctx.fillText(shown(t), -labels + 4, labels + (j + 0.5) * cell, labels - 6));
+  tokens.forEach((t, j) => ctx.fillText(shown(t, drawn), -labels + 4, labels + (j + 0.5) * cell, labels - 6));
   ctx.restore();
 }
 

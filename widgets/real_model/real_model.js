@@ -56,7 +56,7 @@ function mount(root) {
     panel.hidden = false;
     setText(panel.querySelector("[data-pattern-title]"), button.getAttribute("aria-label"));
     const canvas = panel.querySelector("[data-pattern-canvas]");
-    drawPattern(canvas, rows, tokens());
+    drawPattern(canvas, rows, tokens(), data.pattern.drawn);
     canvas.setAttribute("aria-label", describe(rows, tokens(), data.pattern));
   }
 

@@ -20,13 +20,13 @@ import { decodePatterns, drawGrid, drawHead, layoutGrid } from "./view.js";
 const SLICE_MS = 80; // Python's share of each slice of a live run
 let leftRun = null; // the reader's run that leaving its page stopped: the next training widget says so
 
-/** The built run with every checkpoint, if the asset is the one the page was built with. */
-async function loadAsset(root) {
+/** The built run with every checkpoint, if the asset is the one the page was built with (words: the widget's). */
+async function loadAsset(root, words) {
   const response = await fetch(new URL(`./${root.dataset.asset}`, import.meta.url));
   if (!response.ok) throw new Error(`${root.dataset.asset}: HTTP ${response.status}`);
   const bytes = await response.arrayBuffer();
   if (crypto.subtle && (await sha256(bytes)) !== root.dataset.sha256) {
-    throw new Error(`${root.dataset.asset} is not the file this page was built with (its sha256 differs)`);
+    throw new Error(fillIn(words["asset-changed"], { asset: root.dataset.asset }));
   }
   return JSON.parse(new TextDecoder().decode(bytes));
 }
@@ -34,7 +34,7 @@ async function loadAsset(root) {
 /** The built run with every checkpoint, fetched once (about 0.9 MB): when the widget is about to be seen, or
     first needed. */
 function loadRun(w) {
-  w.asset ??= loadAsset(w.root).then((full) => {
+  w.asset ??= loadAsset(w.root, w.words).then((full) => {
     w.built = full;
     if (w.runId !== "built") return;
     w.run = full;
