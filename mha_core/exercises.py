@@ -35,6 +35,7 @@ FILENAME = "<your code>"  # how the reader's code is named in its errors
 PRINT_LIMIT = 4000  # characters of print output kept; the rest is counted, not kept
 SEED = 2024
 MAX_CODE_CHARS = 100_000  # far more than any answer needs; bounds what compile() is handed
+TIME_LIMIT_S = 5  # the page ends the Python of a run still going after this long (a loop cannot be interrupted)
 
 
 class Failed(Exception):
@@ -490,6 +491,17 @@ def error_message(error: BaseException, code: str) -> str:
         return "Your code called exit(): nothing to check."
     where = reader_lines(error, code)
     return f"{type(error).__name__}: {error}" + (f"\n{where}" if where else "")
+
+
+def page_messages() -> dict:
+    """What the page says around a run, which it makes without this Python ({name} marks what it fills in: the
+    start's progress, why Python ended); "time limit" and "stopped" name why the page ended a run."""
+    fresh = "Run starts a fresh Python."
+    return {"running": "Running your code\u2026", "waiting": "Waiting for Python: {status}",
+            "starting": "Starting a Python for your code\u2026", "starting-step": "Starting a Python for your code: {step}",
+            "no-start": "Python could not start: {error}", "ended": "{reason} Press Run to start a fresh Python.",
+            "time limit": f"Stopped after {TIME_LIMIT_S} s: your code was still running (a loop that never ends?). {fresh}",
+            "stopped": f"Stopped. {fresh}"}
 
 
 def answer(status: str, message: str, output: BoundedText, pointer: str = "") -> dict:

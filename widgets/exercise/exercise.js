@@ -64,6 +64,8 @@ class Exercise {
     this.result = output(root, "result");
     this.button = (name) => root.querySelector(`button[name="${name}"]`);
     this.run = 0; // the current run's number: a stopped run's late answer is dropped
+    this.words = JSON.parse(root.querySelector("[data-exercise-words]").content.textContent); // page_messages()
+    this.limitMs = Number(root.dataset.timeLimitMs);
     this.changed = (code) => keep(this.name, code, this.skeleton);
     this.textarea.value = kept(this.name) ?? this.skeleton;
     this.editor = plainEditor(this.textarea, this.changed);
@@ -93,10 +95,12 @@ class Exercise {
 
   async check() {
     const run = ++this.run;
-    this.show("running", "Running your code…", "");
+    this.show("running", this.words.running, "");
     const tell = (message) => run === this.run && this.show("running", message);
     const inputs = this.root.dataset.params ? { params: this.root.dataset.params } : {}; // the trained model's
-    const { status, message, output: printed, pointer } = await runExercise(this.name, this.editor.code(), tell, inputs);
+    const { words, limitMs } = this;
+    const { status, message, output: printed, pointer } =
+      await runExercise(this.name, this.editor.code(), tell, { words, limitMs, inputs });
     if (run !== this.run) return; // stopped meanwhile
     this.show(status, message, printed, pointer);
     this.button("solution").hidden = false;
@@ -105,7 +109,7 @@ class Exercise {
   stop() {
     this.run++;
     stopPython("stopped");
-    this.show("stopped", "Stopped. Run starts a fresh Python.");
+    this.show("stopped", this.words.stopped);
     this.button("solution").hidden = false;
   }
 
