@@ -44,6 +44,12 @@ def css_number(value: float) -> str:
     return f"{float(value):.6f}"
 
 
+def whole_error(field: str, low: int, high: int) -> str:
+    """A number field's refusal, in its own words (a template puts it in the field's data-error, which
+    widgets/shared/numbers.js shows): 'd_model must be a whole number from 1 to 65,536.'."""
+    return f"{field} must be a whole number from {low:,} to {high:,}."
+
+
 def plural(n: int, word: str) -> str:
     """'1 head', '2 heads'."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"

@@ -221,7 +221,7 @@ KEPT_SIZES = """async (key) => {
   const kept = await (await (await caches.open("mha-python")).match(key)).arrayBuffer();
   return [kept.byteLength, new Uint32Array(kept, 0, 1)[0]];
 }"""
-RESTORED = "restored as your last visit left it"
+RESTORED = "its start restored from the memory an earlier visit kept"
 # Calls through most of NumPy (einsum, matmul, softmax, reshapes and copies, the trainer's first forward pass).
 ANSWERS = """async ([url, sentence]) => {
   const { call } = await import(url);

@@ -46,7 +46,8 @@ def test_a_run_through_the_bridge_in_slices():
     assert re.fullmatch(r"\d+\.\d s", answer["result"]["outputs"]["elapsed"])
     stopped = bridge_call("training_stop", run=run["run"])
     assert stopped == {"ok": True, "result": {"stopped": True, "outputs": {
-        "run": f"Shown: your run (seed 5), stopped at step {steps} (its last checkpoint: step {steps // 30 * 30})."}}}
+        "run": f"Shown: your run (seed 5), stopped at step {steps} (its last checkpoint: step {steps // 30 * 30})."},
+        "left": f"Your run (seed 5) stopped at step {steps} when you left this page."}}
     assert bridge_call("training_stop", run=run["run"])["result"] == {"stopped": False}
     over = bridge_call("training_advance", run=run["run"])
     assert not over["ok"] and "this training run is over" in over["error"]
@@ -205,3 +206,18 @@ def test_the_charts_draw_previous_token_scores_before_the_last_layer_and_inducti
     one = training_views.chart_axes([], TrainConfig(n_layers=1, n_heads=1))["scores"]["lines"]
     assert [line["label"] for line in one] == ["L0 H0 previous-token", "L0 H0 induction"]
     assert training_views.reference_label(TrainConfig(n_layers=1)) == "recorded run (1 layer), loss on repeats"
+
+
+def test_each_head_is_named_and_the_x_axis_runs_over_the_schedule():
+    config = TrainConfig(n_layers=2, n_heads=3)
+    titles = training_views.head_titles(config)
+    assert [[t["name"] for t in row] for row in titles] == [["L0 H0", "L0 H1", "L0 H2"], ["L1 H0", "L1 H1", "L1 H2"]]
+    assert titles[1][2]["title"] == "Layer 1, head 2"
+    assert training_views.chart_axes([], config)["steps"] == {"start": "0", "end": "600", "label": "training step"}
+
+
+def test_a_stopped_run_says_where_it_stopped_for_a_reader_who_left():
+    started = training_views.training_start(seed=7)
+    stopped = training_views.training_stop(started["run"])
+    assert stopped["left"] == "Your run (seed 7) stopped at step 0 when you left this page."
+    assert training_views.training_stop(started["run"]) == {"stopped": False}
