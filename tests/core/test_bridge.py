@@ -21,7 +21,7 @@ def call(fn, args):
 
 def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shapes_view", "param_count", "presets",
-                                    "head_patterns", "head_weights", "worked_view", "memory_view", "one_vs_many_view",
+                                    "head_patterns", "head_weights", "heads_view", "heads_weights_view", "worked_view", "memory_view", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate",
                                     "circuits_at", "circuits_over_training"}
 
