@@ -266,14 +266,15 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
     """The sentence field's bad input: blank text is refused with a message (the patterns shown stay);
     numbers, signs and letters are words and punctuation like any other."""
     widget = live_widget("heads")
-    field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-output="error"]')
+    field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-message="error"]')
     show_sentence(widget, SENTENCE)
     shown_before = widget.evaluate(READ)
     for blank in ["", "  \n\t "]:
         field.fill(blank)
         field.press("Tab")
         expect(error).to_have_text("Type a sentence: at least one word or punctuation mark.")
-        assert widget.evaluate(READ) == shown_before and widget.get_attribute("data-state") == "live"
+        expect(widget).to_have_attribute("data-state", "error")  # refused, as every widget's life cycle refuses input
+        assert widget.evaluate(READ) == shown_before
         expect_stale(widget, "Shown: the patterns of the sentence before, not of the sentence in the box. "
                              "Type a sentence to see its own.")  # the old grid is not the box's
     show_sentence(widget, SENTENCE)  # the same sentence as before: nothing to compute, the message goes

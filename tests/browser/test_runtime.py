@@ -174,7 +174,7 @@ def test_an_exception_inside_a_call_is_shown_and_the_next_call_works(page, site_
     widget = page.locator('[data-mha-widget="heads"]').first
     page.goto(site_url + heads_path)
     wait_ready(page)
-    error = widget.locator('[data-output="error"]')
+    error = widget.locator('[data-message="error"]')
     ask("heads", widget, "word " * 25_000)  # 125,000 characters: more than head_patterns reads
     expect(widget).to_have_attribute("data-state", "error")
     expect(error).to_contain_text("Could not compute the patterns of this sentence: text is too long: 125,000 char")
