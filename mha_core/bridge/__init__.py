@@ -16,7 +16,6 @@ import numpy as np
 
 from ..config import check_config
 from ..fields import Declared
-from ..heads import head_patterns, head_weights
 from ..presets import presets
 from ..shapes import param_count
 from ..views.heads import heads_view, heads_weights_view
@@ -34,7 +33,7 @@ def declare(fn, **args) -> Declared:
 
 
 FUNCTIONS = {fn.__name__: fn for fn in (
-    check_config, shapes_view, param_count, presets, head_patterns, head_weights, heads_view, heads_weights_view, worked_view, memory_view,
+    check_config, shapes_view, param_count, presets, heads_view, heads_weights_view, worked_view, memory_view,
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
     circuits_over_training)}
 

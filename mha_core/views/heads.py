@@ -10,14 +10,52 @@ outputs}}: each head's W_Q, W_K, W_V and W_O as tables of their rows and columns
 
 from __future__ import annotations
 
-from ..heads import HEAD_INFO, HEAD_KINDS, head_patterns, head_weights
+from ..heads import HEAD_KINDS, HEAD_LAYER, head_patterns, head_weights
 from . import decimal, declared_as
 from .palette import colour
 
 TOKEN_CHARS = 30  # a token longer than this is shown cut, ending in "…", in the sentences that name it
 MATRICES = ("W_Q", "W_K", "W_V", "W_O")
 
-WORDS = HEAD_INFO  # each head's label and what its queries and keys read
+# Each head's name and what its queries and keys read.
+WORDS = {
+    "previous_token": {
+        "label": "Previous token",
+        "q_reads": "the query's position i",
+        "k_reads": "the key's position j; the score is high when j = i - 1",
+        "explanation": "Each token looks at the token just before it. Its output (the previous "
+                       "token's identity) is written into the residual stream for layer 1.",
+    },
+    "positional": {
+        "label": "Positional / delimiter",
+        "q_reads": "nothing that changes: every query is the same",
+        "k_reads": "whether the key is a boundary (punctuation or the first token), and how recent it is",
+        "explanation": "Each token looks back to the most recent punctuation mark, or to the first "
+                       "token when there is none: a head that tracks where the clause began.",
+    },
+    "induction": {
+        "label": "Induction",
+        "q_reads": "the query's own token (and its position)",
+        "k_reads": "the key's previous token, which the previous-token head wrote into the residual "
+                   "stream (K-composition), and the key's position",
+        "explanation": "A repeated token looks at the tokens that followed its earlier occurrences "
+                       "(A B … A → B); a token with no earlier occurrence rests on itself. Two heads "
+                       "in two layers work as one circuit.",
+    },
+    "content": {
+        "label": "Content / same token",
+        "q_reads": "the query's token (and its position, to skip itself)",
+        "k_reads": "the key's token (and its position)",
+        "explanation": "A token seen before looks at its earlier occurrences; a new token looks at itself.",
+    },
+    "averaged": {
+        "label": "One averaged head",
+        "q_reads": "—",
+        "k_reads": "—",
+        "explanation": "The mean of the four patterns: one softmax has to blur the four relationships "
+                       "together (PyTorch's average_attn_weights=True reports this mean too).",
+    },
+}
 
 # What each layer's heads read (HEAD_LAYER: 0, 1 or None for the averaged pattern).
 LAYERS = {0: "0, reading the embeddings x",
@@ -74,7 +112,7 @@ def _head(kind: str, result: dict, ablate: tuple) -> dict:
     """The outputs one head fills: its heatmap, its words, and what the knock-out does to it."""
     words, knocked = WORDS[kind], KNOCKED_OUT[kind] if ablate else ""
     return {"grid": _grid(result["tokens"], result["heads"][kind]), "label": words["label"],
-            "how-label": words["label"], "layer": LAYERS[words["layer"]], "q_reads": words["q_reads"],
+            "how-label": words["label"], "layer": LAYERS[HEAD_LAYER[kind]], "q_reads": words["q_reads"],
             "k_reads": words["k_reads"], "explanation": words["explanation"],
             "averaged": {"hidden": kind != "averaged"}, "ablated": {"hidden": kind not in ablate},
             "ablation": {"text": knocked, "hidden": not knocked}}

@@ -17,6 +17,7 @@ from conftest import on_widget_page, wait_ready
 from sitevisit.page import show_sentence
 from tests.helpers import READ, SENTENCE, check_layout, heatmap, tokens_of
 from tests.oracles import rule_rows
+from mha_core.views.heads import WORDS
 
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & "quotes"'
@@ -245,7 +246,7 @@ def test_hover_keyboard_and_the_query_row_in_the_sentence(live_widget):
 
 def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_widget):
     widget = live_widget("heads")
-    info = mha_core.HEAD_INFO
+    info = WORDS
     for kind in KINDS:
         select_head(widget, kind)
         expect(widget.locator('[data-output="explanation"]')).to_have_text(info[kind]["explanation"])

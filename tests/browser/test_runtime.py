@@ -175,7 +175,7 @@ def test_an_exception_inside_a_call_is_shown_and_the_next_call_works(page, site_
     page.goto(site_url + heads_path)
     wait_ready(page)
     error = widget.locator('[data-message="error"]')
-    ask("heads", widget, "word " * 25_000)  # 125,000 characters: more than head_patterns reads
+    ask("heads", widget, "word " * 25_000)  # 125,000 characters: more than heads_view reads
     expect(widget).to_have_attribute("data-state", "error")
     expect(error).to_contain_text("Could not compute the patterns of this sentence: text is too long: 125,000 char")
     assert page.locator("html").get_attribute("data-mha-runtime") == "ready"
@@ -185,7 +185,7 @@ def test_an_exception_inside_a_call_is_shown_and_the_next_call_works(page, site_
     answers = page.evaluate("""async (url) => {
       const { call, CallError } = await import(url);
       const answer = (fn, args) => call(fn, args).then((r) => ["ok", r], (e) => [e instanceof CallError, e.message]);
-      return [await answer("no_such_function", {}), await answer("head_patterns", { text_or_tokens: [1, 2] }),
+      return [await answer("no_such_function", {}), await answer("heads_view", { text_or_tokens: [1, 2] }),
               await answer("check_config", { d_model: 8, n_heads: 2 })];
     }""", site_url + "assets/widgets/runtime/bridge.js")
     assert answers[0][0] is True and "unknown function 'no_such_function'" in answers[0][1]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from mha_core import bridge
-from mha_core.heads import HEAD_KINDS, head_patterns, head_weights
+from mha_core.heads import HEAD_KINDS, HEAD_LAYER, head_patterns, head_weights
 from mha_core.views.heads import KNOCKED_OUT, LAYERS, WORDS, heads_view, heads_weights_view, matrix_text, weight_text
 from mha_core.views.palette import colour
 
@@ -56,7 +56,7 @@ def test_every_head_has_its_words_and_what_the_knock_out_does_to_it():
         head = plain["heads"][kind]
         for slot in ("label", "how-label", "q_reads", "k_reads", "explanation"):
             assert head[slot] and head[slot] == WORDS[kind][slot.replace("how-", "")]
-        assert head["layer"] == LAYERS[WORDS[kind]["layer"]]
+        assert head["layer"] == LAYERS[HEAD_LAYER[kind]]
         assert head["averaged"] == {"hidden": kind != "averaged"}
         assert head["ablation"] == {"text": "", "hidden": True} and head["ablated"] == {"hidden": True}
         assert knocked["heads"][kind]["ablation"] == {"text": KNOCKED_OUT[kind], "hidden": False}
