@@ -2,17 +2,19 @@
 describes).
 
 heads_view(...) -> {"data", "outputs", "heads", "query"}: "outputs" holds what every head shares (the tokens on
-both axes and in the sentence, the query picker, the notice of a cut text); "heads" holds, for each head kind,
-the outputs that head fills (its heatmap, its words, what the knock-out does to it), so that switching heads binds
-one of them and needs no Python; "query" is the row shown first. heads_weights_view(...) -> {"heads": {kind:
+both axes and in the sentence, the query picker, the notice of a cut text, the heatmap's rows and cells); "heads"
+holds, for each head kind, the outputs that head fills (its colouring of the same heatmap's cells, its words, what
+the knock-out does to it), bound after the shared ones, so that switching heads binds one of them without Python; "query" is the row shown first. heads_weights_view(...) -> {"heads": {kind:
 outputs}}: each head's W_Q, W_K, W_V and W_O as tables of their rows and columns that are not all zero.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..heads import HEAD_KINDS, HEAD_LAYER, head_patterns, head_weights
 from . import decimal, declared_as
-from .palette import colour
+from .palette import COLOURS, STEPS
 
 TOKEN_CHARS = 30  # a token longer than this is shown cut, ending in "…", in the sentences that name it
 MATRICES = ("W_Q", "W_K", "W_V", "W_O")
@@ -80,38 +82,48 @@ def clip(token: str) -> str:
     return token if len(token) <= TOKEN_CHARS else token[:TOKEN_CHARS - 1] + "…"
 
 
-def weight_text(weight: float) -> str:
-    """A weight in [0, 1] to 4 decimals."""
-    return decimal(weight, 4)
-
-
 def notice(shown: int, given: int) -> str:
     """What a reader is told about a text cut to the tokens the heads take, or ""."""
     return f"Only the first {shown} of the {given:,} tokens are shown: these heads take at most {shown}." \
         if given > shown else ""
 
 
-def _grid(tokens: list[str], pattern) -> dict:
-    """The heatmap's rows: a query's drawn cells (keys 0..q: weight, colour, name), then its masked ones."""
-    names = [f"“{clip(t)}” ({i})" for i, t in enumerate(tokens)]
+def _names(tokens: list[str]) -> list[str]:
+    return [f"“{clip(t)}” ({i})" for i, t in enumerate(tokens)]
+
+
+def _grid(tokens: list[str]) -> dict:
+    """The heatmap every head shares: a row per query (its label, its words), its drawn cells (keys 0..q) and its
+    masked ones, named."""
+    names, n = _names(tokens), len(tokens)
 
     def cell(q, k):
         if k > q:
             return {"label": f"{names[q]} → {names[k]}: masked, a later token", "data": {"masked": ""}}
-        text = weight_text(pattern[q][k])
-        return {"label": f"{names[q]} → {names[k]}: {text}", "vars": {"--c": colour(pattern[q][k])},
-                "data": {"q": q, "k": k, "weight": text}}
-    n = len(tokens)
+        return {"data": {"q": q, "k": k}}
     return {"rows": [{"outputs": {"query-token": {"text": t, "data": {"token-index": q}}},
                       "data": {"attends": f"Where the query “{clip(t)}” (position {q}) attends, in the sentence "
                                           "(choose a token to read its weight):"},
                       "rows": [cell(q, k) for k in range(n)]} for q, t in enumerate(tokens)]}
 
 
+def _colouring(tokens: list[str], pattern) -> dict:
+    """One head's colouring of the shared heatmap: each drawn cell's weight, colour and name ({} for a masked one,
+    which the shared heatmap names)."""
+    names, n = _names(tokens), len(tokens)
+    weights = np.asarray(pattern).tolist()  # [n, n]: Python floats, formatted far faster than NumPy's
+    colours = [[COLOURS[s] for s in row] for row in (np.clip(pattern, 0, 1) * STEPS + 0.5).astype(int).tolist()]
+
+    def cell(q, k):
+        text = f"{weights[q][k]:.4f}"  # a weight in [0, 1]: no sign to write
+        return {"label": f"{names[q]} → {names[k]}: {text}", "vars": {"--c": colours[q][k]}, "data": {"weight": text}}
+    return {"rows": [{"rows": [cell(q, k) for k in range(q + 1)] + [{}] * (n - 1 - q)} for q in range(n)]}
+
+
 def _head(kind: str, result: dict, ablate: tuple) -> dict:
     """The outputs one head fills: its heatmap, its words, and what the knock-out does to it."""
     words, knocked = WORDS[kind], KNOCKED_OUT[kind] if ablate else ""
-    return {"grid": _grid(result["tokens"], result["heads"][kind]), "label": words["label"],
+    return {"grid": _colouring(result["tokens"], result["heads"][kind]), "label": words["label"],
             "how-label": words["label"], "layer": LAYERS[HEAD_LAYER[kind]], "q_reads": words["q_reads"],
             "k_reads": words["k_reads"], "explanation": words["explanation"],
             "averaged": {"hidden": kind != "averaged"}, "ablated": {"hidden": kind not in ablate},
@@ -129,7 +141,7 @@ def heads_view(text_or_tokens, ablate=()) -> dict:
                                  for i, t in enumerate(tokens)]},
                "sentence": {"rows": [{"text": t, "data": {"token-index": i}} for i, t in enumerate(tokens)]},
                "queries": {"rows": [{"text": f"{i}: {clip(t)}"} for i, t in enumerate(tokens)]},
-               "notice": {"text": cut, "hidden": not cut}}
+               "notice": {"text": cut, "hidden": not cut}, "grid": _grid(tokens)}
     return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs,
             "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS}, "query": result["first_query"]}
 

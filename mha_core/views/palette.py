@@ -9,12 +9,20 @@ PALETTE = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5
 STEPS = 255
 
 
-def colour(weight: float) -> str:
-    """The palette's colour for a weight in [0, 1], on the same 256 steps as palette.js (rounding half up)."""
-    t = int(min(max(weight, 0.0), 1.0) * STEPS + 0.5) / STEPS * (len(PALETTE) - 1)
+def _step(s: int) -> str:
+    """The colour of step s of STEPS, between the palette's anchors."""
+    t = s / STEPS * (len(PALETTE) - 1)
     i = min(int(t), len(PALETTE) - 2)
     a, b = (bytes.fromhex(PALETTE[j][1:]) for j in (i, i + 1))
     return "#" + "".join(f"{int(x + (y - x) * (t - i) + 0.5):02x}" for x, y in zip(a, b))
+
+
+COLOURS = [_step(s) for s in range(STEPS + 1)]  # made once: a view colours thousands of cells
+
+
+def colour(weight: float) -> str:
+    """The palette's colour for a weight in [0, 1], on the same 256 steps as palette.js (rounding half up)."""
+    return COLOURS[int(min(max(weight, 0.0), 1.0) * STEPS + 0.5)]
 
 
 def gradient() -> str:
