@@ -86,7 +86,7 @@ def check_prerendered(name, widget) -> None:
 
 
 CHANGES = {"shapes": (5, 6), "heads": (SENTENCE, "a b a b")}
-REFUSED = {"shapes": "input-error", "heads": "error"}
+REFUSED = {"shapes": '[data-output="input-error"]', "heads": '[data-message="error"]'}  # where a refusal is said
 
 
 def expect_error(page, message: str) -> None:
@@ -103,7 +103,7 @@ def retry_and_check(page, name, widget) -> None:
     page.locator("[data-mha-status]").first.get_by_role("button", name="Retry").click()
     wait_ready(page)
     check_answered(name, widget, first)
-    expect(widget.locator(f'[data-output="{REFUSED[name]}"]')).to_be_hidden()
+    expect(widget.locator(REFUSED[name])).to_be_hidden()
     ask(name, widget, then)
     check_answered(name, widget, then)
 
@@ -112,7 +112,7 @@ def fail_a_change(name, widget) -> None:
     """A change made while the runtime is broken is refused with a message; the values shown stay."""
     ask(name, widget, CHANGES[name][0])
     expect(widget).to_have_attribute("data-state", "error")
-    expect(widget.locator(f'[data-output="{REFUSED[name]}"]')).to_contain_text("Could not compute")
+    expect(widget.locator(REFUSED[name])).to_contain_text("Could not compute")
 
 
 # ---------------------------------------------------------------- tests
