@@ -1,10 +1,10 @@
 """How fast does the heads widget answer, in headless Chromium, on a 40-token sentence?
 
 Three figures, each from the reader's action to the updated heatmap painted (the next frame after it):
-  - head switch: a click on a head button (rendered from the cached result, no Python);
-  - sentence change: a new sentence applied on change (head_patterns in the page's Python worker);
+  - head switch: a click on a head button (its outputs bound from the view in hand, no Python);
+  - sentence change: a new sentence applied on change (heads_view in the page's Python worker);
   - unusual text: the same, for text that is not a plain sentence (UNUSUAL), the slowest of them.
-Each sentence is new to the widget (none comes from its cache). The budget is p95 ≤ 50 ms, and for the
+Each sentence is new to the widget. The budget is p95 ≤ 50 ms, and for the
 unusual texts a second at most.
 
     python bench/browser_heads.py [--rounds N] [--site DIR]   (without --site, the site is built first)

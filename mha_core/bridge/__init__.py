@@ -16,9 +16,9 @@ import numpy as np
 
 from ..config import check_config
 from ..fields import Declared
-from ..heads import head_patterns, head_weights
 from ..presets import presets
 from ..shapes import param_count
+from ..views.heads import heads_view, heads_weights_view
 from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
 from ..views.shapes import shapes_view
@@ -35,7 +35,7 @@ def declare(fn, **args) -> Declared:
 
 
 FUNCTIONS = {fn.__name__: fn for fn in (
-    check_config, shapes_view, param_count, presets, head_patterns, head_weights, worked_view, memory_view,
+    check_config, shapes_view, param_count, presets, heads_view, heads_weights_view, worked_view, memory_view,
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
     circuits_over_training, circuits_run_view, real_model_start, real_model_advance, real_model_pattern)}
 

@@ -31,6 +31,11 @@ function setVar(el, name, value) {
   if (el.style.getPropertyValue(name) !== text) el.style.setProperty(name, text);
 }
 
+/** An attribute written only when it changes: a write restyles what attribute selectors match, even unchanged. */
+function setAttr(el, name, text) {
+  if (el.getAttribute(name) !== text) el.setAttribute(name, text);
+}
+
 /** One slot into one element. */
 export function put(el, slot) {
   if (typeof slot === "string") return setText(el, slot);
@@ -40,7 +45,7 @@ export function put(el, slot) {
   if ("title" in slot && el.title !== slot.title) el.title = slot.title;
   if ("hidden" in slot) el.hidden = Boolean(slot.hidden);
   for (const [name, value] of Object.entries(slot.vars ?? {})) setVar(el, name, value);
-  for (const [key, value] of Object.entries(slot.data ?? {})) el.setAttribute(`data-${key}`, String(value));
+  for (const [key, value] of Object.entries(slot.data ?? {})) setAttr(el, `data-${key}`, String(value));
   if (slot.rows) rowsOf(el, slot.rows.length).forEach((row, i) => put(row, slot.rows[i]));
   if (slot.outputs) fill(el, slot.outputs);
 }
