@@ -1,10 +1,12 @@
 """The heads widget's view: mha_core.heads' patterns and weights as the reader reads them (the form mha_core.views
 describes).
 
-heads_view(...) -> {"data", "outputs", "heads", "query"}: "outputs" holds what every head shares (the tokens on
-both axes and in the sentence, the query picker, the notice of a cut text, the heatmap's rows and cells); "heads"
-holds, for each head kind, the outputs that head fills (its colouring of the same heatmap's cells, its words, what
-the knock-out does to it), bound after the shared ones, so that switching heads binds one of them without Python; "query" is the row shown first. heads_weights_view(...) -> {"heads": {kind:
+heads_view(...) -> {"data", "outputs", "names", "colours", "heads", "query"}: "outputs" holds what every head
+shares (the tokens on both axes and in the sentence, the query picker, the notice of a cut text, the heatmap's
+rows); "names" the words that name each cell; "colours" the palette's steps; "heads" holds, for each head kind,
+its "cells" (each drawn cell's weight as text and its shade, a step of "colours", row by row: two flat lists, so
+that a 40-token sentence's view stays small) and the "outputs" it fills (its words, what the knock-out does to it),
+bound after the shared ones, so that switching heads needs no Python; "query" is the row shown first. heads_weights_view(...) -> {"heads": {kind:
 outputs}}: each head's W_Q, W_K, W_V and W_O as tables of their rows and columns that are not all zero.
 """
 
@@ -88,46 +90,37 @@ def notice(shown: int, given: int) -> str:
         if given > shown else ""
 
 
-def _names(tokens: list[str]) -> list[str]:
-    return [f"“{clip(t)}” ({i})" for i, t in enumerate(tokens)]
-
-
 def _grid(tokens: list[str]) -> dict:
-    """The heatmap every head shares: a row per query (its label, its words), its drawn cells (keys 0..q) and its
-    masked ones, named."""
-    names, n = _names(tokens), len(tokens)
-
-    def cell(q, k):
-        if k > q:
-            return {"label": f"{names[q]} → {names[k]}: masked, a later token", "data": {"masked": ""}}
-        return {"data": {"q": q, "k": k}}
-    return {"rows": [{"outputs": {"query-token": {"text": t, "data": {"token-index": q}}},
+    """The heatmap every head shares: a row per query (its label, its words, its n cells, drawn up to the query)."""
+    n = len(tokens)
+    return {"rows": [{"outputs": {"query-token": {"text": t, "data": {"token-index": q}}}, "count": n,
                       "data": {"attends": f"Where the query “{clip(t)}” (position {q}) attends, in the sentence "
-                                          "(choose a token to read its weight):"},
-                      "rows": [cell(q, k) for k in range(n)]} for q, t in enumerate(tokens)]}
+                                          "(choose a token to read its weight):"}} for q, t in enumerate(tokens)]}
 
 
-def _colouring(tokens: list[str], pattern) -> dict:
-    """One head's colouring of the shared heatmap: each drawn cell's weight, colour and name ({} for a masked one,
-    which the shared heatmap names)."""
-    names, n = _names(tokens), len(tokens)
-    weights = np.asarray(pattern).tolist()  # [n, n]: Python floats, formatted far faster than NumPy's
-    colours = [[COLOURS[s] for s in row] for row in (np.clip(pattern, 0, 1) * STEPS + 0.5).astype(int).tolist()]
+def _names(tokens: list[str]) -> dict:
+    """The words that name cell (q, k): names["from"][q] + names["to"][k], then its weight or names["masked"]."""
+    return {"from": [f"“{clip(t)}” ({i}) → " for i, t in enumerate(tokens)],
+            "to": [f"“{clip(t)}” ({i}): " for i, t in enumerate(tokens)], "masked": "masked, a later token"}
 
-    def cell(q, k):
-        text = f"{weights[q][k]:.4f}"  # a weight in [0, 1]: no sign to write
-        return {"label": f"{names[q]} → {names[k]}: {text}", "vars": {"--c": colours[q][k]}, "data": {"weight": text}}
-    return {"rows": [{"rows": [cell(q, k) for k in range(q + 1)] + [{}] * (n - 1 - q)} for q in range(n)]}
+
+def _cells(pattern) -> dict:
+    """One head's drawn cells (k <= q, row by row; n(n+1)/2 of them): each weight's text and its shade, the step of
+    COLOURS that colours it."""
+    q, k = np.tril_indices(len(pattern))
+    weights = np.asarray(pattern)[q, k]  # [n(n+1)/2]
+    shades = (np.clip(weights, 0, 1) * STEPS + 0.5).astype(int).tolist()
+    return {"weight": [f"{w:.4f}" for w in weights.tolist()], "shade": shades}  # a weight in [0, 1]: no sign
 
 
 def _head(kind: str, result: dict, ablate: tuple) -> dict:
-    """The outputs one head fills: its heatmap, its words, and what the knock-out does to it."""
+    """What one head shows: its cells, and the outputs it fills (its words, what the knock-out does to it)."""
     words, knocked = WORDS[kind], KNOCKED_OUT[kind] if ablate else ""
-    return {"grid": _colouring(result["tokens"], result["heads"][kind]), "label": words["label"],
-            "how-label": words["label"], "layer": LAYERS[HEAD_LAYER[kind]], "q_reads": words["q_reads"],
-            "k_reads": words["k_reads"], "explanation": words["explanation"],
-            "averaged": {"hidden": kind != "averaged"}, "ablated": {"hidden": kind not in ablate},
-            "ablation": {"text": knocked, "hidden": not knocked}}
+    return {"cells": _cells(result["heads"][kind]), "outputs": {
+        "label": words["label"], "how-label": words["label"], "layer": LAYERS[HEAD_LAYER[kind]],
+        "q_reads": words["q_reads"], "k_reads": words["k_reads"], "explanation": words["explanation"],
+        "averaged": {"hidden": kind != "averaged"}, "ablated": {"hidden": kind not in ablate},
+        "ablation": {"text": knocked, "hidden": not knocked}}}
 
 
 @declared_as(head_patterns)
@@ -142,8 +135,9 @@ def heads_view(text_or_tokens, ablate=()) -> dict:
                "sentence": {"rows": [{"text": t, "data": {"token-index": i}} for i, t in enumerate(tokens)]},
                "queries": {"rows": [{"text": f"{i}: {clip(t)}"} for i, t in enumerate(tokens)]},
                "notice": {"text": cut, "hidden": not cut}, "grid": _grid(tokens)}
-    return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs,
-            "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS}, "query": result["first_query"]}
+    return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs, "names": _names(tokens),
+            "colours": COLOURS, "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS},
+            "query": result["first_query"]}
 
 
 def matrix_text(value: float) -> str:

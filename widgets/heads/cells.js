@@ -1,6 +1,7 @@
 // The heatmap's reading, after the binding has filled it from a view: one cell in the tab order (roving
 // tabindex), the selected query's row, the readout and the sentence's highlights, each copied from the cells'
-// own attributes (the view made every word and number); and the heads' pictures from the cells' colours.
+// own attributes (the view made every word and number); the cells' places and the slots of their names and
+// colours, from the view's lists; and the heads' pictures from the cells' shades.
 import { setData, setText } from "../runtime/dom.js";
 
 /** Cell (q, k) of the table's body (a row's first cell is its label), or null. */
@@ -39,16 +40,49 @@ export function selectQuery(w, q) {
   });
 }
 
+/** Give the cells a new sentence added (the binding clones them bare) their place: (q, k) drawn for k <= q, in
+ * the tab order's reach, else masked. Cells already placed keep theirs: cell (q, k) is drawn or masked whatever n. */
+export function placeCells(table) {
+  [...table.tBodies[0].rows].forEach((tr, q) => {
+    for (let k = 0; k < tr.cells.length - 1; k++) {
+      const td = tr.cells[k + 1];
+      if ("q" in td.dataset || "masked" in td.dataset) continue;
+      if (k > q) {
+        td.dataset.masked = "";
+      } else {
+        Object.assign(td.dataset, { q: String(q), k: String(k) });
+        td.tabIndex = -1;
+      }
+    }
+  });
+}
+
+/** The masked cells' names, row by row: the view's words for query, key and "masked". */
+export function maskedNames({ names, data }) {
+  const out = [];
+  for (let q = 0; q < data.tokens; q++) for (let k = q + 1; k < data.tokens; k++) out.push(names.from[q] + names.to[k] + names.masked);
+  return out;
+}
+
+/** The slot of head's drawn cells (row by row, k <= q) for the binding: each weight's text, its colour (a step of
+ * the view's colours) and its name, the view's words for query and key, then the weight. */
+export function headCells({ names, colours, data, heads }, head) {
+  const { weight, shade } = heads[head].cells;
+  const label = [];
+  for (let q = 0, i = 0; q < data.tokens; q++) for (let k = 0; k <= q; k++, i++) label.push(names.from[q] + names.to[k] + weight[i]);
+  return { data: { weight }, vars: { "--c": { index: shade, values: colours } }, label };
+}
+
 const rgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
 
-/** Draw a head's heatmap (its grid slot's rows) into a canvas of n × n pixels; masked cells stay transparent. */
-export function drawThumb(canvas, grid) {
-  const n = grid.rows.length;
+/** Draw a head's heatmap into a canvas of n × n pixels (its cells' shades, row by row); masked cells stay
+ * transparent. */
+export function drawThumb(canvas, { colours, data }, shade) {
+  const n = data.tokens;
   if (canvas.width !== n) canvas.width = canvas.height = n;
   const ctx = canvas.getContext("2d");
   const image = ctx.createImageData(n, n);
-  grid.rows.forEach((row, q) => {
-    for (let k = 0; k <= q; k++) image.data.set([...rgb(row.rows[k].vars["--c"]), 255], (q * n + k) * 4);
-  });
+  const steps = colours.map((c) => [...rgb(c), 255]);
+  for (let q = 0, i = 0; q < n; q++) for (let k = 0; k <= q; k++, i++) image.data.set(steps[shade[i]], (q * n + k) * 4);
   ctx.putImageData(image, 0, 0);
 }

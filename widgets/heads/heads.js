@@ -9,7 +9,7 @@ import { InputError, live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { noteIgnored, whileShown } from "../runtime/status.js";
 import { moveFrom } from "../shared/grid.js";
-import { cellAt, drawThumb, selectQuery, setActive, showCell } from "./cells.js";
+import { cellAt, drawThumb, headCells, maskedNames, placeCells, selectQuery, setActive, showCell } from "./cells.js";
 import { staleText } from "./stale.js";
 import { readURL, writeURL } from "./state.js";
 
@@ -36,7 +36,7 @@ function keepState(w) {
 
 /** Bind the shown head's outputs and redraw what reads them: the tab order, the query, the readout. */
 function showHead(w) {
-  bind(w.root, { outputs: w.view.heads[w.head] });
+  bind(w.root, { outputs: { ...w.view.heads[w.head].outputs, grid: { cells: headCells(w.view, w.head) } } });
   w.root.dataset.head = w.head;
   for (const button of w.buttons) button.setAttribute("aria-pressed", String(button.dataset.head === w.head));
   setActive(w, w.active.q, w.active.k);
@@ -51,6 +51,8 @@ function showView(w, view, asked) {
   w.view = view;
   w.shown = { sentence: asked.text_or_tokens, ablate: asked.ablate.length > 0 };
   bind(w.root, view);
+  placeCells(w.table);
+  bind(w.root, { outputs: { masked: { cells: { label: maskedNames(view) } } } });
   w.root.style.setProperty("--n", w.root.dataset.tokens);
   [...w.picker.options].forEach((option, i) => { option.value = String(i); });
   const n = view.outputs.sentence.rows.length;
@@ -64,7 +66,7 @@ function showView(w, view, asked) {
   keepState(w);
 }
 
-const drawThumbs = (w) => w.buttons.forEach((b) => drawThumb(b.querySelector("canvas"), w.view.heads[b.dataset.head].grid));
+const drawThumbs = (w) => w.buttons.forEach((b) => drawThumb(b.querySelector("canvas"), w.view, w.view.heads[b.dataset.head].cells.shade));
 
 /** The shown head's matrices in the open details: one heads_weights_view call per view, shared by all waiting. */
 async function showWeights(w) {

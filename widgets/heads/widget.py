@@ -29,15 +29,8 @@ def head_kind(text: str) -> str:
 OPTIONS = {"head": head_kind}
 
 
-def merged(shared: dict, head: dict) -> dict:
-    """The heatmap's slots as the two bindings leave them: the shared rows and cells, then head's colouring."""
-    return {"rows": [row | {"rows": [c | h | {"data": c.get("data", {}) | h.get("data", {})}
-                                     for c, h in zip(row["rows"], colours["rows"])]}
-                     for row, colours in zip(shared["rows"], head["rows"])]}
-
-
 def context(head: str = "induction") -> dict:
-    """The template's variables: the default sentence's view, its outputs for head merged in."""
+    """The template's variables: the default sentence's view, with head's outputs and cells."""
     answer = json.loads(bridge.call("heads_view", json.dumps({"text_or_tokens": SENTENCE})))
     if not answer["ok"]:
         raise ValueError(f"heads widget: {answer['error']}")
@@ -45,8 +38,8 @@ def context(head: str = "induction") -> dict:
     return {
         "limits": bridge.limits("heads_view"),  # the page carries what the bridge accepts
         "sentence": SENTENCE, "head": head, "kinds": HEAD_KINDS, "ablated": ABLATED, "max_tokens": MAX_TOKENS,
-        "view": view, "o": view["outputs"] | view["heads"][head] | {
-            "grid": merged(view["outputs"]["grid"], view["heads"][head]["grid"])}, "query": view["query"], "matrices": MATRICES,
+        "view": view, "o": view["outputs"] | view["heads"][head]["outputs"], "cells": view["heads"][head]["cells"],
+        "query": view["query"], "matrices": MATRICES,
         "gradient": gradient(),
         "data": {"sentence": SENTENCE, "view": view, "palette": PALETTE},
     }
