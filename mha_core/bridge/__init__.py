@@ -56,6 +56,14 @@ def plain(value):
     return value
 
 
+def array_as_list(value):
+    """json.dumps' default for what it cannot write itself: a numpy array or scalar as plain numbers. (json writes
+    the rest, tuples as lists, at C speed: a view of thousands of cells is no walk in Python.)"""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def error(message: str) -> str:
     return json.dumps({"ok": False, "error": message})
 
@@ -91,6 +99,6 @@ def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
     except Exception as problem:  # a bug; say so rather than leave the widget waiting
         return error(f"internal error in {fn_name}: {type(problem).__name__}: {problem}")
     try:
-        return json.dumps({"ok": True, "result": plain(result)}, allow_nan=False)
-    except ValueError as problem:
+        return json.dumps({"ok": True, "result": result}, allow_nan=False, default=array_as_list)
+    except (TypeError, ValueError) as problem:
         return error(f"{fn_name} returned a value JSON cannot carry: {problem}")

@@ -79,6 +79,11 @@ KNOCKED_OUT = {
 INPUTS = {"x": "the embeddings", "residual": "the residual stream: x plus layer 0's output"}
 
 
+# The palette's steps as CSS writes them back (a cell's inline background-color reads the same, so the binding
+# writes only a colour that changed).
+RGB = [f"rgb({int(c[1:3], 16)}, {int(c[3:5], 16)}, {int(c[5:7], 16)})" for c in COLOURS]
+
+
 def clip(token: str) -> str:
     """A token as the sentences that name it show it: at most TOKEN_CHARS characters."""
     return token if len(token) <= TOKEN_CHARS else token[:TOKEN_CHARS - 1] + "…"
@@ -136,7 +141,7 @@ def heads_view(text_or_tokens, ablate=()) -> dict:
                "queries": {"rows": [{"text": f"{i}: {clip(t)}"} for i, t in enumerate(tokens)]},
                "notice": {"text": cut, "hidden": not cut}, "grid": _grid(tokens)}
     return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs, "names": _names(tokens),
-            "colours": COLOURS, "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS},
+            "colours": RGB, "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS},
             "query": result["first_query"]}
 
 

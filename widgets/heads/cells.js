@@ -11,11 +11,11 @@ export const cellAt = (table, q, k) => table.tBodies[0].rows[q]?.cells[k + 1] ??
 export function setActive(w, q, k) {
   const at = (k <= q && cellAt(w.table, q, k)) || cellAt(w.table, 0, 0);
   w.active = { q: Number(at.dataset.q), k: Number(at.dataset.k) };
-  for (const td of w.table.querySelectorAll("td[data-q]")) {
-    const index = td === at ? "0" : "-1";
-    if (td.getAttribute("tabindex") !== index) td.setAttribute("tabindex", index);
-  }
-  for (const [i, th] of [...w.table.tHead.rows[0].cells].entries()) th.toggleAttribute("data-active", i === w.active.k + 1);
+  for (const td of w.table.querySelectorAll('td[tabindex="0"]')) if (td !== at) td.tabIndex = -1;
+  if (at.tabIndex !== 0) at.tabIndex = 0;
+  const column = w.table.tHead.rows[0].cells[w.active.k + 1];
+  for (const th of w.table.tHead.querySelectorAll("th[data-active]")) if (th !== column) th.removeAttribute("data-active");
+  column.toggleAttribute("data-active", true);
 }
 
 /** Read cell (q, k) in the readout: its name, as the view wrote it. */
@@ -64,16 +64,22 @@ export function maskedNames({ names, data }) {
   return out;
 }
 
+const slots = new WeakMap(); // view -> {head: its cells' slot}, made once per view
+
 /** The slot of head's drawn cells (row by row, k <= q) for the binding: each weight's text, its colour (a step of
  * the view's colours) and its name, the view's words for query and key, then the weight. */
-export function headCells({ names, colours, data, heads }, head) {
-  const { weight, shade } = heads[head].cells;
+export function headCells(view, head) {
+  if (!slots.has(view)) slots.set(view, {});
+  const made = slots.get(view);
+  if (made[head]) return made[head];
+  const { names, colours, data } = view;
+  const { weight, shade } = view.heads[head].cells;
   const label = [];
   for (let q = 0, i = 0; q < data.tokens; q++) for (let k = 0; k <= q; k++, i++) label.push(names.from[q] + names.to[k] + weight[i]);
-  return { data: { weight }, vars: { "--c": { index: shade, values: colours } }, label };
+  made[head] = { data: { weight }, vars: { "background-color": { index: shade, values: colours } }, label };
+  return made[head];
 }
 
-const rgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
 
 /** Draw a head's heatmap into a canvas of n × n pixels (its cells' shades, row by row); masked cells stay
  * transparent. */
@@ -82,7 +88,7 @@ export function drawThumb(canvas, { colours, data }, shade) {
   if (canvas.width !== n) canvas.width = canvas.height = n;
   const ctx = canvas.getContext("2d");
   const image = ctx.createImageData(n, n);
-  const steps = colours.map((c) => [...rgb(c), 255]);
+  const steps = colours.map((c) => [...c.match(/\d+/g).map(Number), 255]); // "rgb(r, g, b)" -> [r, g, b, 255]
   for (let q = 0, i = 0; q < n; q++) for (let k = 0; k <= q; k++, i++) image.data.set(steps[shade[i]], (q * n + k) * 4);
   ctx.putImageData(image, 0, 0);
 }

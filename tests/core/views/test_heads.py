@@ -33,7 +33,7 @@ def test_each_weight_shown_is_mha_core_s_with_its_colour_and_its_name(ablate):
         for (q, k), (text, shade, name) in cells(view, kind).items():
             w = core["heads"][kind][q][k]
             assert float(text) == pytest.approx(w, abs=5e-5) and re.fullmatch(r"[01]\.\d{4}", text)
-            assert shade == colour(w)
+            assert shade == "rgb({}, {}, {})".format(*bytes.fromhex(colour(w)[1:]))
             assert name == f"“{tokens[q]}” ({q}) → “{tokens[k]}” ({k}): {text}"
     names = view["names"]
     assert names["from"][1] + names["to"][3] + names["masked"] == f"“{tokens[1]}” (1) → “{tokens[3]}” (3): masked, a later token"
