@@ -156,6 +156,8 @@ def test_enter_applies_the_sentence_and_shift_enter_starts_a_new_line(live_widge
     field.press("Enter")
     expect(widget).to_have_attribute("data-tokens", "5")
     check_layout(widget.evaluate(READ), ["one", "two", "one", "two", "three"])
+    show_sentence(widget, SENTENCE)  # the text applied by a change before: the browser fires no change for it
+    expect(widget).to_have_attribute("data-tokens", str(len(tokens_of(SENTENCE))))
 
 
 @pytest.mark.parametrize("text", [HOSTILE, "שלום עולם, שלום 😀 🇫🇷 e\u0301 !!! ¿?", "!!! ... ???"])
@@ -487,6 +489,9 @@ def test_on_a_phone_a_30_token_heatmap_keeps_readable_cells_and_labels_and_scrol
         assert grid["font"] >= 12 and grid["overlaps"] == 0 and grid["pageWidth"] <= 390, grid
         box = widget.locator(".mha-heads__scroll--grid")
         assert box.evaluate("el => [el.scrollWidth > el.clientWidth, el.scrollLeft]") == [True, 0]  # wider than the box, at its left
+        expect(box).to_have_attribute("tabindex", "0")  # a named box that Tab reaches, scrolled by the arrow keys
+        expect(box).to_have_attribute("role", "group")
+        expect(box).to_have_attribute("aria-label", "Attention weights (scrolls sideways)")
         page.keyboard.press("End")  # the last cell of row 29, far right
         grid = widget.evaluate(PHONE_GRID)
         assert grid["focused"] == "29" and grid["focusedInBox"], grid

@@ -19,6 +19,7 @@ const wanted = (w) => ({ sentence: w.textarea.value, ablate: w.ablate.checked })
 /** heads_view's arguments for the controls (the knock-out box's value is the head it zeroes). */
 function args(w) {
   const { sentence, ablate } = wanted(w);
+  w.asked = sentence;
   if (!sentence.trim()) throw new InputError("Type a sentence: at least one word or punctuation mark.");
   return { text_or_tokens: sentence, ablate: ablate ? [w.ablate.value] : [] };
 }
@@ -124,6 +125,11 @@ function wire(w, request) {
   const { root, table } = w;
   root.querySelector("form").addEventListener("submit", (event) => { event.preventDefault(); request(w.textarea); });
   w.textarea.addEventListener("change", () => request(w.textarea));
+  // A text applied by Enter is not the field's last change to the browser: typing back the text applied by a
+  // change before it and leaving the field fires no change, so leaving asks for any text not asked for last.
+  w.textarea.addEventListener("blur", () => {
+    if (w.textarea.value !== w.asked) request(w.textarea);
+  });
   w.textarea.addEventListener("keydown", (event) => { // Enter shows the sentence, Shift+Enter starts a new line
     if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
     event.preventDefault();
@@ -159,7 +165,7 @@ function mount(root) {
   const table = root.querySelector("table");
   const focusable = table.querySelector('td[tabindex="0"]');
   const w = {
-    root, table, view: data.view, example: data.sentence, shown: { sentence: data.sentence, ablate: false },
+    root, table, view: data.view, example: data.sentence, asked: data.sentence, shown: { sentence: data.sentence, ablate: false },
     head: root.dataset.head, query: Number(root.dataset.query),
     active: { q: Number(focusable.dataset.q), k: Number(focusable.dataset.k) },
     buttons: [...root.querySelectorAll("button[data-head]")], textarea: root.querySelector('textarea[name="sentence"]'),
