@@ -43,18 +43,15 @@ export function selectQuery(w, q) {
 /** Give the cells a new sentence added (the binding clones them bare) their place: (q, k) drawn for k <= q, in
  * the tab order's reach, else masked. Cells already placed keep theirs: cell (q, k) is drawn or masked whatever n. */
 export function placeCells(table) {
-  [...table.tBodies[0].rows].forEach((tr, q) => {
-    for (let k = 0; k < tr.cells.length - 1; k++) {
-      const td = tr.cells[k + 1];
-      if ("q" in td.dataset || "masked" in td.dataset) continue;
-      if (k > q) {
-        td.dataset.masked = "";
-      } else {
-        Object.assign(td.dataset, { q: String(q), k: String(k) });
-        td.tabIndex = -1;
-      }
+  for (const td of table.tBodies[0].querySelectorAll("td:not([data-q], [data-masked])")) {
+    const [q, k] = [td.parentElement.sectionRowIndex, td.cellIndex - 1]; // a row's first cell is its label
+    if (k > q) {
+      td.dataset.masked = "";
+    } else {
+      Object.assign(td.dataset, { q: String(q), k: String(k) });
+      td.tabIndex = -1;
     }
-  });
+  }
 }
 
 /** The masked cells' names, row by row: the view's words for query, key and "masked". */
@@ -81,6 +78,8 @@ export function headCells(view, head) {
 }
 
 
+const pixels = new WeakMap(); // a view's colours -> each as [r, g, b, 255], read once per view
+
 /** Draw a head's heatmap into a canvas of n × n pixels (its cells' shades, row by row); masked cells stay
  * transparent. */
 export function drawThumb(canvas, { colours, data }, shade) {
@@ -88,7 +87,8 @@ export function drawThumb(canvas, { colours, data }, shade) {
   if (canvas.width !== n) canvas.width = canvas.height = n;
   const ctx = canvas.getContext("2d");
   const image = ctx.createImageData(n, n);
-  const steps = colours.map((c) => [...c.match(/\d+/g).map(Number), 255]); // "rgb(r, g, b)" -> [r, g, b, 255]
+  if (!pixels.has(colours)) pixels.set(colours, colours.map((c) => [...c.match(/\d+/g).map(Number), 255])); // "rgb(r, g, b)"
+  const steps = pixels.get(colours);
   for (let q = 0, i = 0; q < n; q++) for (let k = 0; k <= q; k++, i++) image.data.set(steps[shade[i]], (q * n + k) * 4);
   ctx.putImageData(image, 0, 0);
 }

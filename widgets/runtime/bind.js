@@ -40,15 +40,27 @@ function setAttr(el, name, text) {
 /** Value i of a list of cells: list[i], or given as {index, values} (a few values repeated), values[index[i]]. */
 const at = (list, i) => (Array.isArray(list) ? list[i] : list.values[list.index[i]]);
 
-/** cells ({data: {key: list}, vars: {name: list}, label: list}: value i for element i) into el's descendants that
- * match its data-cells selector, in document order. */
+const cellStyles = new WeakMap(); // cell -> {property: the value the binding last wrote}
+
+/** A cell's style property, written only when it changes: compared with what was written last, since reading a
+ * colour back from the style costs more than writing it. */
+function setCellStyle(el, name, value) {
+  if (!cellStyles.has(el)) cellStyles.set(el, {});
+  const written = cellStyles.get(el);
+  if (written[name] === value) return;
+  written[name] = value;
+  el.style.setProperty(name, value);
+}
+
+/** cells ({data: {key: list}, vars: {property: list}, label: list}: value i for element i) into el's descendants
+ * that match its data-cells selector, in document order. */
 function putCells(el, cells) {
   const targets = el.querySelectorAll(el.dataset.cells);
   const data = Object.entries(cells.data ?? {}).map(([key, list]) => [`data-${key}`, list]);
   const vars = Object.entries(cells.vars ?? {});
   targets.forEach((target, i) => {
     for (const [name, list] of data) setAttr(target, name, at(list, i));
-    for (const [name, list] of vars) setVar(target, name, at(list, i));
+    for (const [name, list] of vars) setCellStyle(target, name, at(list, i));
     if (cells.label) setAttr(target, "aria-label", at(cells.label, i));
   });
 }
