@@ -13,7 +13,7 @@ import json
 from mha_core import bridge
 from mha_core.heads import HEAD_KINDS, MAX_TOKENS
 from mha_core.views.heads import MATRICES
-from widgets.palette import PALETTE, gradient
+from widgets.palette import gradient
 
 # A phrase of distinct words said twice, with punctuation: every head has something to show.
 SENTENCE = "The old lighthouse keeper waved, and the old lighthouse keeper smiled."
@@ -41,5 +41,5 @@ def context(head: str = "induction") -> dict:
         "view": view, "o": view["outputs"] | view["heads"][head]["outputs"], "cells": view["heads"][head]["cells"],
         "query": view["query"], "matrices": MATRICES,
         "gradient": gradient(),
-        "data": {"sentence": SENTENCE, "view": view, "palette": PALETTE},
+        "data": {"sentence": SENTENCE, "view": view},
     }
