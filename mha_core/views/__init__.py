@@ -10,7 +10,10 @@ widgets/runtime/bind.js, fills the same slots):
 
 A slot is text, or {text, value (data-value), vars ({"--v": css_number(v)}, for pictures), label (aria-label),
 hidden, title, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
-outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same keys.
+count (as many repeated elements, left as cloned), cells ({data: {attribute: list}, vars: {property: list}, label:
+list}: value i of each list for the i-th element its data-cells selector finds; a list may come as {index, values},
+a few values repeated), outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same
+keys (a template renders cells itself).
 """
 
 from __future__ import annotations

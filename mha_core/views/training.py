@@ -1,5 +1,5 @@
 """What the training widget reads: a run as plain JSON (histories rounded to what is shown, patterns and weights
-packed into base64), the run the page ships (recorded_run), and the run in progress in this Python.
+packed into text and base64), the run the page ships (recorded_run), and the run in progress in this Python.
 
 The numbers come from mha_core.model, .detectors and .training; this module only chooses what the widget
 shows and how it travels. Its functions training_* are the ones the browser calls (see bridge.FUNCTIONS).
@@ -168,10 +168,16 @@ def chart_axes(history: list[dict], config: TrainConfig) -> dict:
 
 # ---------------------------------------------------------------- how it travels
 
+WEIGHT_CHARS = 6  # a weight as the heatmap's cells read it: 0.1234
+
+
 def encode_patterns(patterns: list[np.ndarray]) -> str:
-    """[L] × [1, h, n, n] weights as base64 of little-endian uint16 (weight × 65535, rounded), layer by layer."""
-    stacked = np.stack([p[0] for p in patterns])  # [L, h, n, n]
-    return base64.b64encode(np.rint(stacked * 65535).astype("<u2").tobytes()).decode()
+    """[L] × [1, h, n, n] weights as the heatmap's cells read them, to 4 decimals (WEIGHT_CHARS each), layer by
+    layer, head by head, row by row, each row's keys up to its query (the others are masked): one text, about
+    the size of the same weights in base64, that the page reads and draws without writing a number."""
+    stacked = np.nan_to_num(np.stack([p[0] for p in patterns]))  # [L, h, n, n]; a diverged run's NaN: 6 characters too
+    q, k = np.tril_indices(stacked.shape[-1])
+    return "".join(f"{w:.4f}" for w in stacked[..., q, k].ravel().tolist())  # weights in [0, 1]: no sign
 
 
 def encode_params(params: dict, config: TrainConfig) -> str:

@@ -466,13 +466,13 @@ def test_the_calculator_is_one_layer_and_a_model_has_many():
 
 def test_the_averaged_head_counts_right():
     """'Four heads' spanning 'two layers', three of them in layer 0, as the core builds them."""
-    from mha_core.heads import HEAD_INFO, HEAD_KINDS
+    from mha_core.heads import HEAD_KINDS, HEAD_LAYER
 
-    heads = [kind for kind in HEAD_KINDS if HEAD_INFO[kind]["layer"] is not None]
-    layers = sorted({HEAD_INFO[kind]["layer"] for kind in heads})
+    heads = [kind for kind in HEAD_KINDS if HEAD_LAYER[kind] is not None]
+    layers = sorted({HEAD_LAYER[kind] for kind in heads})
     words = {3: "three", 4: "four"}
     assert len(heads) == 4 and layers == [0, 1]
-    in_layer0 = sum(HEAD_INFO[kind]["layer"] == 0 for kind in heads)
+    in_layer0 = sum(HEAD_LAYER[kind] == 0 for kind in heads)
     quoted("what-heads-learn.md", f"mean of the {words[len(heads)]} heads' patterns",
            f"The {words[len(heads)]} heads span two layers, {words[in_layer0]} reading the embeddings",
            "diluted to a quarter")

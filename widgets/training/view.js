@@ -1,17 +1,23 @@
 // The grid of heads and the selected head's heatmap, drawn from one checkpoint of a run. Patterns arrive
-// as base64 of uint16 (weight × 65535), [layers, heads, n, n]; scores and roles come from mha_core, and every
-// word from its views: the run's head names (run.heads) and the widget's sentences (w.words: messages()).
+// as Python's text of each drawn weight (what its cell reads), [layers, heads, n, q + 1]; scores and roles come
+// from mha_core, and every word from its views: the run's head names (run.heads) and the widget's sentences
+// (w.words: messages()).
 import { fillIn, output, setData, setText } from "../runtime/dom.js";
 import { cellNamer, paint, setTokens } from "../shared/grid.js";
 import { drawThumb } from "../shared/palette.js";
 
-/** patterns[layer][head] as n rows of n weights, from the base64 text. */
+const WEIGHT_CHARS = 6; // mha_core.views.training's: each weight's text, as the cells read it ("0.1234")
+
+/** patterns[layer][head] as {weights, texts}: n rows of n weights and of their texts, from Python's text of the
+ * drawn cells (encode_patterns: layer, head, row by row, keys up to the query); a masked key weighs 0. */
 export function decodePatterns(text, { n_layers, n_heads }, n) {
-  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-  const view = new DataView(bytes.buffer);
-  const at = (l, h, q, k) => view.getUint16((((l * n_heads + h) * n + q) * n + k) * 2, true) / 65535;
-  return Array.from({ length: n_layers }, (_, l) => Array.from({ length: n_heads }, (_, h) =>
-    Array.from({ length: n }, (_, q) => Array.from({ length: n }, (_, k) => at(l, h, q, k)))));
+  let at = 0;
+  const head = () => {
+    const texts = Array.from({ length: n }, (_, q) => Array.from({ length: q + 1 }, () => text.slice(at, (at += WEIGHT_CHARS))));
+    const weights = texts.map((row) => Array.from({ length: n }, (_, k) => (k < row.length ? Number(row[k]) : 0)));
+    return { weights, texts };
+  };
+  return Array.from({ length: n_layers }, () => Array.from({ length: n_heads }, head));
 }
 
 /** One button per head of run, layer by layer, reusing the buttons the page has, each named as run.heads names it. */
@@ -44,7 +50,7 @@ export function drawGrid(w, patterns) {
     const [l, h] = [Number(cell.dataset.layer), Number(cell.dataset.head)];
     cell.toggleAttribute("data-ablated", w.ablate.has(`${l},${h}`));
     cell.setAttribute("aria-pressed", String(l === w.selected[0] && h === w.selected[1]));
-    drawThumb(cell.querySelector("canvas"), patterns[l][h], w.palette.rgb);
+    drawThumb(cell.querySelector("canvas"), patterns[l][h].weights, w.palette.rgb);
   }
 }
 

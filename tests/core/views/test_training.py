@@ -11,9 +11,9 @@ import pytest
 from mha_core import bridge
 from mha_core.views import training as training_views
 from mha_core.detectors import evaluate
-from mha_core.views.training import (decode_params, display_tokens, encode_params, head_roles,
-                                            recorded_run, text_tokens, training_evaluate)
-from mha_core.model import TrainConfig, init_params
+from mha_core.views.training import (WEIGHT_CHARS, decode_params, display_tokens, encode_params, encode_patterns,
+                                            head_roles, recorded_run, text_tokens, training_evaluate)
+from mha_core.model import TrainConfig, forward, init_params
 
 SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
                     min_period=2, max_period=4)
@@ -94,6 +94,19 @@ def test_params_survive_encoding_to_float16():
         np.testing.assert_allclose(back[name], p, rtol=1e-3, atol=1e-4)
     with pytest.raises(ValueError, match="numbers"):
         decode_params(encode_params(params, SMALL)[:-8], SMALL)
+
+
+def test_patterns_travel_as_the_text_of_each_drawn_weight():
+    """Each cell's weight to 4 decimals, layer by layer, head by head, row by row up to the query: the text the
+    heatmap's cells read, and the weights it colours them by."""
+    params = init_params(SMALL, 3)
+    _, patterns = forward(params, np.array([display_tokens(SMALL)]), SMALL)
+    text, n = encode_patterns(patterns), SMALL.seq_len
+    cells = [text[i:i + WEIGHT_CHARS] for i in range(0, len(text), WEIGHT_CHARS)]
+    assert len(text) == WEIGHT_CHARS * len(cells) and len(cells) == SMALL.n_layers * SMALL.n_heads * n * (n + 1) // 2
+    assert all(re.fullmatch(r"[01]\.\d{4}", c) for c in cells)
+    drawn = [(l, h, q, k) for l in range(SMALL.n_layers) for h in range(SMALL.n_heads) for q in range(n) for k in range(q + 1)]
+    np.testing.assert_allclose([float(c) for c in cells], [patterns[l][0, h, q, k] for l, h, q, k in drawn], atol=5e-5)
 
 
 def test_a_readers_text_becomes_tokens_in_order_of_first_appearance():
