@@ -543,7 +543,7 @@ RAMP = """root => {
   const data = JSON.parse(root.querySelector("[data-heads-data]").content.textContent);
   const probe = document.createElement("i");
   root.append(probe);
-  const colours = data.palette.map((hex) => { probe.style.color = hex; return getComputedStyle(probe).color; });
+  const colours = data.view.colours.map((rgb) => { probe.style.color = rgb; return getComputedStyle(probe).color; });
   probe.remove();
   return colours.concat([...root.querySelectorAll("td[data-q]")].map((td) => getComputedStyle(td).backgroundColor));
 }"""
