@@ -55,8 +55,15 @@ def pytest_unconfigure(config):
 FOLDERS = ["tests/engines/", "tests/browser/", "tests/site/", "tests/core/"]
 
 
-def pytest_collection_modifyitems(items):
-    """The tests in the order of FOLDERS, the order within each kept."""
+def pytest_addoption(parser):
+    parser.addoption("--reverse", action="store_true",
+                     help="run each file's tests in the reverse of their order (none may depend on those before it)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests in the order of FOLDERS, the order within each kept (or reversed, with --reverse)."""
+    if config.getoption("reverse"):
+        items.reverse()
     items.sort(key=lambda item: next((i for i, folder in enumerate(FOLDERS) if item.nodeid.startswith(folder)),
                                      len(FOLDERS)))
 

@@ -174,7 +174,6 @@ def test_at_390_px_everything_fits_and_works(live_widget):
         page.set_viewport_size({"width": 1200, "height": 900})
 
 
-@pytest.mark.returning_reader
 def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(page, site_url, widget_path,
                                                                                   axe_source):  # noqa: F811
     """As built (initial), live after a change, and with no weight at all (the error), each in both schemes
