@@ -50,9 +50,10 @@ def pytest_unconfigure(config):
 
 
 # The folders in the order their files run (others after them): the longest files first, so that no worker
-# ends alone on one (`make test` hands files out in this order, as workers come free); the README's commands,
-# which build in the same .cache/, once the sites are built; mha_core's many short files fill the end.
-FOLDERS = ["tests/engines/", "tests/browser/", "tests/site/", "tests/core/"]
+# ends alone on one (`make test` hands files out in this order, as workers come free); the real model against
+# transformers (a long file) before the build's checks; the README's commands, which build in the same .cache/,
+# once the sites are built; mha_core's many short files fill the end.
+FOLDERS = ["tests/engines/", "tests/browser/", "tests/core/llama/", "tests/site/", "tests/core/"]
 
 
 def pytest_addoption(parser):

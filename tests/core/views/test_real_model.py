@@ -57,6 +57,7 @@ def test_tokens_and_the_note_on_a_cut_text():
     assert "300 tokens" in cut["outputs"]["note"]["text"] and "first 5" in cut["outputs"]["note"]["text"]
 
 
+@pytest.mark.transformers
 def test_tokens_read_as_transformers_decodes_each_alone():
     from transformers import AutoTokenizer
 
