@@ -1,7 +1,6 @@
 """The sites every test directory shares, each built once per test run by build.py as a reader builds it:
 built_site (served at site_url, and built for that address, as instant navigation needs: the browser and
-engine tests), plain_site and plain_site_again (no options: two, to compare) and cdn_site (--pyodide-cdn:
-without Pyodide's files).
+engine tests), plain_site (no options) and cdn_site (--pyodide-cdn: without Pyodide's files).
 
 The process that runs the session (pytest itself, or xdist's controller when `make test` spreads the tests
 over workers) picks the folder they are built into and serves built_site's address until the run ends. From
@@ -18,7 +17,7 @@ import pytest
 from sitevisit.site import SharedBuilds, serve
 
 # name -> build.py's options (None: --site-url, and served there), in the order they are built
-OPTIONS = {"built_site": None, "plain_site": (), "plain_site_again": (), "cdn_site": ("--pyodide-cdn",)}
+OPTIONS = {"built_site": None, "plain_site": (), "cdn_site": ("--pyodide-cdn",)}
 SHARED = "mha_sites"  # the controller's (folder, url), as xdist hands it to each worker
 
 shared: tuple[Path, str] | None = None  # (the sites' folder, built_site's URL)
@@ -107,11 +106,6 @@ def site_url(built_site) -> str:
 @pytest.fixture(scope="session")
 def plain_site() -> Path:
     return built("plain_site")
-
-
-@pytest.fixture(scope="session")
-def plain_site_again() -> Path:
-    return built("plain_site_again")
 
 
 @pytest.fixture(scope="session")
