@@ -170,7 +170,6 @@ def test_reader_text_is_shown_as_plain_text(live_widget, text):
     assert widget.locator('textarea[name="sentence"]').input_value() == text
 
 
-@pytest.mark.returning_reader
 def test_html_in_the_link_is_text_and_junk_is_ignored_with_a_note(page, site_url, heads_path):
     query = "?" + "&".join(["sentence=%3Cscript%3Ewindow.__pwned%3D1%3C%2Fscript%3E%20hi%20hi",
                             "head=%3Cb%3Ex%3C%2Fb%3E", "ablate=maybe"])
@@ -182,7 +181,6 @@ def test_html_in_the_link_is_text_and_junk_is_ignored_with_a_note(page, site_url
     assert widget.get_attribute("data-head") == "induction"
 
 
-@pytest.mark.returning_reader
 def test_state_is_kept_in_the_link(page, site_url, heads_path):
     widget = open_widget(page, site_url, heads_path)
     wait_ready(page)
@@ -409,7 +407,6 @@ LABELS = """root => [...root.querySelectorAll("table [data-token-index]")].map(e
 })"""
 
 
-@pytest.mark.returning_reader
 def test_a_64_token_heatmap_fits_the_content_column_on_a_desktop(page, site_url, heads_path):
     page.set_viewport_size({"width": 1280, "height": 800})
     widget = open_widget(page, site_url, heads_path)

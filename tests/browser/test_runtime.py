@@ -133,7 +133,6 @@ def test_a_broken_start_says_why_keeps_the_values_and_retry_recovers(page, page_
     retry_and_check(page, name, widget)
 
 
-@pytest.mark.returning_reader
 def test_the_worker_ending_after_the_start_is_an_error_and_retry_recovers(page, site_url, heads_path):
     widget = page.locator('[data-mha-widget="heads"]').first
     page.goto(site_url + heads_path)
@@ -146,7 +145,6 @@ def test_the_worker_ending_after_the_start_is_an_error_and_retry_recovers(page, 
     retry_and_check(page, "heads", widget)
 
 
-@pytest.mark.returning_reader
 def test_a_fatal_python_error_after_the_start_is_an_error_and_retry_recovers(page, page_log, site_url, shapes_path):
     """A call whose JSON is nested deeper than the wasm stack reaches makes Pyodide fail fatally (a real path
     through the bridge): the call is refused, the runtime says so, and nothing later waits on a dead Python."""
@@ -167,7 +165,6 @@ def test_a_fatal_python_error_after_the_start_is_an_error_and_retry_recovers(pag
     retry_and_check(page, "shapes", widget)
 
 
-@pytest.mark.returning_reader
 def test_an_exception_inside_a_call_is_shown_and_the_next_call_works(page, site_url, heads_path):
     """Python refuses a call (a ValueError, or arguments the bridge rejects): the widget or the caller gets
     the message, the runtime stays ready, and the next call is answered."""

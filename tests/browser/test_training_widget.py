@@ -340,9 +340,8 @@ def expect_settled(widget, run_shown: str) -> None:
         expect(widget).not_to_have_attribute("data-run", "reader")
 
 
-@pytest.mark.returning_reader
 def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(page, training_url, run):
-    page.add_init_script(RECORD_CALLS)  # this tab's only: its context is the returning reader's
+    page.add_init_script(RECORD_CALLS)
     widget = conftest.open_widget(page, training_url, "training")
     conftest.wait_ready(page)
     start_training(widget)
@@ -369,9 +368,8 @@ def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(p
     expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
 
 
-@pytest.mark.returning_reader
 def test_two_tabs_train_at_once_each_with_its_own_python(page, page_log, training_url):
-    second = page.context.new_page()  # the returning reader's: closed with the test's tab
+    second = page.context.new_page()  # closed with the test's context
     page_log.watch_page(second, "second tab")
     tabs = [page, second]
     widgets = [conftest.open_widget(tab, training_url, "training") for tab in tabs]  # both start Python at once

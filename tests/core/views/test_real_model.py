@@ -66,6 +66,7 @@ def test_a_pattern_s_weights_progress_and_the_model_s_size_in_words():
     assert load_text(98_400_000) == "Load the model (98 MB)"
 
 
+@pytest.mark.transformers
 def test_tokens_read_as_transformers_decodes_each_alone():
     from transformers import AutoTokenizer
 
