@@ -128,8 +128,8 @@ def heads_view(text_or_tokens, ablate=()) -> dict:
                "sentence": {"rows": [{"text": t, "data": {"token-index": i}} for i, t in enumerate(tokens)]},
                "queries": {"rows": [{"text": f"{i}: {clip(t)}"} for i, t in enumerate(tokens)]},
                "notice": {"text": cut, "hidden": not cut}, "grid": _grid(tokens)}
-    return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs, "names": cell_names(tokens),
-            "colours": RGB, "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS},
+    return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs,
+            "names": cell_names(tokens), "colours": RGB, "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS},
             "query": result["first_query"]}
 
 

@@ -239,8 +239,9 @@ async function train(w, recordedSeed = false) {
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
-  const run = { config: data.config, seed: data.seed, steps: data.steps, labels: data.labels, names: data.names, sequence: data.sequence,
-    heads: data.heads, history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
+  const run = { config: data.config, seed: data.seed, steps: data.steps, labels: data.labels, names: data.names,
+    sequence: data.sequence, heads: data.heads, history: data.history, axes: data.axes,
+    checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, words: data.words, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
     asset: null, // loadRun's
