@@ -53,6 +53,21 @@ def whole_error(field: str, low: int, high: int) -> str:
     return f"{field} must be a whole number from {low:,} to {high:,}."
 
 
+TOKEN_CHARS = 30  # a token longer than this is shown cut, ending in "…", in the sentences that name it
+
+
+def clip(token: str) -> str:
+    """A token as the sentences that name it show it: at most TOKEN_CHARS characters."""
+    return token if len(token) <= TOKEN_CHARS else token[:TOKEN_CHARS - 1] + "…"
+
+
+def cell_names(tokens: list[str]) -> dict:
+    """The words that name a heatmap's cell (q, k), sent once per sequence rather than once per cell: names["from"][q]
+    + names["to"][k], then its weight's text, or names["masked"] for a key after the query."""
+    return {"from": [f"“{clip(t)}” ({i}) → " for i, t in enumerate(tokens)],
+            "to": [f"“{clip(t)}” ({i}): " for i, t in enumerate(tokens)], "masked": "masked, a later token"}
+
+
 def plural(n: int, word: str) -> str:
     """'1 head', '2 heads'."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"

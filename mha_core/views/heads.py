@@ -15,10 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..heads import HEAD_KINDS, HEAD_LAYER, head_patterns, head_weights
-from . import decimal, declared_as
+from . import cell_names, clip, decimal, declared_as
 from .palette import COLOURS, STEPS
 
-TOKEN_CHARS = 30  # a token longer than this is shown cut, ending in "…", in the sentences that name it
 MATRICES = ("W_Q", "W_K", "W_V", "W_O")
 
 # Each head's name and what its queries and keys read.
@@ -84,11 +83,6 @@ INPUTS = {"x": "the embeddings", "residual": "the residual stream: x plus layer 
 RGB = [f"rgb({int(c[1:3], 16)}, {int(c[3:5], 16)}, {int(c[5:7], 16)})" for c in COLOURS]
 
 
-def clip(token: str) -> str:
-    """A token as the sentences that name it show it: at most TOKEN_CHARS characters."""
-    return token if len(token) <= TOKEN_CHARS else token[:TOKEN_CHARS - 1] + "…"
-
-
 def notice(shown: int, given: int) -> str:
     """What a reader is told about a text cut to the tokens the heads take, or ""."""
     return f"Only the first {shown} of the {given:,} tokens are shown: these heads take at most {shown}." \
@@ -101,12 +95,6 @@ def _grid(tokens: list[str]) -> dict:
     return {"rows": [{"outputs": {"query-token": {"text": t, "data": {"token-index": q}}}, "count": n,
                       "data": {"attends": f"Where the query “{clip(t)}” (position {q}) attends, in the sentence "
                                           "(choose a token to read its weight):"}} for q, t in enumerate(tokens)]}
-
-
-def _names(tokens: list[str]) -> dict:
-    """The words that name cell (q, k): names["from"][q] + names["to"][k], then its weight or names["masked"]."""
-    return {"from": [f"“{clip(t)}” ({i}) → " for i, t in enumerate(tokens)],
-            "to": [f"“{clip(t)}” ({i}): " for i, t in enumerate(tokens)], "masked": "masked, a later token"}
 
 
 def _cells(pattern) -> dict:
@@ -140,8 +128,8 @@ def heads_view(text_or_tokens, ablate=()) -> dict:
                "sentence": {"rows": [{"text": t, "data": {"token-index": i}} for i, t in enumerate(tokens)]},
                "queries": {"rows": [{"text": f"{i}: {clip(t)}"} for i, t in enumerate(tokens)]},
                "notice": {"text": cut, "hidden": not cut}, "grid": _grid(tokens)}
-    return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs, "names": _names(tokens),
-            "colours": RGB, "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS},
+    return {"data": {"tokens": n, "ablate": "true" if ablate else "false"}, "outputs": outputs,
+            "names": cell_names(tokens), "colours": RGB, "heads": {kind: _head(kind, result, ablate) for kind in HEAD_KINDS},
             "query": result["first_query"]}
 
 

@@ -21,7 +21,7 @@ from ..model import ABLATE, MAX_STEP_FLOPS, RECORDED_SEED, SEED, TRAIN_CONFIG, T
 from ..rng import Random
 from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
 from ..training import Trainer, TrainingDiverged, eval_batch
-from . import decimal, plural
+from . import cell_names, decimal, plural
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
 SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
@@ -50,6 +50,11 @@ def display_tokens(config: TrainConfig) -> list[int]:
 def display_words(config: TrainConfig) -> str:
     """What the patterns are shown on, in the reader's words."""
     return f"a test sequence that repeats a block of {(config.min_period + config.max_period) // 2} tokens"
+
+
+def display_labels(config: TrainConfig) -> list[str]:
+    """display_tokens as the heatmap's axes show them: token t as SYMBOLS[t]."""
+    return [SYMBOLS[t] for t in display_tokens(config)]
 
 
 def text_tokens(text: str, config: TrainConfig) -> tuple[list[int], list[str]]:
@@ -235,11 +240,17 @@ def messages() -> dict:
             "block-order": "Block length from {from} to {to}: the first must not be larger than the second."}
 
 
+def shown_as(labels: list[str]) -> dict:
+    """What the heatmap writes of a sequence: "labels", its axes' (one a token), and "names", its cells'
+    (cell_names: the same words as the heads widget's, once per token)."""
+    return {"labels": labels, "names": cell_names(labels)}
+
+
 def run_view(trainer: Trainer) -> dict:
     """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view)."""
     config = trainer.config
     return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step, "heads": head_titles(config),
-            "tokens": display_tokens(config), "sequence": display_words(config), "symbols": SYMBOLS[:config.vocab],
+            "tokens": display_tokens(config), "sequence": display_words(config), **shown_as(display_labels(config)),
             "history": [rounded(h) for h in trainer.history], "axes": chart_axes(trainer.history, config),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
 
@@ -382,19 +393,18 @@ def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str
     Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
     run with this seed, "readout" (knockout_readout's words, empty without a knock-out), "outputs" (the
     ablated loss and scores as score_outputs' slots), and "patterns" (ablated, encoded as in checkpoint_view)
-    with their "labels" on display_tokens, or on the reader's text (text_tokens) when text is given.
+    with shown_as' "labels" and "names" of display_tokens, or of the reader's text (text_tokens) when text is given.
     """
     config = TrainConfig(**config)
     weights = decode_params(params, config)
     tokens = eval_batch(config, seed)
     ablate = fitting_ablate(ablate, config)
     if text is None:
-        shown = display_tokens(config)
-        labels = [SYMBOLS[t] for t in shown]
+        shown, labels = display_tokens(config), display_labels(config)
     else:
         shown, labels = text_tokens(text, config)
     _, patterns = forward(weights, np.array([shown]), config, ablate)
     intact, ablated = rounded(evaluate(weights, tokens, config)), rounded(evaluate(weights, tokens, config, ablate))
     return {"intact": intact, "ablated": ablated, "readout": knockout_readout(intact, ablated, ablate),
             "outputs": score_outputs(ablated),
-            "patterns": encode_patterns(patterns), "labels": labels}
+            "patterns": encode_patterns(patterns), **shown_as(labels)}

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.exercises import EXERCISES, TIME_LIMIT_S
+from mha_core.exercises import EXERCISES, TIME_LIMIT_S, page_messages
 from tests.core.test_exercises import RIGHT, TRAINED_CASE_FAILS, WRONG, WRONG_ON_THE_TRAINED_MODEL, trained_params
 from sitevisit.site import pages_with
 
@@ -167,10 +167,11 @@ def test_an_endless_loop_is_stopped_then_the_exercise_passes_and_the_widgets_sti
     # Stop, pressed by the reader, ends a run at once.
     write(exercise, LOOP)
     exercise.locator("button[name=run]").click()
-    expect(exercise.locator("button[name=stop]")).to_be_enabled()
-    exercise.page.wait_for_timeout(500)
+    result = exercise.locator("[data-output=result]")
+    expect(result).to_have_attribute("data-status", "running")
+    expect(result).to_have_text(page_messages()["running"])  # its Python has started: the code is sent to it
     exercise.locator("button[name=stop]").click()
-    expect(exercise.locator("[data-output=result]")).to_have_attribute("data-status", "stopped", timeout=2_000)
+    expect(result).to_have_attribute("data-status", "stopped", timeout=2_000)
     assert run(exercise, RIGHT["merge_heads"])[0] == "pass"
     # The widgets' own Python was never touched: the memory widget on the same page still computes.
     page = exercise.page

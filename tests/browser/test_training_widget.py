@@ -13,7 +13,8 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.views.training import ROLE_MIN, WEIGHT_CHARS, decode_params, training_evaluate
+from mha_core.views.training import (ROLE_MIN, WEIGHT_CHARS, decode_params, display_labels, shown_as,
+                                    training_evaluate)
 from mha_core.detectors import evaluate
 from mha_core.model import TRAIN_RANGES, TrainConfig
 from mha_core.training import eval_batch
@@ -81,6 +82,24 @@ def check(widget, want: dict) -> None:
     assert sorted((q, k) for q, k, _ in cells) == [(q, k) for q in range(n) for k in range(q + 1)]
     for q, k, weight in cells:
         assert weight == pytest.approx(pattern[q, k], abs=5.1e-5)
+
+
+NAMES = """root => [...root.querySelectorAll("tbody tr")].map(tr => [...tr.cells].slice(1).map(td =>
+  [td.ariaLabel, td.dataset.weight ?? ""]))"""
+
+
+def check_names(widget, shown: dict) -> None:
+    """The heatmap's axes read shown["labels"] and each cell is named by shown["names"]' words (shown_as'), then the
+    weight's text the cell holds or, after the query, the masked word; a cell pointed at is read by that name."""
+    labels, names = shown["labels"], shown["names"]
+    expect(widget.locator("thead [data-token-index]")).to_have_text(labels)
+    rows = widget.evaluate(NAMES)
+    assert len(rows) == len(labels)
+    for q, row in enumerate(rows):
+        assert [name for name, _ in row] == [names["from"][q] + names["to"][k] + (weight if k <= q else names["masked"])
+                                             for k, (_, weight) in enumerate(row)]
+    widget.locator("tbody tr").nth(len(labels) - 1).locator("td").nth(1).hover()
+    expect(widget.locator('[data-output="cell"]')).to_have_text(rows[-1][1][0])
 
 
 # Whether root is near the screen, by an IntersectionObserver with the margin of the runtime's whenNear
@@ -157,6 +176,7 @@ def test_scrub_and_select_heads(page, training_url, run):
         widget.locator(f'button[data-layer="{layer}"][data-head="{head}"]').click()
         expect(widget.locator(f'button[data-layer="{layer}"][data-head="{head}"]')).to_have_attribute("aria-pressed", "true")
         check(widget, expected(run, 4, (layer, head)))
+    check_names(widget, run)
     # the plateau and the drop: the repeats' loss falls, and an induction head appears only after it
     start, end = run["history"][0], run["history"][-1]
     assert end["loss_repeat"] < 0.4 < start["loss_repeat"] - 2
@@ -218,6 +238,7 @@ def test_the_readers_own_text(live_widget, run):
     for q, k, weight in widget.evaluate(READ)["cells"]:
         shown[q, k] = weight
     np.testing.assert_allclose(shown, patterns[1, induction], atol=2e-4)
+    check_names(widget, answer)
     # on the second "cat sat on": each word attends to the word after its first occurrence, in one of the
     # layer's induction heads at least (two may share the work)
     heads = [h for h, role in enumerate(run["checkpoints"][-1]["roles"][1]) if role == "induction"]
@@ -255,6 +276,7 @@ def test_train_it_yourself_then_stop_then_again(live_widget):
     expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
     step = int(widget.locator("progress").evaluate("p => p.value"))
     assert 60 <= step < 600
+    check_names(widget, shown_as(display_labels(TrainConfig(n_heads=3))))
     expect(widget.locator('button[name="train"]')).to_be_enabled()
     expect(widget.locator('[data-output="elapsed"]')).to_contain_text(" s")
     # scrub the reader's run

@@ -2,19 +2,12 @@
 // columns, the tokens on both axes, and the masked triangle (k > q) left empty. Nodes are kept and reused: a
 // new sentence adds or removes rows and cells, a new head rewrites only the cells whose weight changed. One
 // cell at a time is in the tab order (roving tabindex); the arrow keys move within the drawn triangle.
-// Tokens are the reader's text: textContent only.
-import { clip, setText } from "../runtime/dom.js";
+// Tokens are the reader's text: textContent only. Every word is Python's (mha_core.views.cell_names): this only joins.
+import { setText } from "../runtime/dom.js";
 
-const TOKEN_CHARS = 30; // a token longer than this is shown cut, ending in "…"
-
-/** A token as the readouts show it. */
-export const clipToken = (token) => clip(token, TOKEN_CHARS);
-
-/** namer(q, k, weight as text): "query → key: weight" for cell (q, k); a key after the query is masked. */
-export function cellNamer(tokens) {
-  const labels = tokens.map((token, i) => `“${clipToken(token)}” (${i})`);
-  return (q, k, text) => `${labels[q]} → ${labels[k]}: ${k > q ? "masked, a later token" : text}`;
-}
+/** namer(q, k, weight's text) for names = {from, to, masked} (cell_names'): from[q] + to[k] + the text, or masked
+    for a key after the query. */
+export const cellNamer = ({ from, to, masked }) => (q, k, text) => from[q] + to[k] + (k > q ? masked : text);
 
 const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
 

@@ -49,7 +49,7 @@ const entryAt = (run, step) => run.history.find((h) => h.step === step);
 /** The checkpoint index shown, its patterns decoded once (ablated ones come from Python). */
 function patternsOf(w, index) {
   const checkpoint = w.run.checkpoints[index];
-  checkpoint.decoded ||= decodePatterns(checkpoint.patterns, w.run.config, w.run.tokens.length);
+  checkpoint.decoded ||= decodePatterns(checkpoint.patterns, w.run.config, w.run.labels.length);
   return checkpoint.decoded;
 }
 
@@ -63,7 +63,7 @@ function show(w, index) {
   const checkpoint = run.checkpoints[index];
   const view = (w.ablate.size || w.text !== null) && w.view?.key === viewKey(w) ? w.view.result : null;
   const patterns = view ? decodePatterns(view.patterns, run.config, view.labels.length) : patternsOf(w, index);
-  const labels = view ? view.labels : run.tokens.map((t) => run.symbols[t]);
+  const { labels, names } = view ?? run; // the axes' and the cells' words, Python's (shown_as)
   w.slider.max = String(run.checkpoints.length - 1);
   w.slider.value = String(index);
   fill(w.root, checkpoint.outputs); // Python's view of the checkpoint: step, loss, every head's scores, the summary
@@ -73,7 +73,7 @@ function show(w, index) {
   w.root.style.setProperty("--n", String(labels.length));
   drawGrid(w, patterns);
   const sequence = view && w.text !== null ? w.words["your-text"] : run.sequence;
-  drawHead(w, patterns, labels, checkpoint.outputs.step.text, sequence);
+  drawHead(w, patterns, { labels, names }, checkpoint.outputs.step.text, sequence);
   setText(output(w.root, "knockout"), knockoutMessage(w, view));
   drawCharts(w.root, run, checkpoint.step, reference(w));
 }
@@ -239,8 +239,9 @@ async function train(w, recordedSeed = false) {
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
-  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, sequence: data.sequence, heads: data.heads,
-    symbols: data.symbols, history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
+  const run = { config: data.config, seed: data.seed, steps: data.steps, labels: data.labels, names: data.names,
+    sequence: data.sequence, heads: data.heads, history: data.history, axes: data.axes,
+    checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, words: data.words, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
     asset: null, // loadRun's
@@ -362,9 +363,7 @@ async function knockOutInduction(w) {
 }
 
 function readCell(w, td) {
-  const symbol = (i) => w.run.symbols[w.run.tokens[i]];
-  const [q, k] = [Number(td.dataset.q), Number(td.dataset.k)];
-  setText(output(w.root, "cell"), `${symbol(q)} (${q}) → ${symbol(k)} (${k}): ${td.dataset.weight}`);
+  setText(output(w.root, "cell"), td.ariaLabel); // its name, Python's words joined by paint
 }
 
 mountEach('[data-mha-widget="training"]', mount);

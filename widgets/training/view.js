@@ -54,11 +54,11 @@ export function drawGrid(w, patterns) {
   }
 }
 
-/** The selected head's heatmap on the shown sequence (labels: one per token), with its caption (step: the
-    checkpoint's step as its view writes it). */
-export function drawHead(w, patterns, labels, step, sequence) {
+/** The selected head's heatmap on the shown sequence (shown: Python's labels, one per token, and its cells' names,
+    shown_as'), with its caption (step: the checkpoint's step as its view writes it). */
+export function drawHead(w, patterns, { labels, names }, step, sequence) {
   const [l, h] = w.selected;
-  const name = cellNamer(labels);
+  const name = cellNamer(names);
   setTokens(w.grid, labels, name);
   paint(w.grid, patterns[l][h], w.palette.css, name);
   setData(w.root, "selected", `${l},${h}`);

@@ -69,7 +69,7 @@ def context() -> dict:
         "checkpoints": len(run["checkpoints"]), "outputs": last["outputs"], "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
         "limits": limits, "whole_error": whole_error, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
         "data": {"history": run["history"], "axes": run["axes"], "last": {k: v for k, v in last.items() if k != "params"},
-                 "tokens": run["tokens"], "sequence": run["sequence"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
+                 "labels": run["labels"], "names": run["names"], "sequence": run["sequence"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
                  "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
                  "reference": reference_label(TrainConfig(**config)), "heads": run["heads"], "words": messages()},

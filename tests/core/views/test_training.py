@@ -10,6 +10,7 @@ import pytest
 
 from mha_core import bridge
 from mha_core.views import training as training_views
+from mha_core.views.heads import heads_view
 from mha_core.detectors import evaluate
 from mha_core.views.training import (WEIGHT_CHARS, decode_params, display_tokens, encode_params, encode_patterns,
                                             head_roles, recorded_run, text_tokens, training_evaluate)
@@ -117,6 +118,34 @@ def test_a_readers_text_becomes_tokens_in_order_of_first_appearance():
         text_tokens(" ".join(f"w{i}" for i in range(40)), TrainConfig(seq_len=33, vocab=32))
     with pytest.raises(ValueError, match="at least 2 words"):
         text_tokens("one", TrainConfig())
+
+
+def named(labels: list[str], q: int, k: int, text: str) -> str:
+    """Cell (q, k)'s name, computed here from the labels: each cut to 30 characters, the last one "…"."""
+    cut = [t if len(t) <= 30 else t[:29] + "…" for t in labels]
+    return f"“{cut[q]}” ({q}) → “{cut[k]}” ({k}): {text}"
+
+
+def test_the_heatmaps_tokens_and_cells_are_named_from_the_labels_as_the_heads_widget_names_them():
+    """The built run, a reader's run and a reader's text: one label per token, and the words of each cell's name
+    once per token (from[q] + to[k], then the weight's text or the masked word), the heads view's words."""
+    run = recorded_run(SMALL, 1)
+    symbols = training_views.SYMBOLS
+    assert run["labels"] == [symbols[t] for t in run["tokens"]] and len(run["labels"]) == SMALL.seq_len
+    long = "a" * 31
+    params = encode_params(init_params(SMALL, 0), SMALL)
+    text = training_evaluate(asdict(SMALL), 1, params, text=f"the {long} , the {long} .")
+    assert text["labels"] == ["the", long, ",", "the", long, "."]
+    started = bridge_call("training_start", config=asdict(SMALL), seed=2)["result"]
+    bridge_call("training_stop", run=started["run"])
+    for shown in (run, started, text):
+        names, labels = shown["names"], shown["labels"]
+        assert len(names["from"]) == len(names["to"]) == len(labels)
+        n = len(labels)
+        for q, k in [(0, 0), (n - 1, 1), (n - 1, n - 1)]:
+            assert names["from"][q] + names["to"][k] + "0.1234" == named(labels, q, k, "0.1234")
+        assert names["from"][0] + names["to"][1] + names["masked"] == named(labels, 0, 1, "masked, a later token")
+    assert text["names"] == heads_view(["the", long, ",", "the", long, "."])["names"]
 
 
 def test_the_display_sequence_repeats_a_block_and_heads_get_their_best_role():
