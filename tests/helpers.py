@@ -2,7 +2,9 @@
 mha_core. Building, serving and opening the site, shared with the benchmarks, are sitevisit's."""
 from __future__ import annotations
 
+import json
 import re
+from urllib.parse import parse_qsl
 
 import mha_core
 from mha_core.exercises import EXERCISES
@@ -48,6 +50,22 @@ def assert_shows(widget, **config):
         expect(widget.locator('[data-output="params"]')).to_have_attribute("data-value", str(want["params"]))
     expect(widget).to_have_attribute("data-state", "live")
     assert shown(widget, want) == want
+
+
+def calculator(query: str) -> dict:
+    """A link's query as the calculator reads it: its preset's values (as the page's menu sets them, every field
+    the preset has), then the query's own numbers."""
+    from sitebuild.widgets import widget_module
+
+    given = dict(parse_qsl(query))
+    settings = {}
+    if "preset" in given:
+        key = given.pop("preset")
+        option = next(o for o in widget_module("shapes").preset_options() if o["key"] == key)
+        settings = {k: v for k, v in json.loads(option["settings"]).items() if v is not None}
+    settings |= {k: int(v) for k, v in given.items()}
+    settings["bias"] = bool(settings.get("bias", 1))
+    return settings
 
 
 def form_config(widget) -> dict:

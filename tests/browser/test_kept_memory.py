@@ -38,12 +38,12 @@ KEPT_SIZES = """async (key) => {
   const kept = await (await (await caches.open("mha-python")).match(key)).arrayBuffer();
   return [kept.byteLength, new Uint32Array(kept, 0, 1)[0]];
 }"""
-RESTORED = "restored as your last visit left it"
+RESTORED = "its start restored from the memory an earlier visit kept"
 ELAPSED = re.compile(r'"elapsed":"[^"]*"')
 # Calls through most of NumPy (einsum, matmul, softmax, reshapes and copies, the trainer's first forward pass).
 ANSWERS = """async ([url, sentence]) => {
   const { call } = await import(url);
-  return JSON.stringify([await call("head_patterns", { text_or_tokens: sentence, ablate: ["previous_token"] }),
+  return JSON.stringify([await call("heads_view", { text_or_tokens: sentence, ablate: ["previous_token"] }),
                          await call("worked_view", { seed: 3 }), await call("memory_view", { wrong: true }),
                          await call("shapes_view", { d_model: 96, n_heads: 6, seq_len: 7, batch: 2 }),
                          await call("training_start", { seed: 1 })]);

@@ -3,19 +3,14 @@ calculator set to the link's sizes, and the calculator shows mha_core's answer f
 them one after another, the first on the page as it opens, each next on the page the last one set."""
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import conftest
 from conftest import wait_ready
-from tests.helpers import assert_shows
+from tests.helpers import assert_shows, calculator
 
 LINK = 'article a:not(.headerlink)[href*="#the-shape-calculator"][href*="?"]'  # (the heading's own link takes the page's query)
 LINKS = f"() => [...document.querySelectorAll('{LINK}')].map(a => a.href)"
-
-
-def config_of(href: str) -> dict:
-    values = dict(parse_qsl(urlsplit(href).query))
-    return {k: (v == "1" if k == "bias" else int(v)) for k, v in values.items()}
 
 
 def test_each_link_sets_the_calculator(page, site_url, shapes_path):
@@ -27,4 +22,4 @@ def test_each_link_sets_the_calculator(page, site_url, shapes_path):
             page.locator(LINK).nth(i).click()
         wait_ready(page)
         widget = page.locator('[data-mha-widget="shapes"]').first
-        assert_shows(widget, **config_of(href))
+        assert_shows(widget, **calculator(urlsplit(href).query))

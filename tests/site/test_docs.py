@@ -19,6 +19,7 @@ import pytest
 import mha_core
 from mha_core import param_count, shape_report
 from mha_core.views.shapes import shapes_display
+from tests.helpers import calculator
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -291,24 +292,6 @@ def test_demonstrations_run(demo):
 
 def preset(key: str) -> dict:
     return next(p for p in mha_core.presets() if p["key"] == key)
-
-
-def calculator(query: str) -> dict:
-    """A link's query as the calculator reads it: its preset's values (as the page's menu sets them, every field
-    the preset has), then the query's own numbers."""
-    from urllib.parse import parse_qsl
-
-    from sitebuild.widgets import widget_module
-
-    given = dict(parse_qsl(query))
-    settings = {}
-    if "preset" in given:
-        key = given.pop("preset")
-        option = next(o for o in widget_module("shapes").preset_options() if o["key"] == key)
-        settings = {k: v for k, v in json.loads(option["settings"]).items() if v is not None}
-    settings |= {k: int(v) for k, v in given.items()}
-    settings["bias"] = bool(settings.get("bias", 1))
-    return settings
 
 
 def quoted(page: str, *texts: str) -> None:
