@@ -3,7 +3,9 @@ widget-owned files, the CSP, the MkDocs hooks' errors, the server."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
+import http.client
 import io
 import json
 import logging
@@ -14,6 +16,7 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -219,6 +222,31 @@ def test_the_server_sends_github_pages_caching_only_when_asked(served, tmp_path)
             assert r.headers["Cache-Control"] == "max-age=600" and r.read() == b"x"
     finally:
         server.shutdown()
+
+
+def test_the_server_compresses_text_as_github_pages_does_only_when_asked(tmp_path):
+    """With compress, the text types go gzip'd to a client that accepts gzip, over one kept-alive connection; the
+    other types, and every type to a client that does not accept gzip or from a server not asked, go as they are."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "index.html").write_text("<p>attention</p>" * 100)
+    (tmp_path / "a.wasm").write_bytes(b"\0asm" * 100)
+    files = {"/mha/sub/": tmp_path / "sub" / "index.html", "/mha/a.wasm": tmp_path / "a.wasm"}
+    for compress in (True, False):
+        server, url = serve(tmp_path, "/mha/", compress=compress)
+        try:
+            connection = http.client.HTTPConnection(urlsplit(url).hostname, urlsplit(url).port)
+            for path, accepts in (("/mha/sub/", True), ("/mha/a.wasm", True), ("/mha/sub/", False)):
+                connection.request("GET", path, headers={"Accept-Encoding": "gzip"} if accepts else {})
+                response = connection.getresponse()
+                body = response.read()
+                zipped = compress and accepts and path.endswith("/")
+                assert response.headers["Content-Encoding"] == ("gzip" if zipped else None), (compress, path)
+                assert (gzip.decompress(body) if zipped else body) == files[path].read_bytes()
+                assert response.version == (11 if compress else 10)
+                if not compress:  # HTTP/1.0: the server closes the connection after each response
+                    connection = http.client.HTTPConnection(urlsplit(url).hostname, urlsplit(url).port)
+        finally:
+            server.shutdown()
 
 
 def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(capsys):
