@@ -3,7 +3,8 @@
     on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
     on_page_markdown   each fact marker replaced by the number it names (facts.py), each widget marker rendered
                        (widgets.py)
-    on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel
+    on_files           the widgets' scripts and assets, their styles joined in one file, the runtime's config.js,
+                       the mha_core wheel
                        (compiled to bytecode when the site hosts Python),
                        Temml's css and font and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
     on_post_page       each formula typeset into MathML by Temml (typeset.py), once Material's search has indexed
@@ -48,7 +49,8 @@ def on_config(config):
     if live_reload:
         widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
         facts.forget()
-    config.extra["mha"] = {"widgets": widgets.names(), "csp": csp.policy(pyodide_cdn(config))}
+    config.extra["mha"] = {"widgets": widgets.names(), "stylesheet": widgets.STYLESHEET,
+                           "csp": csp.policy(pyodide_cdn(config))}
     return config
 
 
@@ -63,9 +65,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     """{path in the site: bytes, or the file to copy} of everything the site adds to docs/."""
     out: dict[str, bytes | Path] = {}
-    for src in sorted(widgets.WIDGETS.rglob("*")):
-        if src.suffix in (".js", ".css"):
-            out[f"assets/widgets/{src.relative_to(widgets.WIDGETS).as_posix()}"] = src
+    for src in sorted(widgets.WIDGETS.rglob("*.js")):
+        out[f"assets/widgets/{src.relative_to(widgets.WIDGETS).as_posix()}"] = src
+    out[widgets.STYLESHEET] = widgets.stylesheet()
     for name in widgets.names():
         out |= {f"assets/widgets/{name}/{file}": data for file, data in widgets.assets(name).items()}
     wheel_name, wheel = build_wheel()
