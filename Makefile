@@ -59,12 +59,13 @@ TEST_WORKERS ?= 2
 test: $(VENV)/.test chromium engines java
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# The quick loop: mha_core's tests, the build's checks that need neither a browser nor a built site, and the
-# widgets' pure modules under node --test (tests/site/test_widget_scripts.py); about a minute, in one process.
+# The quick loop: mha_core's tests but for the comparisons with transformers' model and tokenizer (marked
+# transformers: slow to load), the build's quick checks (one site built beside them, for the figures) and the
+# widgets' pure modules under node --test (tests/site/test_widget_scripts.py); under a minute, in one process.
 CORE_TESTS := tests/core $(addprefix tests/site/test_,bench.py figures.py sources.py training_facts.py \
 	widget_modules.py widget_scripts.py pyodide_internals.py material_internals.py)
 test-core: $(VENV)/.test
-	$(PY) -m pytest -p no:xdist -q $(CORE_TESTS)
+	$(PY) -m pytest -p no:xdist -q -m "not transformers" $(CORE_TESTS) $(PYTEST_ARGS)
 
 # Lighthouse for bench/lighthouse.py, pinned by bench/npm/package-lock.json.
 BENCH_JS := bench/npm

@@ -1,10 +1,10 @@
 """How fast does the heads widget answer, in headless Chromium, on a 40-token sentence?
 
 Three figures, each from the reader's action to the updated heatmap painted (the next frame after it):
-  - head switch: a click on a head button (rendered from the cached result, no Python);
-  - sentence change: a new sentence applied on change (head_patterns in the page's Python worker);
+  - head switch: a click on a head button (its outputs bound from the view in hand, no Python);
+  - sentence change: a new sentence applied on change (heads_view in the page's Python worker);
   - unusual text: the same, for text that is not a plain sentence (UNUSUAL), the slowest of them.
-Each sentence is new to the widget (none comes from its cache). The budget is p95 ≤ 50 ms, and for the
+Each sentence is new to the widget. The budget is p95 ≤ 50 ms, and for the
 unusual texts a second at most.
 
     python bench/browser_heads.py [--rounds N] [--site DIR]   (without --site, the site is built first)
@@ -12,13 +12,14 @@ unusual texts a second at most.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from browser_window import open_window  # noqa: E402
-from mha_core import tokenize  # noqa: E402
+from mha_core import bridge, tokenize  # noqa: E402
 from sitevisit.chromium import chromium  # noqa: E402
 from sitevisit.site import pages_with, served_site  # noqa: E402
 
@@ -74,6 +75,11 @@ def sentence(i: int) -> str:
     return text
 
 
+def view_kb(text: str) -> float:
+    """The size of the bridge's answer for text's view, in KB: what the page's Python hands the page."""
+    return len(bridge.call("heads_view", json.dumps({"text_or_tokens": text})).encode()) / 1000
+
+
 def summary(name: str, times: list[float]) -> str:
     p95 = statistics.quantiles(times, n=20, method="inclusive")[18]
     verdict = "within" if p95 <= BUDGET_MS else "OVER"
@@ -101,7 +107,7 @@ def main() -> None:
     with served_site(args.site) as (site, base), chromium() as browser:
         times = measure(browser, base + pages_with(site, 'data-mha-widget="heads"')[0], args.rounds)
     print(f"heads widget, {N_TOKENS}-token sentence, headless Chromium: {args.rounds} head switches, "
-          f"{args.rounds // 2} sentence changes")
+          f"{args.rounds // 2} sentence changes; its view (five heads) is {view_kb(sentence(0)):.0f} KB of JSON")
     print(summary("head switch: click -> heatmap in the DOM", times["switchDom"]))
     print(summary("head switch: click -> heatmap painted", times["switchPainted"]))
     print(summary("sentence change: change -> heatmap painted", times["sentence"]))

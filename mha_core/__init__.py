@@ -19,7 +19,7 @@ kernel underneath trusts its input.
 
 from .attention import merge_heads, multi_head_attention, scaled_dot_product_attention, softmax, split_heads
 from .config import LIMITS, AttentionConfig, ConfigError, check_config
-from .heads import HEAD_INFO, HEAD_KINDS, MAX_TOKENS, head_patterns, head_weights, tokenize
+from .heads import HEAD_LAYER, HEAD_KINDS, MAX_TOKENS, head_patterns, head_weights, tokenize
 from .presets import PRESETS, Preset, presets
 from .memory import memory_steps
 from .shapes import param_count, shape_report
@@ -34,7 +34,7 @@ __all__ = [
     "LIMITS", "AttentionConfig", "ConfigError", "check_config",
     "PRESETS", "Preset", "presets", "param_count", "shape_report",
     "softmax", "split_heads", "merge_heads", "scaled_dot_product_attention", "multi_head_attention",
-    "HEAD_INFO", "HEAD_KINDS", "MAX_TOKENS", "tokenize", "head_patterns", "head_weights",
+    "HEAD_LAYER", "HEAD_KINDS", "MAX_TOKENS", "tokenize", "head_patterns", "head_weights",
     "memory_steps", "worked_example",
     "TrainConfig", "init_params", "forward", "run_with_cache", "loss_and_grads", "detector_scores", "evaluate",
     "Trainer", "TrainingDiverged", "sample_batch", "train",

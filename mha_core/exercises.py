@@ -35,6 +35,7 @@ FILENAME = "<your code>"  # how the reader's code is named in its errors
 PRINT_LIMIT = 4000  # characters of print output kept; the rest is counted, not kept
 SEED = 2024
 MAX_CODE_CHARS = 100_000  # far more than any answer needs; bounds what compile() is handed
+TIME_LIMIT_S = 5  # the page ends the Python of a run still going after this long (a loop cannot be interrupted)
 
 
 class Failed(Exception):
@@ -471,22 +472,41 @@ def reader_lines(error: BaseException, code: str) -> str:
     return "\n".join(shown)
 
 
+def syntax_pointer(error: SyntaxError) -> str:
+    """The line of a syntax error (its indentation left out) and under it a caret at the column Python names,
+    for a monospace block: the caret's lead mirrors the line's tabs, so it lands under that column at any tab
+    width. '' when Python names no line."""
+    if not (error.text and error.offset):
+        return ""
+    text = error.text.rstrip("\n")
+    line = text.lstrip()
+    before = line[:max(error.offset - 1 - (len(text) - len(line)), 0)]
+    return f"{line}\n{''.join(c if c == chr(9) else ' ' for c in before)}^"
+
+
 def error_message(error: BaseException, code: str) -> str:
-    if isinstance(error, SyntaxError):
-        pointer = ""
-        if error.text and error.offset:
-            text = error.text.rstrip("\n")
-            indent = len(text) - len(text.lstrip())
-            pointer = f"\n    {text.strip()}\n    {' ' * max(error.offset - 1 - indent, 0)}^"
-        return f"{type(error).__name__} at line {error.lineno}: {error.msg}{pointer}"
+    if isinstance(error, SyntaxError):  # its line and caret: syntax_pointer's
+        return f"{type(error).__name__} at line {error.lineno}: {error.msg}"
     if isinstance(error, SystemExit):
         return "Your code called exit(): nothing to check."
     where = reader_lines(error, code)
     return f"{type(error).__name__}: {error}" + (f"\n{where}" if where else "")
 
 
-def answer(status: str, message: str, output: BoundedText) -> dict:
-    return {"status": status, "message": message, "output": output.text()}
+def page_messages() -> dict:
+    """What the page says around a run, which it makes without this Python ({name} marks what it fills in: the
+    start's progress, why Python ended); "time limit" and "stopped" name why the page ended a run."""
+    fresh = "Run starts a fresh Python."
+    return {"running": "Running your code\u2026", "waiting": "Waiting for Python: {status}",
+            "starting": "Starting a Python for your code\u2026", "starting-step": "Starting a Python for your code: {step}",
+            "no-start": "Python could not start: {error}", "ended": "{reason} Press Run to start a fresh Python.",
+            "time limit": f"Stopped after {TIME_LIMIT_S} s: your code was still running (a loop that never ends?). {fresh}",
+            "stopped": f"Stopped. {fresh}"}
+
+
+def answer(status: str, message: str, output: BoundedText, pointer: str = "") -> dict:
+    """The reader's answer; pointer (a syntax error's line and caret) only where there is one."""
+    return {"status": status, "message": message, "output": output.text()} | ({"pointer": pointer} if pointer else {})
 
 
 def _params_fit(args: dict) -> None:
@@ -512,9 +532,10 @@ def exercise_cases(exercise: Exercise, params: str | None) -> list[Case]:
 def run_exercise(name: str, code: str, params: str | None = None) -> dict:
     """Run the reader's code for exercise name and check the functions it defines, case by case.
 
-    Returns {status, message, output}: status "pass", "fail" (a case's result is wrong: the message names
-    the case, its inputs, what was expected and what was received) or "error" (the code could not run: a
-    syntax error or an exception, with the line in the reader's code); output is what the code printed.
+    Returns {status, message, output[, pointer]}: status "pass", "fail" (a case's result is wrong: the message
+    names the case, its inputs, what was expected and what was received) or "error" (the code could not run: a
+    syntax error or an exception, with the line in the reader's code); output is what the code printed; pointer,
+    for a syntax error that names its line, that line and a caret under its column (syntax_pointer).
     params: the trained model's weights (mha_core.views.training.encode_params' form, the default
     TrainConfig), for an exercise that checks the reader's functions on its patterns; None for the others.
     """
@@ -525,7 +546,8 @@ def run_exercise(name: str, code: str, params: str | None = None) -> dict:
         try:
             exec(compile(code, FILENAME, "exec"), namespace)
         except BaseException as error:  # the reader's error, reported; nothing is raised past here
-            return answer("error", error_message(error, code), output)
+            pointer = syntax_pointer(error) if isinstance(error, SyntaxError) else ""
+            return answer("error", error_message(error, code), output, pointer)
         missing = [sig for function, sig in exercise.functions.items() if not callable(namespace.get(function))]
         if missing:
             return answer("error", f"Your code does not define {missing[0]}.", output)

@@ -43,49 +43,8 @@ INDUCTION_LOGIT = 20.0  # induction: a key whose previous token is the query's t
 FIRST_PENALTY = 40.0  # induction: position 0 has no previous token (its own token sits there)
 SELF_LOGIT = 10.0  # induction: a token's own position, the resting place when nothing matches
 
-HEAD_INFO = {
-    "previous_token": {
-        "layer": 0,
-        "label": "Previous token",
-        "q_reads": "the query's position i",
-        "k_reads": "the key's position j; the score is high when j = i - 1",
-        "explanation": "Each token looks at the token just before it. Its output (the previous "
-                       "token's identity) is written into the residual stream for layer 1.",
-    },
-    "positional": {
-        "layer": 0,
-        "label": "Positional / delimiter",
-        "q_reads": "nothing that changes: every query is the same",
-        "k_reads": "whether the key is a boundary (punctuation or the first token), and how recent it is",
-        "explanation": "Each token looks back to the most recent punctuation mark, or to the first "
-                       "token when there is none: a head that tracks where the clause began.",
-    },
-    "induction": {
-        "layer": 1,
-        "label": "Induction",
-        "q_reads": "the query's own token (and its position)",
-        "k_reads": "the key's previous token, which the previous-token head wrote into the residual "
-                   "stream (K-composition), and the key's position",
-        "explanation": "A repeated token looks at the tokens that followed its earlier occurrences "
-                       "(A B … A → B); a token with no earlier occurrence rests on itself. Two heads "
-                       "in two layers work as one circuit.",
-    },
-    "content": {
-        "layer": 0,
-        "label": "Content / same token",
-        "q_reads": "the query's token (and its position, to skip itself)",
-        "k_reads": "the key's token (and its position)",
-        "explanation": "A token seen before looks at its earlier occurrences; a new token looks at itself.",
-    },
-    "averaged": {
-        "layer": None,
-        "label": "One averaged head",
-        "q_reads": "—",
-        "k_reads": "—",
-        "explanation": "The mean of the four patterns: one softmax has to blur the four relationships "
-                       "together (PyTorch's average_attn_weights=True reports this mean too).",
-    },
-}
+# Each head's layer: 0 reads the embeddings, 1 the residual stream; the averaged pattern is no head (None).
+HEAD_LAYER = {"previous_token": 0, "positional": 0, "induction": 1, "content": 0, "averaged": None}
 
 
 TEXT = TextOrTokens(MAX_TEXT_CHARS)
@@ -236,26 +195,19 @@ def first_query(tokens: list[str]) -> int:
     return len(tokens) - 1
 
 
-def _notice(shown: int, given: int) -> str:
-    return f"Only the first {shown} of the {given:,} tokens are shown: these heads take at most {shown}." \
-        if given > shown else ""
-
-
 @arguments(text_or_tokens=TEXT, ablate=ABLATE)
 def head_patterns(text_or_tokens, ablate=()) -> dict:
     """Attention patterns of the constructed heads on a text (or a list of tokens).
 
     Returns {"tokens": [...], "heads": {kind: [n, n] array, row = query, column = key},
-    "boundaries": [bool per token], "truncated": bool, "n_tokens_given": int, "info": HEAD_INFO,
-    "first_query": the row to show first, "notice": what a reader is told about the cut, or ""}.
-    At most 64 tokens are used; longer input is cut and reported (truncated, n_tokens_given, notice).
+    "boundaries": [bool per token], "truncated": bool, "n_tokens_given": int, "first_query": the row to show first}.
+    At most 64 tokens are used; longer input is cut and reported (truncated, n_tokens_given).
     ablate: head kinds whose output is zeroed before layer 1; ("previous_token",) breaks induction.
     """
     tokens, given = given_tokens(text_or_tokens)
     L, _, x, _, patterns = _run(tokens, tuple(ablate))
     return {"tokens": tokens, "heads": patterns, "boundaries": [bool(b) for b in x[:, L.boundary]],
-            "truncated": given > len(tokens), "n_tokens_given": given, "info": HEAD_INFO,
-            "first_query": first_query(tokens), "notice": _notice(len(tokens), given)}
+            "truncated": given > len(tokens), "n_tokens_given": given, "first_query": first_query(tokens)}
 
 
 @arguments(text_or_tokens=TEXT, ablate=ABLATE)
@@ -266,13 +218,13 @@ def head_weights(text_or_tokens, ablate=()) -> dict:
     embeddings) for layer 0 and "residual" (x plus layer 0's output) for layer 1. Returns
     {"tokens", "truncated", "n_tokens_given", "features": [d_model labels], "x": [n, d_model],
     "residual": [n, d_model], "heads": {kind: {"layer", "input", "d_head", "W_Q", "W_K", "W_V",
-    "W_O", "label", "q_reads", "k_reads", "explanation"}}}; "averaged" has no weights.
+    "W_O", "ablated"}}}; "averaged" has its layer (None) only.
     """
     tokens, given = given_tokens(text_or_tokens)
     L, W, x, residual, _ = _run(tokens, tuple(ablate))
     heads = {}
     for kind in HEAD_KINDS:
-        info = dict(HEAD_INFO[kind])
+        info = {"layer": HEAD_LAYER[kind]}
         if kind in W:
             info.update(W[kind], input="residual" if kind == "induction" else "x",
                         d_head=W[kind]["W_Q"].shape[1], ablated=kind in ablate)  # W_O as used

@@ -1,7 +1,6 @@
 """The sites every test directory shares, each built once per test run by build.py as a reader builds it:
 built_site (served at site_url, and built for that address, as instant navigation needs: the browser and
-engine tests), plain_site and plain_site_again (no options: two, to compare) and cdn_site (--pyodide-cdn:
-without Pyodide's files).
+engine tests), plain_site (no options) and cdn_site (--pyodide-cdn: without Pyodide's files).
 
 The process that runs the session (pytest itself, or xdist's controller when `make test` spreads the tests
 over workers) picks the folder they are built into and serves built_site's address until the run ends. From
@@ -18,7 +17,7 @@ import pytest
 from sitevisit.site import SharedBuilds, serve
 
 # name -> build.py's options (None: --site-url, and served there), in the order they are built
-OPTIONS = {"built_site": None, "plain_site": (), "plain_site_again": (), "cdn_site": ("--pyodide-cdn",)}
+OPTIONS = {"built_site": None, "plain_site": (), "cdn_site": ("--pyodide-cdn",)}
 SHARED = "mha_sites"  # the controller's (folder, url), as xdist hands it to each worker
 
 shared: tuple[Path, str] | None = None  # (the sites' folder, built_site's URL)
@@ -50,13 +49,21 @@ def pytest_unconfigure(config):
 
 
 # The folders in the order their files run (others after them): the longest files first, so that no worker
-# ends alone on one (`make test` hands files out in this order, as workers come free); the README's commands,
-# which build in the same .cache/, once the sites are built; mha_core's many short files fill the end.
-FOLDERS = ["tests/engines/", "tests/browser/", "tests/site/", "tests/core/"]
+# ends alone on one (`make test` hands files out in this order, as workers come free); the real model against
+# transformers (a long file) before the build's checks; the README's commands, which build in the same .cache/,
+# once the sites are built; mha_core's many short files fill the end.
+FOLDERS = ["tests/engines/", "tests/browser/", "tests/core/llama/", "tests/site/", "tests/core/"]
 
 
-def pytest_collection_modifyitems(items):
-    """The tests in the order of FOLDERS, the order within each kept."""
+def pytest_addoption(parser):
+    parser.addoption("--reverse", action="store_true",
+                     help="run each file's tests in the reverse of their order (none may depend on those before it)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests in the order of FOLDERS, the order within each kept (or reversed, with --reverse)."""
+    if config.getoption("reverse"):
+        items.reverse()
     items.sort(key=lambda item: next((i for i, folder in enumerate(FOLDERS) if item.nodeid.startswith(folder)),
                                      len(FOLDERS)))
 
@@ -99,11 +106,6 @@ def site_url(built_site) -> str:
 @pytest.fixture(scope="session")
 def plain_site() -> Path:
     return built("plain_site")
-
-
-@pytest.fixture(scope="session")
-def plain_site_again() -> Path:
-    return built("plain_site_again")
 
 
 @pytest.fixture(scope="session")

@@ -1,22 +1,6 @@
-"""The heatmaps' colours, shared by every widget that draws attention weights (heads, training).
-
-Viridis (matplotlib) at 0, 1/8, ..., 1: sequential, colour-blind safe, legible on light and dark. The page carries
-PALETTE and STEPS; heads/palette.js builds the same STEPS + 1 colours from them, and colour() is its twin here.
-"""
+"""The heatmaps' colours for the widgets' pages (heads, training): mha_core.views.palette's, which the views use."""
 from __future__ import annotations
 
-PALETTE = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
-STEPS = 255
+from mha_core.views.palette import PALETTE, STEPS, colour, gradient
 
-
-def colour(weight: float) -> str:
-    """The palette's colour for a weight in [0, 1], on the same 256 steps as palette.js (rounding half up)."""
-    t = int(min(max(weight, 0.0), 1.0) * STEPS + 0.5) / STEPS * (len(PALETTE) - 1)
-    i = min(int(t), len(PALETTE) - 2)
-    a, b = (bytes.fromhex(PALETTE[j][1:]) for j in (i, i + 1))
-    return "#" + "".join(f"{int(x + (y - x) * (t - i) + 0.5):02x}" for x, y in zip(a, b))
-
-
-def gradient() -> str:
-    """The palette as a CSS gradient, for a legend."""
-    return f"linear-gradient(to right, {', '.join(PALETTE)})"
+__all__ = ["PALETTE", "STEPS", "colour", "gradient"]

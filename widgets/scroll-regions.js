@@ -1,11 +1,12 @@
 // Boxes that scroll sideways (display formulas, wide tables, code blocks) can be scrolled from the keyboard:
 // while its content overflows, a box is focusable (tabindex="0"; WCAG 2.1.1, axe's scrollable-region-focusable),
 // and a formula or a table is a named group. Checked again whenever a box changes size (typesetting, a narrower
-// window). Material makes a wide code block focusable itself, but only on a screen with hover (it asks
+// window, a heatmap of a longer sentence). Material makes a wide code block focusable itself, but only on a screen with hover (it asks
 // matchMedia("(hover)") once), so never on a phone, and it takes the tab stop back whenever the block's
 // overflow changes there: a code block is kept focusable while it overflows, and left unnamed, as Material
 // leaves it (its code is its content). document$ emits on every page Material shows.
-const BOXES = { ".arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null };
+const BOXES = { ".arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
+  ".mha-heads__scroll--grid": "Attention weights" };
 
 function update(box, name) {
   const overflows = box.scrollWidth > box.clientWidth + 1;
@@ -26,7 +27,9 @@ document$.subscribe(({ body }) => {
   for (const [selector, name] of Object.entries(BOXES)) {
     for (const box of body.querySelectorAll(`.md-content ${selector}`)) {
       if (getComputedStyle(box).display === "inline") continue; // inline math wraps with the text
-      new ResizeObserver(() => update(box, name)).observe(box);
+      const sized = new ResizeObserver(() => update(box, name));
+      sized.observe(box);
+      if (box.firstElementChild) sized.observe(box.firstElementChild); // content that grows in a box that does not
       if (!name) new MutationObserver(() => update(box, name)).observe(box, { attributeFilter: ["tabindex"] });
     }
   }

@@ -16,9 +16,9 @@ import numpy as np
 
 from ..config import check_config
 from ..fields import Declared
-from ..heads import head_patterns, head_weights
 from ..presets import presets
 from ..shapes import param_count
+from ..views.heads import heads_view, heads_weights_view
 from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
 from ..views.shapes import shapes_view
@@ -35,7 +35,7 @@ def declare(fn, **args) -> Declared:
 
 
 FUNCTIONS = {fn.__name__: fn for fn in (
-    check_config, shapes_view, param_count, presets, head_patterns, head_weights, worked_view, memory_view,
+    check_config, shapes_view, param_count, presets, heads_view, heads_weights_view, worked_view, memory_view,
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
     circuits_over_training, circuits_run_view, real_model_start, real_model_advance, real_model_pattern)}
 
@@ -54,6 +54,14 @@ def plain(value):
     if isinstance(value, (np.ndarray, np.generic)):
         return value.tolist()
     return value
+
+
+def array_as_list(value):
+    """json.dumps' default for what it cannot write itself: a numpy array or scalar as plain numbers. (json writes
+    the rest, tuples as lists, at C speed: a view of thousands of cells is no walk in Python.)"""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def error(message: str) -> str:
@@ -91,6 +99,6 @@ def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
     except Exception as problem:  # a bug; say so rather than leave the widget waiting
         return error(f"internal error in {fn_name}: {type(problem).__name__}: {problem}")
     try:
-        return json.dumps({"ok": True, "result": plain(result)}, allow_nan=False)
-    except ValueError as problem:
+        return json.dumps({"ok": True, "result": result}, allow_nan=False, default=array_as_list)
+    except (TypeError, ValueError) as problem:
         return error(f"{fn_name} returned a value JSON cannot carry: {problem}")

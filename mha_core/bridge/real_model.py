@@ -5,10 +5,12 @@ The page's worker first writes the model's files (mha_core.llama.split_model's: 
 layer-00.gguf …) into MODEL_FOLDER; each layer's file is read and unpacked only when its turn comes, so about one
 layer's weights are unpacked at a time.
 
-    real_model_start(text)                -> {run, n_tokens, n_given, n_layers}: tokenized, cut, embedded
-    real_model_advance(run)               -> {layers_done, view}: one more layer; view (mha_core.views.real_model)
-                                             once all are done
-    real_model_pattern(run, layer, head)  -> {rows}: that head's weights, row i its query i's n_k = i + 1 weights
+    real_model_start(text)                -> {run, n_tokens, n_given, n_layers, progress}: tokenized, cut, embedded
+    real_model_advance(run)               -> {layers_done, view, progress}: one more layer; view
+                                             (mha_core.views.real_model) once all are done, else progress: the
+                                             words of the layer that runs next
+    real_model_pattern(run, layer, head)  -> {rows}: that head's weights, row i its query i's n_k = i + 1 weights,
+                                             each a byte (round(255 · w)), as the page's built patterns travel
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from ..llama.gguf import read_gguf
 from ..llama.model import run_layers
 from ..llama.scores import head_scores
 from ..llama.tokenizer import tokenizer_from_gguf
-from ..views.real_model import MAX_TOKENS, N_HEADS, N_LAYERS, real_model_view, token_texts
+from ..views.real_model import (MAX_TOKENS, N_HEADS, N_LAYERS, WEIGHT_LEVELS, progress_text, real_model_view,
+                                token_texts)
 
 MODEL_FOLDER = "/tmp/real-model"  # in the browser's Python: the worker writes the files here
 MAX_TEXT_CHARS = 20_000  # the text is tokenized whole (to say how much was cut), then cut to MAX_TOKENS tokens
-PATTERN_DECIMALS = 4
 RUN = Whole(1, 2**53)  # a run's id, as real_model_start gave it
 RUNS: dict[int, dict] = {}  # the run in progress, by id (one at a time: a new text replaces it)
 RUN_IDS = itertools.count(1)
@@ -67,7 +69,8 @@ def real_model_start(text: str) -> dict:
     run = next(RUN_IDS)
     RUNS[run] = {"ids": shown, "n_given": len(ids), "steps": run_layers(model["embedding"], shown, layers),
                  "patterns": []}
-    return {"run": run, "n_tokens": len(shown), "n_given": len(ids), "n_layers": N_LAYERS}
+    return {"run": run, "n_tokens": len(shown), "n_given": len(ids), "n_layers": N_LAYERS,
+            "progress": progress_text(0, len(shown))}
 
 
 @arguments(run=RUN)
@@ -80,10 +83,10 @@ def real_model_advance(run: int) -> dict:
     state["patterns"].append(pattern)
     done = len(state["patterns"])
     if done < N_LAYERS:
-        return {"layers_done": done, "view": None}
+        return {"layers_done": done, "view": None, "progress": progress_text(done, len(state["ids"]))}
     scores = head_scores(np.stack(state["patterns"]), state["ids"])  # {kind: [n_layers, h]}
     view = real_model_view(token_texts(_model()["tokenizer"], state["ids"]), scores, state["n_given"])
-    return {"layers_done": done, "view": view}
+    return {"layers_done": done, "view": view, "progress": ""}
 
 
 @arguments(run=RUN, layer=Whole(0, N_LAYERS - 1), head=Whole(0, N_HEADS - 1))
@@ -92,5 +95,5 @@ def real_model_pattern(run: int, layer: int, head: int) -> dict:
     state = _run(run)
     if layer >= len(state["patterns"]):
         raise ValueError(f"layer {layer} has not run yet")
-    pattern = np.round(state["patterns"][layer][head].astype(np.float64), PATTERN_DECIMALS)  # [n, n]
-    return {"rows": [row[:i + 1].tolist() for i, row in enumerate(pattern)]}
+    levels = np.round(state["patterns"][layer][head] * WEIGHT_LEVELS).astype(np.uint8)  # [n, n]
+    return {"rows": [row[:i + 1].tolist() for i, row in enumerate(levels)]}

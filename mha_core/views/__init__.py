@@ -10,7 +10,10 @@ widgets/runtime/bind.js, fills the same slots):
 
 A slot is text, or {text, value (data-value), vars ({"--v": css_number(v)}, for pictures), label (aria-label),
 hidden, title, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
-outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same keys.
+count (as many repeated elements, left as cloned), cells ({data: {attribute: list}, vars: {property: list}, label:
+list}: value i of each list for the i-th element its data-cells selector finds; a list may come as {index, values},
+a few values repeated), outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same
+keys (a template renders cells itself).
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ def css_number(value: float) -> str:
     """A number for a CSS variable (a picture's --v, --w): 6 decimals, never an exponent (1e-14 in a style is
     not a number to the Nu Html Checker's CSS parser), the same text in the template and in the binding."""
     return f"{float(value):.6f}"
+
+
+def whole_error(field: str, low: int, high: int) -> str:
+    """A number field's refusal, in its own words (a template puts it in the field's data-error, which
+    widgets/shared/numbers.js shows): 'd_model must be a whole number from 1 to 65,536.'."""
+    return f"{field} must be a whole number from {low:,} to {high:,}."
 
 
 def plural(n: int, word: str) -> str:

@@ -6,6 +6,10 @@ real_model_view(tokens, scores, n_given) -> {"data", "outputs"} (the form mha_co
              head-L-H for each of the 30 × 9 heads: its four scores as data-score-KIND and as CSS variables
              (--KIND, 0..1, the cell's colour), and its label (every score in words);
              best: the strongest head of each kind, in words; note: what was cut, if anything.
+pattern_words() -> the words of an opened head's description, for widgets/real_model/pattern.js to fill in
+messages()      -> the widget's other sentences ({name} marks what the page fills in: a download's bytes, an error)
+progress_text(layer, n_tokens) -> "Layer 3 of 30, 12 tokens…", while the reader's text runs
+load_text(n_bytes) -> "Load the model (98 MB)"
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..fields import Array, Invalid, ListOf, Text, Whole, arguments
-from . import decimal
+from . import decimal, plural
 
 N_LAYERS, N_HEADS, N_KV_HEADS = 30, 9, 3  # SmolLM2-135M: 9 query heads in 3 key/value groups of 3
 GROUP = N_HEADS // N_KV_HEADS
@@ -47,6 +51,42 @@ class ScoresByKind:
         if not isinstance(value, dict):
             raise Invalid(f"{name} must be a dict of scores by kind, got {type(value).__name__}.")
         return {kind: Array(ndim=(2,), values="any").check(f"{name}[{kind!r}]", v) for kind, v in value.items()}
+
+
+WEIGHT_LEVELS = 255  # a pattern travels as bytes: round(255 · weight) (widget.quantized, real_model_pattern)
+DRAWN = {"\n": "↵", "\t": "⇥"}  # a token's characters drawn as a sign on the pattern's edges
+
+
+def pattern_words() -> dict:
+    """The description of an opened head's pattern (its canvas's label) as templates the page fills: each query's
+    strongest key as a pair, joined; a weight's text by its byte (weights[b] is b / 255 in 2 decimals), so that
+    the page formats no number and the table stays 256 short texts whatever the text's length; drawn, the
+    characters the pattern's edges draw as a sign (a newline as ↵)."""
+    return {"sentence": "Each query token's strongest key: {pairs}.", "pair": "“{query}” → “{key}” {weight}",
+            "separator": "; ", "weights": [decimal(b / WEIGHT_LEVELS) for b in range(WEIGHT_LEVELS + 1)],
+            "drawn": DRAWN}
+
+
+def messages() -> dict:
+    """The widget's sentences that are not a view's: {name} is filled in by the page ({bytes}: the runtime's
+    download progress, "4.8 of 98.0 MB"; {error}: a failure's own message)."""
+    return {"downloading": "Downloading the model: {bytes}",
+            "own": "Load the model to run your own text.",
+            "memory": ("This device has not enough free memory to run the model (about 0.5 GB): the heads shown are "
+                       "the ones computed when the page was built."),
+            "failed": "The model could not run: {error}",
+            "text-failed": "This text could not be shown: {error}",
+            "pattern-failed": "The pattern could not be shown: {error}"}
+
+
+def progress_text(layer: int, n_tokens: int) -> str:
+    """What the reader reads while layer (0-based) of their text's n_tokens runs: 'Layer 3 of 30, 12 tokens…'."""
+    return f"Layer {layer + 1} of {N_LAYERS}, {plural(n_tokens, 'token')}…"
+
+
+def load_text(n_bytes: int) -> str:
+    """The Load button's words with the model's size on the wire: 'Load the model (98 MB)'."""
+    return f"Load the model ({n_bytes / 1e6:.0f} MB)"
 
 
 def token_texts(tokenizer, ids) -> list[str]:

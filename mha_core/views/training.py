@@ -1,5 +1,5 @@
 """What the training widget reads: a run as plain JSON (histories rounded to what is shown, patterns and weights
-packed into base64), the run the page ships (recorded_run), and the run in progress in this Python.
+packed into text and base64), the run the page ships (recorded_run), and the run in progress in this Python.
 
 The numbers come from mha_core.model, .detectors and .training; this module only chooses what the widget
 shows and how it travels. Its functions training_* are the ones the browser calls (see bridge.FUNCTIONS).
@@ -146,8 +146,8 @@ def reference_label(config: TrainConfig) -> str:
 
 
 def chart_axes(history: list[dict], config: TrainConfig) -> dict:
-    """The two charts' y-axes and lines as the reader reads them: {"loss", "scores"}, each {"top", "unit", "ticks":
-    [{"value", "text"}], "lines"}; the loss's also "level", a uniform guess's loss (ln vocab) with its label. The
+    """The two charts' axes and lines as the reader reads them: {"steps": the x-axis both share ({"start", "end",
+    "label"}), "loss", "scores"}, each {"top", "unit", "ticks": [{"value", "text"}], "lines"}; the loss's also "level", a uniform guess's loss (ln vocab) with its label. The
     loss axis reaches the highest loss of history, at most twice a uniform guess's (a diverging run is clipped, not
     squeezed flat), in whole nats."""
     vocab = config.vocab
@@ -158,7 +158,8 @@ def chart_axes(history: list[dict], config: TrainConfig) -> dict:
              "legend": f"uniform guess ({decimal(uniform)} nats)"}
     losses = [{"key": "loss_first", "label": "loss on first occurrences"},
               {"key": "loss_repeat", "label": "loss on repeats"}]
-    return {"loss": {"top": top, "unit": "loss (nats)", "level": level, "lines": losses,
+    steps = {"start": "0", "end": str(SCHEDULE["steps"]), "label": "training step"}
+    return {"steps": steps, "loss": {"top": top, "unit": "loss (nats)", "level": level, "lines": losses,
                      "ticks": [{"value": v, "text": str(v)} for v in range(top + 1)]},
             "scores": {"top": 1, "unit": "score (0 to 1)", "lines": score_lines(config),
                        "ticks": [{"value": i / SCORE_TICKS, "text": "0" if i == 0 else decimal(i / SCORE_TICKS, 1)}
@@ -167,10 +168,16 @@ def chart_axes(history: list[dict], config: TrainConfig) -> dict:
 
 # ---------------------------------------------------------------- how it travels
 
+WEIGHT_CHARS = 6  # a weight as the heatmap's cells read it: 0.1234
+
+
 def encode_patterns(patterns: list[np.ndarray]) -> str:
-    """[L] × [1, h, n, n] weights as base64 of little-endian uint16 (weight × 65535, rounded), layer by layer."""
-    stacked = np.stack([p[0] for p in patterns])  # [L, h, n, n]
-    return base64.b64encode(np.rint(stacked * 65535).astype("<u2").tobytes()).decode()
+    """[L] × [1, h, n, n] weights as the heatmap's cells read them, to 4 decimals (WEIGHT_CHARS each), layer by
+    layer, head by head, row by row, each row's keys up to its query (the others are masked): one text, about
+    the size of the same weights in base64, that the page reads and draws without writing a number."""
+    stacked = np.nan_to_num(np.stack([p[0] for p in patterns]))  # [L, h, n, n]; a diverged run's NaN: 6 characters too
+    q, k = np.tril_indices(stacked.shape[-1])
+    return "".join(f"{w:.4f}" for w in stacked[..., q, k].ravel().tolist())  # weights in [0, 1]: no sign
 
 
 def encode_params(params: dict, config: TrainConfig) -> str:
@@ -206,10 +213,32 @@ def checkpoint_views(trainer: Trainer, checkpoints: list[dict]) -> list[dict]:
     return [checkpoint_view(c["params"], trainer.config, entries[c["step"]]) for c in checkpoints]
 
 
+def head_titles(config: TrainConfig) -> list[list[dict]]:
+    """Each head's names, [n_layers][n_heads]: {"name": "L1 H0" (the grid's, a knock-out's), "title": "Layer 1,
+    head 0" (the heatmap's caption)}."""
+    return [[{"name": f"L{layer} H{head}", "title": f"Layer {layer}, head {head}"} for head in range(config.n_heads)]
+            for layer in range(config.n_layers)]
+
+
+def messages() -> dict:
+    """The widget's sentences that are not a view's; {name} marks what the page fills in with texts made elsewhere
+    (a head's names from head_titles, a step's text from checkpoint_outputs, a field's text as typed)."""
+    return {"caption": "{head} at step {step}{knocked}: each row is a query, each column a key, on {sequence}.",
+            "knocked": " (knocked out: {heads})", "separator": ", ", "your-text": "your text", "cell-name": "{head}: ",
+            "knock-out": "Knock out this head", "restore": "Restore this head",
+            "measuring": "Measuring without the knocked-out heads (Python)\u2026",
+            "starting": "Starting Python and a fresh model\u2026",
+            "partial": "Shown: your run, up to its last good checkpoint.", "left": "{left} {shown}",
+            "no-text": "Type a text first: at least two words or punctuation marks.",
+            "asset-failed": "The recorded run could not be loaded: {error}",
+            "asset-changed": "{asset} is not the file this page was built with (its sha256 differs)",
+            "block-order": "Block length from {from} to {to}: the first must not be larger than the second."}
+
+
 def run_view(trainer: Trainer) -> dict:
     """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view)."""
     config = trainer.config
-    return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step,
+    return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step, "heads": head_titles(config),
             "tokens": display_tokens(config), "sequence": display_words(config), "symbols": SYMBOLS[:config.vocab],
             "history": [rounded(h) for h in trainer.history], "axes": chart_axes(trainer.history, config),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
@@ -298,7 +327,8 @@ def training_stop(run: int) -> dict:
         return {"stopped": False}
     status = (f"Shown: your run ({run_name(trainer.seed)}), stopped at step {trainer.step} "
               f"(its last checkpoint: step {trainer.checkpoints[-1]['step']}).")
-    return {"stopped": True, "outputs": {"run": status}}
+    left = f"Your run ({run_name(trainer.seed)}) stopped at step {trainer.step} when you left this page."
+    return {"stopped": True, "outputs": {"run": status}, "left": left}
 
 
 def fitting_ablate(ablate: list, config: TrainConfig) -> list[tuple[int, int]]:

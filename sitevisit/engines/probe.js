@@ -148,7 +148,7 @@
       await poll(() => seen.states.includes("busy") && ["live", "error"].includes(root.dataset.state), timeoutMs);
       observer.disconnect();
       seen.state = root.dataset.state;
-      seen.message = root.querySelector('[data-output="error"]:not([hidden])')?.textContent ?? "";
+      seen.message = root.querySelector('[data-output="error"]:not([hidden]), [data-message="error"]:not([hidden])')?.textContent ?? "";
     }
     return report;
   },

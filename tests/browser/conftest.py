@@ -6,11 +6,9 @@ per session); widget_path (widget_path(name): the first page holding that widget
 test that fails the test on any page error, console error, Content-Security-Policy violation or request that
 leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test provokes; in a test marked
 before_python, which checks what a reader sees before Python is ready, Python is held back throughout, so that
-no start races what it checks; in a test marked returning_reader, which needs Python but does not examine a
-first visit, it is a new tab of the context every such test shares, where Python is restored from the memory
-an earlier start kept, as on a revisit); live_widget (live_widget(name): that widget, with Python ready, on one
-page a test module shares, a tab of that same context, checked the same way test by test) and fresh_widget (the
-same, mounted afresh).
+no start races what it checks); live_widget (live_widget(name): that widget, with Python ready, on one page of
+a fresh context a test module shares, checked the same way test by test) and fresh_widget (the same, mounted
+afresh). A revisit, where Python is restored from the memory a first start kept, is test_kept_memory.py's alone.
 Tests wait on the data-* markers, never on sleeps. They never skip: a missing Chromium is a failure.
 """
 from __future__ import annotations
@@ -134,37 +132,6 @@ def watched_page(browser, log: PageLog, viewport: dict = VIEWPORT, **options):
         context.close()
 
 
-class ReturningReader:
-    """The browser context of a reader who has been here before, one per test session (per worker): its Cache
-    Storage (Python's checked files and the memory a first start kept) and its HTTP cache stay from tab to tab,
-    so Python is restored as on a revisit. Each tab is watched by the log of the test it serves; localStorage
-    (the palette, the exercises' code) and permissions are cleared as each tab closes."""
-
-    def __init__(self, browser):
-        self.context = browser.new_context(viewport=VIEWPORT)
-        self.log = PageLog()
-        watch_context(self.context, lambda: self.log)
-
-    @contextlib.contextmanager
-    def tab(self, log: PageLog):
-        """A new tab watched by log (which also hears the context's requests until the tab closes); closed on
-        exit with any other tab the test opened in the context meanwhile."""
-        earlier, self.log = self.log, log
-        opened = set(self.context.pages)
-        page = self.context.new_page()
-        log.watch_page(page)
-        page.set_default_timeout(READY_TIMEOUT_MS)
-        try:
-            yield page
-        finally:
-            if page.url.startswith("http"):
-                page.evaluate("() => localStorage.clear()")
-            for tab in set(self.context.pages) - opened:  # this one, and any the test opened beside it
-                tab.close()
-            self.context.clear_permissions()
-            self.log = earlier
-
-
 def show_widget(page) -> None:
     """Scroll the page's first widget into view, as a reader does: Python starts once one is near the screen.
     If instant navigation replaces the page's content meanwhile (the URL changes first), the new page's widget."""
@@ -203,6 +170,18 @@ def open_widget(page, url: str, name: str):
     widget = page.locator(f'[data-mha-widget="{name}"]').first
     widget.scroll_into_view_if_needed()
     return widget
+
+
+def status(page):
+    """The page's runtime status line (the first widget's)."""
+    return page.locator("[data-mha-status]").first
+
+
+def change_batch(widget, value: int) -> None:
+    """Type value into the shapes widget's batch field and press Enter."""
+    field = widget.locator('input[type="number"][name="batch"]')
+    field.fill(str(value))
+    field.press("Enter")
 
 
 def address(page) -> str:
@@ -254,23 +233,12 @@ def page_log() -> PageLog:
     return PageLog()
 
 
-@pytest.fixture(scope="session")
-def returning_reader(browser) -> ReturningReader:
-    reader = ReturningReader(browser)
-    yield reader
-    reader.context.close()
-
-
 @pytest.fixture
 def page(request, browser, page_log):
-    if request.node.get_closest_marker("returning_reader"):
-        with request.getfixturevalue("returning_reader").tab(page_log) as page:
-            yield page
-    else:
-        with watched_page(browser, page_log) as page:
-            if request.node.get_closest_marker("before_python"):
-                hold_python(page)
-            yield page
+    with watched_page(browser, page_log) as page:
+        if request.node.get_closest_marker("before_python"):
+            hold_python(page)
+        yield page
     page_log.check()
 
 
@@ -297,11 +265,11 @@ def heads_path(widget_path) -> str:
 
 
 @pytest.fixture(scope="module")
-def module_page(returning_reader):
-    """(page, log): one tab of the returning reader's for a test module's tests, so that Python starts (from
-    the kept memory) once for them all."""
+def module_page(browser):
+    """(page, log): one page of a fresh context for a test module's tests, so that Python starts once for them
+    all."""
     log = PageLog()
-    with returning_reader.tab(log) as page:
+    with watched_page(browser, log) as page:
         yield page, log
 
 

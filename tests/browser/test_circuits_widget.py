@@ -135,10 +135,10 @@ def finished_run(page) -> tuple[dict, int]:
     return run, int(np.argmax(scores))
 
 
-def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(live_widget, run,
+def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(page, site_url, widget_path, run,
                                                                                  axe_source):  # noqa: F811
-    training = live_widget("training")
-    page = training.page
+    """On a page of its own: no run of the reader's before this one."""
+    training = conftest.on_widget_page(page, site_url + widget_path("training"), "training")
     widget = page.locator('[data-mha-widget="circuits"]')
     page.evaluate(KEEP_FINISHED)
     reader, back = widget.locator('button[name="reader"]'), widget.locator('button[name="recorded"]')

@@ -50,8 +50,8 @@ def test_first_paint_holds_mha_core_numbers_and_native_labelled_controls(page, s
     assert widget.locator('[data-output="summary"]').get_attribute("aria-live") == "polite"
 
 
-def test_each_control_moved_with_the_keyboard_gives_mha_core_s_answer(live_widget):
-    widget = live_widget(NAME)
+def test_each_control_moved_with_the_keyboard_gives_mha_core_s_answer(fresh_widget):
+    widget = fresh_widget(NAME)
     summary = widget.locator('[data-output="summary"]').text_content()
     subject = widget.locator('input[name="subject"]')
     subject.press("End")  # 100, 50, 50
@@ -73,8 +73,8 @@ def test_each_control_moved_with_the_keyboard_gives_mha_core_s_answer(live_widge
     assert (shown["many-subject"], shown["many-number"], shown["many-verb"]) == ("1.0000", "1.0000", "was")
 
 
-def test_the_wide_head_is_still_one_average(live_widget):
-    widget = live_widget(NAME)
+def test_the_wide_head_is_still_one_average(fresh_widget):
+    widget = fresh_widget(NAME)
     for name, key in (("subject", "End"), ("clause", "Home"), ("previous", "End")):
         widget.locator(f'input[name="{name}"]').press(key)
     answered(widget)
@@ -91,8 +91,8 @@ def test_the_wide_head_is_still_one_average(live_widget):
     answered(widget)
 
 
-def test_two_heads_make_two_relationships_share_one_chosen_with_the_keyboard(live_widget):
-    widget = live_widget(NAME)
+def test_two_heads_make_two_relationships_share_one_chosen_with_the_keyboard(fresh_widget):
+    widget = fresh_widget(NAME)
     three = widget.locator('input[name="heads"][value="3"]')
     three.focus()
     three.press("ArrowLeft")  # the radio group: 3 -> 2 heads
@@ -121,8 +121,8 @@ def test_two_heads_make_two_relationships_share_one_chosen_with_the_keyboard(liv
     expect(alone).to_be_disabled()
 
 
-def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(live_widget):
-    widget = live_widget(NAME)
+def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(fresh_widget):
+    widget = fresh_widget(NAME)
     for name in ("subject", "clause"):
         widget.locator(f'input[name="{name}"]').press("Home")
     widget.locator('input[name="previous"]').press("End")
@@ -141,8 +141,8 @@ def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(live_wi
     expect(results).to_have_attribute("data-stale", "false")
 
 
-def test_a_keyboard_user_sees_where_the_focus_is(live_widget):
-    widget = live_widget(NAME)
+def test_a_keyboard_user_sees_where_the_focus_is(fresh_widget):
+    widget = fresh_widget(NAME)
     slider = widget.locator('input[name="clause"]')
     slider.focus()
     slider.press("ArrowRight")
@@ -150,8 +150,8 @@ def test_a_keyboard_user_sees_where_the_focus_is(live_widget):
     answered(widget)
 
 
-def test_at_390_px_everything_fits_and_works(live_widget):
-    widget = live_widget(NAME)
+def test_at_390_px_everything_fits_and_works(fresh_widget):
+    widget = fresh_widget(NAME)
     page = widget.page
     conftest.resize(page, VIEWPORTS["phone"])
     try:
@@ -174,7 +174,6 @@ def test_at_390_px_everything_fits_and_works(live_widget):
         page.set_viewport_size({"width": 1200, "height": 900})
 
 
-@pytest.mark.returning_reader
 def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(page, site_url, widget_path,
                                                                                   axe_source):  # noqa: F811
     """As built (initial), live after a change, and with no weight at all (the error), each in both schemes

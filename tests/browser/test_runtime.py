@@ -86,7 +86,7 @@ def check_prerendered(name, widget) -> None:
 
 
 CHANGES = {"shapes": (5, 6), "heads": (SENTENCE, "a b a b")}
-REFUSED = {"shapes": "input-error", "heads": "error"}
+REFUSED = {"shapes": '[data-output="input-error"]', "heads": '[data-message="error"]'}  # where a refusal is said
 
 
 def expect_error(page, message: str) -> None:
@@ -103,7 +103,7 @@ def retry_and_check(page, name, widget) -> None:
     page.locator("[data-mha-status]").first.get_by_role("button", name="Retry").click()
     wait_ready(page)
     check_answered(name, widget, first)
-    expect(widget.locator(f'[data-output="{REFUSED[name]}"]')).to_be_hidden()
+    expect(widget.locator(REFUSED[name])).to_be_hidden()
     ask(name, widget, then)
     check_answered(name, widget, then)
 
@@ -112,7 +112,7 @@ def fail_a_change(name, widget) -> None:
     """A change made while the runtime is broken is refused with a message; the values shown stay."""
     ask(name, widget, CHANGES[name][0])
     expect(widget).to_have_attribute("data-state", "error")
-    expect(widget.locator(f'[data-output="{REFUSED[name]}"]')).to_contain_text("Could not compute")
+    expect(widget.locator(REFUSED[name])).to_contain_text("Could not compute")
 
 
 # ---------------------------------------------------------------- tests
@@ -133,7 +133,6 @@ def test_a_broken_start_says_why_keeps_the_values_and_retry_recovers(page, page_
     retry_and_check(page, name, widget)
 
 
-@pytest.mark.returning_reader
 def test_the_worker_ending_after_the_start_is_an_error_and_retry_recovers(page, site_url, heads_path):
     widget = page.locator('[data-mha-widget="heads"]').first
     page.goto(site_url + heads_path)
@@ -146,7 +145,6 @@ def test_the_worker_ending_after_the_start_is_an_error_and_retry_recovers(page, 
     retry_and_check(page, "heads", widget)
 
 
-@pytest.mark.returning_reader
 def test_a_fatal_python_error_after_the_start_is_an_error_and_retry_recovers(page, page_log, site_url, shapes_path):
     """A call whose JSON is nested deeper than the wasm stack reaches makes Pyodide fail fatally (a real path
     through the bridge): the call is refused, the runtime says so, and nothing later waits on a dead Python."""
@@ -167,15 +165,14 @@ def test_a_fatal_python_error_after_the_start_is_an_error_and_retry_recovers(pag
     retry_and_check(page, "shapes", widget)
 
 
-@pytest.mark.returning_reader
 def test_an_exception_inside_a_call_is_shown_and_the_next_call_works(page, site_url, heads_path):
     """Python refuses a call (a ValueError, or arguments the bridge rejects): the widget or the caller gets
     the message, the runtime stays ready, and the next call is answered."""
     widget = page.locator('[data-mha-widget="heads"]').first
     page.goto(site_url + heads_path)
     wait_ready(page)
-    error = widget.locator('[data-output="error"]')
-    ask("heads", widget, "word " * 25_000)  # 125,000 characters: more than head_patterns reads
+    error = widget.locator('[data-message="error"]')
+    ask("heads", widget, "word " * 25_000)  # 125,000 characters: more than heads_view reads
     expect(widget).to_have_attribute("data-state", "error")
     expect(error).to_contain_text("Could not compute the patterns of this sentence: text is too long: 125,000 char")
     assert page.locator("html").get_attribute("data-mha-runtime") == "ready"
@@ -185,7 +182,7 @@ def test_an_exception_inside_a_call_is_shown_and_the_next_call_works(page, site_
     answers = page.evaluate("""async (url) => {
       const { call, CallError } = await import(url);
       const answer = (fn, args) => call(fn, args).then((r) => ["ok", r], (e) => [e instanceof CallError, e.message]);
-      return [await answer("no_such_function", {}), await answer("head_patterns", { text_or_tokens: [1, 2] }),
+      return [await answer("no_such_function", {}), await answer("heads_view", { text_or_tokens: [1, 2] }),
               await answer("check_config", { d_model: 8, n_heads: 2 })];
     }""", site_url + "assets/widgets/runtime/bridge.js")
     assert answers[0][0] is True and "unknown function 'no_such_function'" in answers[0][1]

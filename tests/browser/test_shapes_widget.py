@@ -213,7 +213,6 @@ def test_advanced_controls_and_presets(fresh_widget):
         "OK: 71 heads of width d_head=64, sharing 1 key/value head.")
 
 
-@pytest.mark.returning_reader
 def test_state_lives_in_the_url(page, site_url, shapes_path):
     config = {"d_model": 768, "n_heads": 12, "seq_len": 64, "batch": 4}
     query = "?" + "&".join(f"{k}={v}" for k, v in config.items())
@@ -234,7 +233,6 @@ def test_state_lives_in_the_url(page, site_url, shapes_path):
     expect(page).to_have_url(re.compile(r"/parameters-and-shapes/$"))  # all defaults: nothing to keep
 
 
-@pytest.mark.returning_reader
 def test_a_chosen_preset_is_kept_in_the_url(page, site_url, shapes_path):
     widget = open_widget(page, site_url, shapes_path)
     widget.locator("details summary").click()
@@ -252,7 +250,6 @@ def test_a_chosen_preset_is_kept_in_the_url(page, site_url, shapes_path):
     assert_shows(widget, **form_config(widget), bias=False)
 
 
-@pytest.mark.returning_reader
 def test_junk_in_the_url_is_ignored_with_a_note(page, site_url, shapes_path):
     junk = "?d_model=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&n_heads=abc&batch=-5&seq_len=1e3"
     dialogs = []

@@ -9,7 +9,6 @@ import json
 import re
 from urllib.parse import urlsplit
 
-import pytest
 from playwright.sync_api import expect
 
 from conftest import LOCAL_HOSTS, wait_ready
@@ -90,7 +89,6 @@ def test_the_csp_blocks_what_the_site_does_not_use_and_the_violation_is_seen(pag
     page_log.violations.clear()  # provoked here; any other fails the test
 
 
-@pytest.mark.returning_reader
 def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, heads_path):
     """Instant navigation: the footer's link brings the next page into the same document, whose widgets mount
     and use the Python already running; a full reload mounts them afresh and starts Python again."""

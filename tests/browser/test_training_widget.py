@@ -3,7 +3,6 @@ selection, the knock-out (Python in the worker), a live run with Stop, bad setti
 leaving the page mid-run (instant navigation) and two tabs training at once."""
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import math
@@ -14,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.views.training import ROLE_MIN, decode_params, training_evaluate
+from mha_core.views.training import ROLE_MIN, WEIGHT_CHARS, decode_params, training_evaluate
 from mha_core.detectors import evaluate
 from mha_core.model import TRAIN_RANGES, TrainConfig
 from mha_core.training import eval_batch
@@ -43,11 +42,19 @@ def training_url(site_url, widget_path) -> str:
     return site_url + widget_path("training")
 
 
+def decoded(text: str, layers: int, heads: int, n: int) -> np.ndarray:
+    """[L, h, n, n] weights from encode_patterns' text (each drawn weight in WEIGHT_CHARS characters), read here."""
+    weights = np.zeros((layers, heads, n, n))
+    q, k = np.tril_indices(n)
+    weights[..., q, k] = np.array([float(text[i:i + WEIGHT_CHARS]) for i in range(0, len(text), WEIGHT_CHARS)]).reshape(
+        layers, heads, -1)
+    return weights
+
+
 def patterns(checkpoint: dict, run: dict) -> np.ndarray:
-    """[L, h, n, n] weights of a checkpoint, decoded here from the asset's uint16 bytes."""
-    c, n = run["config"], len(run["tokens"])
-    raw = np.frombuffer(base64.b64decode(checkpoint["patterns"]), dtype="<u2")
-    return raw.reshape(c["n_layers"], c["n_heads"], n, n) / 65535
+    """[L, h, n, n] weights of a checkpoint, as the asset holds them."""
+    c = run["config"]
+    return decoded(checkpoint["patterns"], c["n_layers"], c["n_heads"], len(run["tokens"]))
 
 
 def expected(run: dict, index: int, selected: tuple[int, int]) -> dict:
@@ -182,7 +189,7 @@ def test_knock_out_the_previous_token_head(live_widget, run):
     shown = np.zeros((n, n))
     for q, k, weight in widget.evaluate(READ)["cells"]:
         shown[q, k] = weight
-    want = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, config.n_heads, n, n)[1, induction] / 65535
+    want = decoded(answer["patterns"], 2, config.n_heads, n)[1, induction]
     np.testing.assert_allclose(shown, want, atol=2e-4)
     # restore: the recorded numbers come back
     widget.locator(f'button[data-layer="0"][data-head="{prev}"]').click()
@@ -206,7 +213,7 @@ def test_the_readers_own_text(live_widget, run):
     assert labels.all_text_contents() == words
     answer = training_evaluate(run["config"], run["seed"], run["checkpoints"][-1]["params"], text=text)
     n = len(words)
-    patterns = np.frombuffer(base64.b64decode(answer["patterns"]), dtype="<u2").reshape(2, 2, n, n) / 65535
+    patterns = decoded(answer["patterns"], 2, 2, n)
     shown = np.zeros((n, n))
     for q, k, weight in widget.evaluate(READ)["cells"]:
         shown[q, k] = weight
@@ -333,9 +340,8 @@ def expect_settled(widget, run_shown: str) -> None:
         expect(widget).not_to_have_attribute("data-run", "reader")
 
 
-@pytest.mark.returning_reader
 def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(page, training_url, run):
-    page.add_init_script(RECORD_CALLS)  # this tab's only: its context is the returning reader's
+    page.add_init_script(RECORD_CALLS)
     widget = conftest.open_widget(page, training_url, "training")
     conftest.wait_ready(page)
     start_training(widget)
@@ -362,9 +368,8 @@ def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(p
     expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
 
 
-@pytest.mark.returning_reader
 def test_two_tabs_train_at_once_each_with_its_own_python(page, page_log, training_url):
-    second = page.context.new_page()  # the returning reader's: closed with the test's tab
+    second = page.context.new_page()  # closed with the test's context
     page_log.watch_page(second, "second tab")
     tabs = [page, second]
     widgets = [conftest.open_widget(tab, training_url, "training") for tab in tabs]  # both start Python at once

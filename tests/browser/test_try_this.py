@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlsplit
 
-import pytest
-
 import conftest
 from conftest import wait_ready
 from tests.helpers import assert_shows
@@ -20,7 +18,6 @@ def config_of(href: str) -> dict:
     return {k: (v == "1" if k == "bias" else int(v)) for k, v in values.items()}
 
 
-@pytest.mark.returning_reader
 def test_each_link_sets_the_calculator(page, site_url, shapes_path):
     conftest.open_widget(page, site_url + shapes_path, "shapes")
     hrefs = page.evaluate(LINKS)

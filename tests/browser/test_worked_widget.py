@@ -39,7 +39,6 @@ def assert_shows(widget, seed: int, tokens=TOKENS) -> None:
     assert widget.locator('[data-output="seed"]').text_content() == str(seed)
 
 
-@pytest.mark.returning_reader
 def test_first_paint_then_new_numbers_from_python(page, site_url, widget_path):
     widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
     assert widget.get_attribute("data-state") == "initial"
@@ -71,7 +70,6 @@ def test_the_steps_open_and_the_heads_carry_their_colours(page, site_url, widget
     assert heads == {"W_Q": ["0", "0", "1", "1"], "W_O": ["0", "0", "1", "1"]}
 
 
-@pytest.mark.returning_reader
 def test_the_reader_s_words(page, site_url, widget_path):
     widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
     seed = int(widget.get_attribute("data-seed"))

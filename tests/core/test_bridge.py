@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mha_core import LIMITS, bridge, head_patterns
+from mha_core import LIMITS, bridge, head_patterns, head_weights
 from mha_core.views.shapes import shapes_view
 from mha_core.bridge import declare
 
@@ -21,7 +21,7 @@ def call(fn, args):
 
 def test_whitelist():
     assert set(bridge.FUNCTIONS) == {"check_config", "shapes_view", "param_count", "presets",
-                                    "head_patterns", "head_weights", "worked_view", "memory_view", "one_vs_many_view",
+                                    "heads_view", "heads_weights_view", "worked_view", "memory_view", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate",
                                     "circuits_at", "circuits_over_training", "circuits_run_view", "real_model_start",
                                     "real_model_advance", "real_model_pattern"}
@@ -51,19 +51,22 @@ def test_param_count_and_presets():
     assert call("presets", "null")["ok"] and call("presets", "{}")["ok"]
 
 
-def test_head_patterns_become_nested_lists_of_full_floats():
+RAW = {"head_patterns": head_patterns, "head_weights": head_weights}  # functions that answer arrays
+
+
+def test_arrays_become_nested_lists_of_full_floats():
     text = "The cat sat. The cat"
-    answer = call("head_patterns", {"text_or_tokens": text, "ablate": ["previous_token"]})
+    args = {"text_or_tokens": text, "ablate": ["previous_token"]}
+    answer = json.loads(bridge.call("head_patterns", json.dumps(args), functions=RAW))
     assert answer["ok"]
     result, direct = answer["result"], head_patterns(text, ablate=("previous_token",))
     assert result["tokens"] == direct["tokens"]
     for kind, pattern in direct["heads"].items():
         assert result["heads"][kind] == pattern.tolist()  # not rounded
-    assert result["info"]["induction"]["explanation"]
 
 
 def test_head_weights_serialise():
-    result = call("head_weights", {"text_or_tokens": "a b a b"})["result"]
+    result = json.loads(bridge.call("head_weights", json.dumps({"text_or_tokens": "a b a b"}), functions=RAW))["result"]
     assert np.array(result["heads"]["induction"]["W_K"]).shape[0] == len(result["features"])
     assert np.array(result["x"]).shape == (4, len(result["features"]))
 
@@ -77,8 +80,8 @@ def test_head_weights_serialise():
     ("shapes_view", "[512, 8]", "must be a JSON object"),
     ("shapes_view", {"d_model": 512}, "missing a required argument"),
     ("shapes_view", {"d_model": 512, "n_heads": 8, "seq_len": 2, "batch": 1, "evil": 1}, "unexpected keyword"),
-    ("head_patterns", {"text_or_tokens": "   "}, "text is empty"),
-    ("head_patterns", {"text_or_tokens": "a b", "ablate": ["averaged"]}, "ablate[0] must be one of previous_token"),
+    ("heads_view", {"text_or_tokens": "   "}, "text is empty"),
+    ("heads_view", {"text_or_tokens": "a b", "ablate": ["averaged"]}, "ablate[0] must be one of previous_token"),
     ("param_count", {"d_model": True, "n_heads": 8}, "d_model must be a whole number, got True."),
 ])
 def test_errors_come_back_as_json(fn, args, words):
@@ -107,8 +110,8 @@ def test_nan_cannot_leak_into_json(monkeypatch):
 
 def test_unicode_text_round_trips():
     text = "שלום 😀 שלום"
-    result = call("head_patterns", {"text_or_tokens": text})["result"]
-    assert result["tokens"] == ["שלום", "😀", "שלום"]
+    result = call("heads_view", {"text_or_tokens": text})["result"]
+    assert [row["text"] for row in result["outputs"]["sentence"]["rows"]] == ["שלום", "😀", "שלום"]
 
 
 # ---------------------------------------------------------------- the declarations
@@ -123,8 +126,8 @@ GOOD = {
     "check_config": {"d_model": 512, "n_heads": 8},
     "shapes_view": {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2},
     "param_count": {"d_model": 512, "n_heads": 8},
-    "head_patterns": {"text_or_tokens": "a b a b"},
-    "head_weights": {"text_or_tokens": "a b a b"},
+    "heads_view": {"text_or_tokens": "a b a b"},
+    "heads_weights_view": {"text_or_tokens": "a b a b"},
     "worked_view": {"seed": 1},
     "memory_view": {},
     "training_start": {"config": {"batch": 2}},
@@ -142,11 +145,11 @@ BAD = [  # function, the argument changed, its bad value, the message
     ("shapes_view", "dtype_bytes", 3, "dtype_bytes must be one of 1, 2, 4, 8 (int8, 16-bit, float32, float64), got 3."),
     ("shapes_view", "n_layers", 0, "n_layers must be at least 1, got 0."),
     ("param_count", "bias", 1, "bias must be true or false, got 1."),
-    ("head_patterns", "text_or_tokens", "   ", "text is empty."),
-    ("head_patterns", "text_or_tokens", "a" * 100_001, "text is too long: 100,001 characters (at most 100,000)."),
-    ("head_patterns", "text_or_tokens", ["a", 3], "text_or_tokens must be a string or a list of 1 to 100,000"),
-    ("head_patterns", "ablate", "previous_token", "ablate must be a list, got 'previous_token'."),
-    ("head_weights", "ablate", ["nope"], "ablate[0] must be one of previous_token, positional, induction, content"),
+    ("heads_view", "text_or_tokens", "   ", "text is empty."),
+    ("heads_view", "text_or_tokens", "a" * 100_001, "text is too long: 100,001 characters (at most 100,000)."),
+    ("heads_view", "text_or_tokens", ["a", 3], "text_or_tokens must be a string or a list of 1 to 100,000"),
+    ("heads_view", "ablate", "previous_token", "ablate must be a list, got 'previous_token'."),
+    ("heads_weights_view", "ablate", ["nope"], "ablate[0] must be one of previous_token, positional, induction, content"),
     ("worked_view", "seed", 0, "seed must be at least 1, got 0."),
     ("worked_view", "seed", 2**32 + 1, "seed must be at most 4,294,967,296"),
     ("worked_view", "tokens", ["the", "dog", "sat"], "tokens[1] must be one of the, cat, sat, on, a, mat, got 'dog'."),
@@ -189,8 +192,8 @@ EDGES = [  # the values at the ends of each declared range are accepted
     ("shapes_view", {"d_model": 8, "n_heads": 8, "seq_len": LIMITS["seq_len"], "batch": LIMITS["batch"],
                       "n_layers": LIMITS["n_layers"], "dtype_bytes": 8, "bias": False}),
     ("shapes_view", {"d_model": 1, "n_heads": 1, "seq_len": 1, "batch": 1, "n_layers": 1, "dtype_bytes": 1}),
-    ("head_patterns", {"text_or_tokens": "a" * 100_000, "ablate": ["previous_token", "positional", "content", "induction"]}),
-    ("head_weights", {"text_or_tokens": ["x"], "ablate": []}),
+    ("heads_view", {"text_or_tokens": "a" * 100_000, "ablate": ["previous_token", "positional", "content", "induction"]}),
+    ("heads_weights_view", {"text_or_tokens": ["x"], "ablate": []}),
     ("worked_view", {"seed": 2**32, "tokens": ["mat", "mat", "mat"]}),
     ("memory_view", {"n_tokens": 1, "n_heads": 4, "wrong": True}),
     ("memory_view", {"n_tokens": 4, "n_heads": 1}),

@@ -212,7 +212,17 @@ def test_a_syntax_error_names_its_line():
     answer = run_exercise("merge_heads", "import numpy as np\n\ndef merge_heads(z)\n    return z\n")
     assert answer["status"] == "error"
     assert answer["message"].startswith("SyntaxError at line 3: expected ':'")
-    assert "def merge_heads(z)" in answer["message"]
+    assert answer["pointer"] == "def merge_heads(z)\n" + " " * len("def merge_heads(z)") + "^"
+
+
+def test_a_syntax_error_s_caret_sits_under_its_column_whatever_the_indentation():
+    answer = run_exercise("merge_heads", "def merge_heads(z):\n\tif z:\n\t\treturn z.reshape(WWW iii)\n")
+    line, caret = answer["pointer"].split("\n")
+    assert line == "return z.reshape(WWW iii)" and caret == " " * line.index("WWW") + "^"
+    tabbed = run_exercise("merge_heads", "def merge_heads(z):\n    x = [1,\t+* 2]\n")["pointer"]
+    line, caret = tabbed.split("\n")  # a tab before the column stays a tab in the caret's lead
+    assert caret == " " * len("x = [1,") + "\t ^" and line[len(caret) - 1] == "*"
+    assert "pointer" not in run_exercise("merge_heads", "def merge_heads(z):\n    return z.nope\n")
 
 
 def test_an_exception_shows_the_reader_s_lines_only():

@@ -293,6 +293,24 @@ def preset(key: str) -> dict:
     return next(p for p in mha_core.presets() if p["key"] == key)
 
 
+def calculator(query: str) -> dict:
+    """A link's query as the calculator reads it: its preset's values (as the page's menu sets them, every field
+    the preset has), then the query's own numbers."""
+    from urllib.parse import parse_qsl
+
+    from sitebuild.widgets import widget_module
+
+    given = dict(parse_qsl(query))
+    settings = {}
+    if "preset" in given:
+        key = given.pop("preset")
+        option = next(o for o in widget_module("shapes").preset_options() if o["key"] == key)
+        settings = {k: v for k, v in json.loads(option["settings"]).items() if v is not None}
+    settings |= {k: int(v) for k, v in given.items()}
+    settings["bias"] = bool(settings.get("bias", 1))
+    return settings
+
+
 def quoted(page: str, *texts: str) -> None:
     """Each computed number in texts is stated on page, as written there (line breaks as spaces)."""
     body = " ".join(prose(page).split())
@@ -439,8 +457,7 @@ def test_the_calculator_is_one_layer_and_a_model_has_many():
     assert per_layer == 64 * MiB and layers * per_layer == 2 * GiB
     # The caveats' question links the calculator set to Llama 2 7B and says what it shows.
     link = re.search(r"\]\(parameters-and-shapes\.md\?([^)#]+)#the-shape-calculator\)", prose("caveats-and-the-block.md"))
-    args = {k: int(v) for k, v in (pair.split("=") for pair in link.group(1).split("&"))}
-    args["bias"] = bool(args["bias"])
+    args = calculator(link.group(1))
     totals = shapes_display(shape_report(**args))["totals"]
     assert (totals["kv_cache"]["text"], totals["kv_cache_model"]["text"]) == ("64.0 MiB", "2.00 GiB")
     assert {k: args[k] for k in ("d_model", "n_heads", "n_layers")} == {"d_model": p["d_model"], "n_heads": p["n_heads"], "n_layers": layers}
@@ -449,13 +466,13 @@ def test_the_calculator_is_one_layer_and_a_model_has_many():
 
 def test_the_averaged_head_counts_right():
     """'Four heads' spanning 'two layers', three of them in layer 0, as the core builds them."""
-    from mha_core.heads import HEAD_INFO, HEAD_KINDS
+    from mha_core.heads import HEAD_KINDS, HEAD_LAYER
 
-    heads = [kind for kind in HEAD_KINDS if HEAD_INFO[kind]["layer"] is not None]
-    layers = sorted({HEAD_INFO[kind]["layer"] for kind in heads})
+    heads = [kind for kind in HEAD_KINDS if HEAD_LAYER[kind] is not None]
+    layers = sorted({HEAD_LAYER[kind] for kind in heads})
     words = {3: "three", 4: "four"}
     assert len(heads) == 4 and layers == [0, 1]
-    in_layer0 = sum(HEAD_INFO[kind]["layer"] == 0 for kind in heads)
+    in_layer0 = sum(HEAD_LAYER[kind] == 0 for kind in heads)
     quoted("what-heads-learn.md", f"mean of the {words[len(heads)]} heads' patterns",
            f"The {words[len(heads)]} heads span two layers, {words[in_layer0]} reading the embeddings",
            "diluted to a quarter")
@@ -467,22 +484,18 @@ def test_the_averaged_head_counts_right():
 
 
 def test_try_this_links_set_the_calculator_and_their_claims_hold():
-    from urllib.parse import parse_qsl
-
     body = prose("parameters-and-shapes.md")
-    links = {text: dict(parse_qsl(query)) for text, query in
+    links = {text: calculator(query) for text, query in
              re.findall(r"\[([^\]]+)\]\(\?([^)#]+)#the-shape-calculator\)", body)}
     assert len(links) == 5, links
 
-    def report(query):
-        args = {k: int(v) for k, v in query.items()}
-        args["bias"] = bool(args.get("bias", 1))
+    def report(args):
         return shape_report(**args)
 
     def tensor(r, name):
         return next(t for t in r["tensors"] if t["name"] == name)
 
-    base = {"d_model": "512", "n_heads": "8", "seq_len": "10", "batch": "2"}
+    base = {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2}
     one_head, doubled, many_heads, llama2, llama3 = (report(q) for q in links.values())
     assert tensor(one_head, "merged")["view"] and not tensor(report(base), "merged")["view"]
     assert tensor(doubled, "scores")["bytes"] == 4 * tensor(report(base), "scores")["bytes"]
@@ -491,8 +504,9 @@ def test_try_this_links_set_the_calculator_and_their_claims_hold():
         assert many_heads[key] == report(base)[key]
     assert many_heads["params"] == report(base)["params"]
     assert tensor(many_heads, "scores")["bytes"] == 8 * tensor(report(base), "scores")["bytes"]
-    for key, r in (("llama2-7b", llama2), ("llama3-8b", llama3)):
-        p = preset(key)
+    for key, r, text in (("llama2-7b", llama2, "Llama 2 7B"), ("llama3-8b", llama3, "Llama 3 8B")):
+        p = preset(key)  # every field the preset has, its layers too (as tests/core/test_presets.py publishes them)
+        assert links[text]["n_layers"] == p["kv_layers"] and links[text]["seq_len"] == 4096
         assert {k: r["config"][k] for k in ("d_model", "n_heads", "n_kv_heads", "d_head", "bias")} == \
             {k: p[k] for k in ("d_model", "n_heads", "n_kv_heads", "d_head", "bias")}
     assert llama3["kv_cache_bytes"] * 4 == llama2["kv_cache_bytes"]

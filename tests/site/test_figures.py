@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-import build
 from mha_core.heads import head_patterns, head_weights
 from sitebuild import ROOT, BuildError, figures, widgets
 
@@ -20,8 +19,9 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    return build.build_site(tmp_path_factory.mktemp("site"), pyodide_cdn=True)
+def site(cdn_site):
+    """The site as build.py builds it, without Pyodide's files (read only: every module shares one build)."""
+    return cdn_site
 
 
 def built_figure(site, name: str) -> ET.Element:

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import build
 import mha_core
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,8 +214,9 @@ class Paragraphs(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return build.build_site(tmp_path_factory.mktemp("site"), pyodide_cdn=True)
+def site(cdn_site) -> Path:
+    """The site as build.py builds it, without Pyodide's files (read only: every module shares one build)."""
+    return cdn_site
 
 
 def article(html: str) -> str:

@@ -115,18 +115,21 @@ def differing(a: Path, b: Path) -> list[str]:
     return out + [p for sub in cmp.common_dirs for p in differing(a / sub, b / sub)]
 
 
-def test_make_build_and_mkdocs_build_make_the_same_site(repo, tmp_path):
-    run("make build", repo)
-    shutil.move(repo / "site", tmp_path / "make-build")
-    run(".venv/bin/mkdocs build --strict", repo)
-    site = repo / "site"
-    assert (site / "parameters-and-shapes" / "index.html").is_file()
-    assert (site / "assets" / "pyodide" / "pyodide.asm.wasm.gz").is_file()
+def same_files(site: Path, other: Path) -> None:
     filecmp.clear_cache()
-    assert differing(site, tmp_path / "make-build") == []
-    mismatched = [p for p in site.rglob("*") if p.is_file() and
-                  not filecmp.cmp(p, tmp_path / "make-build" / p.relative_to(site), shallow=False)]
-    assert mismatched == []
+    assert differing(site, other) == []
+    assert [p for p in site.rglob("*") if p.is_file() and not filecmp.cmp(p, other / p.relative_to(site), shallow=False)] == []
+
+
+def test_make_build_and_mkdocs_build_make_the_same_site_as_build_py(repo, plain_site):
+    """Each the very files build.py made of the checkout for this run (plain_site): the build is reproducible."""
+    for command in ("make build", ".venv/bin/mkdocs build --strict"):
+        run(command, repo)
+        site = repo / "site"
+        assert (site / "parameters-and-shapes" / "index.html").is_file()
+        assert (site / "assets" / "pyodide" / "pyodide.asm.wasm.gz").is_file()
+        same_files(site, plain_site)
+        shutil.rmtree(site)
 
 
 def test_build_py_with_pyodide_from_the_cdn(repo, tmp_path):
@@ -197,9 +200,12 @@ def test_make_serve_on_a_busy_port_says_so_in_one_line(repo, tmp_path):
 
 
 def test_make_test_core_runs_mha_core_the_quick_checks_and_the_node_tests(repo):
-    said = run("make test-core", repo).stdout
-    assert "tests/core" in said and "test_widget_scripts.py" in said  # the node tests run within pytest
-    assert re.search(r"^\d+ passed(, \d+ warnings?)? in [\d.]+s", said, re.M), said[-2000:]
+    """The tests it selects (each runs in this run too), the node tests among them; none that loads transformers."""
+    said = run("make test-core PYTEST_ARGS=--collect-only", repo).stdout
+    tests = re.findall(r"^(tests/\S+::\S+)", said, re.M)
+    assert any(t.startswith("tests/core/") for t in tests) and "tests/site/test_widget_scripts.py::test_the_node_tests_pass" in tests
+    assert not any("transformers" in t for t in tests)
+    assert re.search(rf"^{len(tests)}/\d+ tests collected \(\d+ deselected\) in [\d.]+s", said, re.M), said[-2000:]
 
 
 def test_make_fetch_checks_what_is_fetched(repo):

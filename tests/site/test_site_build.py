@@ -1,7 +1,7 @@
-"""`python build.py --out DIR`, run twice: a complete, self-contained, reproducible site."""
+"""`python build.py --out DIR`: a complete, self-contained site. (Reproducible: test_readme.py builds it twice more
+and compares.)"""
 from __future__ import annotations
 
-import filecmp
 import gzip
 import hashlib
 import io
@@ -12,7 +12,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import mha_core
-import pytest
 
 from sitebuild import assets, csp, widgets
 from tests.helpers import one_vs_many_expected
@@ -21,36 +20,14 @@ URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
 EXTERNAL_OK = re.compile(r'<a [^>]*href="https?://')  # links a reader may follow; nothing loads them
 
 
-@pytest.fixture(scope="module")
-def sites(plain_site, plain_site_again):
-    return plain_site, plain_site_again
-
-
 def pages(site: Path) -> list[Path]:
     return sorted(site.rglob("*.html"))
 
 
-def differing(a: Path, b: Path) -> list[str]:
-    cmp = filecmp.dircmp(a, b)
-    out = [str(a / n) for n in cmp.left_only + cmp.right_only + cmp.diff_files + cmp.funny_files]
-    for sub in cmp.common_dirs:
-        out += differing(a / sub, b / sub)
-    return out
-
-
-def test_two_builds_give_identical_files(sites):
-    one, two = sites
-    assert differing(one, two) == []
-    filecmp.clear_cache()
-    mismatched = [p for p in one.rglob("*") if p.is_file() and
-                  not filecmp.cmp(p, two / p.relative_to(one), shallow=False)]
-    assert mismatched == []
-
-
-def test_pyodide_numpy_temml_and_the_wheel_are_in_the_site(sites):
+def test_pyodide_numpy_temml_and_the_wheel_are_in_the_site(plain_site):
     """Every file the worker loads is in the site as config.js says, its sha256 (after decompression) the one
     config.js gives; Pyodide's own files are the pinned ones."""
-    site = sites[0]
+    site = plain_site
     # Temml's css and font, no script: the math is typeset at build time
     assert sorted(p.name for p in (site / "assets" / "temml").iterdir()) == ["Temml.woff2", "temml.css"]
     assert not (site / "assets" / "katex").exists()
@@ -80,9 +57,9 @@ def test_pyodide_numpy_temml_and_the_wheel_are_in_the_site(sites):
     assert sum(f["bytes"] for f in files.values()) < 7.5e6
 
 
-def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(sites):
+def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(plain_site):
     policies = set()
-    for page in pages(sites[0]):
+    for page in pages(plain_site):
         html = page.read_text(encoding="utf-8")
         policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
         assert policy and csp.PLACEHOLDER not in html, page
@@ -97,11 +74,11 @@ def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(sites):
     assert len(policies) == 1  # instant navigation keeps the first page's policy: every page has the same
 
 
-def test_every_page_loads_every_widgets_modules_and_their_styles_in_one_stylesheet(sites):
+def test_every_page_loads_every_widgets_modules_and_their_styles_in_one_stylesheet(plain_site):
     """Instant navigation brings a widget page in without a new document: its widgets must be known already.
     (The runtime starts Python only near a widget: tests/browser/test_site.py.) Their styles come in one file, each
     widget's as it is written, the runtime's first."""
-    site = sites[0]
+    site = plain_site
     names = set()
     for page in pages(site):
         names |= set(re.findall(r'data-mha-widget="(\w+)"', page.read_text(encoding="utf-8")))
@@ -117,10 +94,10 @@ def test_every_page_loads_every_widgets_modules_and_their_styles_in_one_styleshe
     assert at == sorted(at) and not list((site / "assets" / "widgets").rglob("*/*.css"))
 
 
-def test_the_search_index_leaves_out_what_the_widgets_templates_hold(sites):
+def test_the_search_index_leaves_out_what_the_widgets_templates_hold(plain_site):
     """A <template> holds a widget's data (the circuits widget's steps, as JSON) or the rows its script clones:
     nothing a reader reads as it is, so nothing the search should find."""
-    site = sites[0]
+    site = plain_site
     docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
     text = " ".join(doc["text"] for doc in docs)
     held = [m for page in pages(site) for m in re.findall(r"<template[^>]*>(.{40})", page.read_text(encoding="utf-8"))]
@@ -136,8 +113,8 @@ def widgets_built(site: Path, html_of_one: str, name: str) -> list[str]:
     return found
 
 
-def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
-    for widget in widgets_built(sites[0], r'<div class="mha-shapes".*?data-output="flops"[^>]*>', "shapes"):
+def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(plain_site):
+    for widget in widgets_built(plain_site, r'<div class="mha-shapes".*?data-output="flops"[^>]*>', "shapes"):
         form = dict(re.findall(r'<input type="number" id="[^"]+" name="(\w+)"[^>]*value="(\d+)"', widget))
         report = mha_core.shape_report(**{k: int(v) for k, v in form.items()})
         assert 'data-state="initial"' in widget
@@ -146,9 +123,9 @@ def test_each_shapes_widget_is_prerendered_with_mha_core_numbers(sites):
             assert f'data-tensor="{t["name"]}" data-output="tensor-{t["name"]}" data-shape="{",".join(map(str, t["shape"]))}"' in widget
 
 
-def test_the_one_vs_many_widget_is_prerendered_with_mha_core_numbers(sites):
+def test_the_one_vs_many_widget_is_prerendered_with_mha_core_numbers(plain_site):
     """Every output at first paint is mha_core's value for the sliders' and the checkbox's values as built."""
-    for widget in widgets_built(sites[0], r'<div class="mha-ovm".*?data-output="summary"', "one-vs-many"):
+    for widget in widgets_built(plain_site, r'<div class="mha-ovm".*?data-output="summary"', "one-vs-many"):
         form = {name: float(value) for name, value in
                 re.findall(r'<input type="range" id="[^"]+" name="(\w+)" min="0" max="100" step="1" value="(\d+)"', widget)}
         form["wide"] = bool(re.search(r'<input type="checkbox" name="wide"[^>]* checked', widget))
@@ -165,10 +142,10 @@ def test_with_a_site_url_the_404_page_links_its_files_under_the_sub_path(built_s
     assert all((built_site / u.removeprefix(mount).split("#")[0].split("?")[0]).exists() for u in local)
 
 
-def test_search_previews_show_each_formula_once_as_text(sites):
+def test_search_previews_show_each_formula_once_as_text(plain_site):
     """Material's search index holds each formula as text with <sub> and <sup> (search previews show it): not its
     TeX, and not its MathML's text ("a_{ij}" typeset is "aij", each symbol twice with the TeX)."""
-    docs = json.loads((sites[0] / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    docs = json.loads((plain_site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
     text = " ".join(doc["title"] + " " + doc["text"] for doc in docs)
     assert "A single attention head turns each query position i into one probability distribution" in text
     assert "a<sub>ij</sub>=softmax<sub>j</sub>((q<sub>i</sub>⋅k<sub>j</sub>)/√(d<sub>k</sub>))" in text

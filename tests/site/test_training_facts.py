@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import build
 from mha_core import model, training
 from mha_core.views import training as training_views
 from sitebuild import BuildError, facts as fact_markers
@@ -30,8 +29,9 @@ def load_facts_module():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return build.build_site(tmp_path_factory.mktemp("site"), pyodide_cdn=True)
+def site(cdn_site) -> Path:
+    """The site as build.py builds it, without Pyodide's files (read only: every module shares one build)."""
+    return cdn_site
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 // (runner.js), which checks it against mha_core and answers pass, fail, error or stopped. The code editor
 // (CodeMirror, editor.bundle.js) is imported when the exercise comes near the screen; until then, and if it
 // cannot load, a plain textarea is the editor. Every message goes in as text.
-import { output, setText } from "../runtime/dom.js";
+import { output, setText, showMessage } from "../runtime/dom.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { runExercise, stopPython } from "./runner.js";
 import "../runtime/status.js";
@@ -64,6 +64,8 @@ class Exercise {
     this.result = output(root, "result");
     this.button = (name) => root.querySelector(`button[name="${name}"]`);
     this.run = 0; // the current run's number: a stopped run's late answer is dropped
+    this.words = JSON.parse(root.querySelector("[data-exercise-words]").content.textContent); // page_messages()
+    this.limitMs = Number(root.dataset.timeLimitMs);
     this.changed = (code) => keep(this.name, code, this.skeleton);
     this.textarea.value = kept(this.name) ?? this.skeleton;
     this.editor = plainEditor(this.textarea, this.changed);
@@ -74,9 +76,12 @@ class Exercise {
     whenNear(root, () => loadEditor(this).catch(() => (root.dataset.editorLoaded = "false")));
   }
 
-  show(status, message, printed = null) {
+  /** The run's status and message; printed, what the code printed (null: unchanged); pointer, a syntax error's line
+   * and caret (mha_core.exercises.syntax_pointer), in a monospace block so that the caret stands under its column. */
+  show(status, message, printed = null, pointer = "") {
     this.result.dataset.status = status;
     setText(this.result, message);
+    showMessage(this.root, "pointer", pointer);
     this.root.dataset.state = status;
     const running = status === "running";
     this.button("run").disabled = running;
@@ -90,19 +95,21 @@ class Exercise {
 
   async check() {
     const run = ++this.run;
-    this.show("running", "Running your code…", "");
+    this.show("running", this.words.running, "");
     const tell = (message) => run === this.run && this.show("running", message);
     const inputs = this.root.dataset.params ? { params: this.root.dataset.params } : {}; // the trained model's
-    const { status, message, output: printed } = await runExercise(this.name, this.editor.code(), tell, inputs);
+    const { words, limitMs } = this;
+    const { status, message, output: printed, pointer } =
+      await runExercise(this.name, this.editor.code(), tell, { words, limitMs, inputs });
     if (run !== this.run) return; // stopped meanwhile
-    this.show(status, message, printed);
+    this.show(status, message, printed, pointer);
     this.button("solution").hidden = false;
   }
 
   stop() {
     this.run++;
     stopPython("stopped");
-    this.show("stopped", "Stopped. Run starts a fresh Python.");
+    this.show("stopped", this.words.stopped);
     this.button("solution").hidden = false;
   }
 

@@ -8,7 +8,7 @@ import json
 
 from markupsafe import Markup, escape
 
-from mha_core.exercises import EXERCISES, exercise_info
+from mha_core.exercises import EXERCISES, TIME_LIMIT_S, exercise_info, page_messages
 from sitebuild import editor
 from widgets.training.widget import asset_bytes as training_run
 
@@ -21,7 +21,7 @@ def context(name: str = "") -> dict:
     info = exercise_info(name)
     params = json.loads(training_run())["checkpoints"][-1]["params"] if EXERCISES[name].trained_cases else None
     return {"exercise": info, "skeleton": one_line(info["skeleton"]), "solution": one_line(info["solution"]),
-            "params": params}
+            "params": params, "words": page_messages(), "time_limit_ms": TIME_LIMIT_S * 1000}
 
 
 def one_line(code: str) -> Markup:

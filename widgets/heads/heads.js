@@ -1,190 +1,192 @@
-// The heads widget: the constructed heads' attention patterns on a sentence, as a heatmap, small
-// multiples and highlights in the sentence, with the knock-out of the previous-token head. This module
-// wires the events and asks Python (head_patterns, head_weights); render.js draws. One head_patterns
-// call answers all five heads, so switching heads renders from the result in hand, without Python.
-// The page arrives pre-rendered (data-state="initial"); this module keeps it live.
+// The heads widget: the constructed heads' attention patterns on the reader's sentence, with the knock-out of the
+// previous-token head. The page's Python answers with the widget's view (mha_core.views.heads), every head's
+// outputs in one view: the shared binding writes the shown head's into the slots the template rendered, so
+// switching heads needs no Python. This module wires the controls; runtime/live.js is the life cycle.
+import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
+import { keepInURL, output, setText, showMessage } from "../runtime/dom.js";
+import { InputError, live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
-import { keepInURL, output, showMessage } from "../runtime/dom.js";
-import { noteIgnored, recomputeOnReady, whileShown } from "../runtime/status.js";
-import { adoptGrid, cellAt, moveFrom, setActive } from "../shared/grid.js";
-import { makePalette } from "../shared/palette.js";
-import { renderHead, selectQuery, showCell, showResult } from "./render.js";
-import { keyOf, markStale } from "./stale.js";
+import { noteIgnored, whileShown } from "../runtime/status.js";
+import { moveFrom } from "../shared/grid.js";
+import { cellAt, drawThumb, headCells, maskedNames, placeCells, selectQuery, setActive, showCell } from "./cells.js";
+import { staleText } from "./stale.js";
 import { readURL, writeURL } from "./state.js";
-import { renderWeights } from "./weights.js";
 
-const CACHE_SIZE = 8; // results kept, by sentence and knock-out
+/** What the controls ask for: {sentence, ablate}. */
+const wanted = (w) => ({ sentence: w.textarea.value, ablate: w.ablate.checked });
 
-// The knock-out box's value is the head it zeroes.
-const argsOf = (w, job) => ({ text_or_tokens: job.sentence, ablate: job.ablate ? [w.ablate.value] : [] });
-
-/** The result for job: from the cache at once, else from Python (requests made meanwhile: latest wins). */
-async function request(w, job) {
-  w.wanted = job;
-  const hit = w.cache.get(keyOf(job));
-  if (hit) return finish(w, job, hit);
-  w.root.dataset.state = "busy";
-  markStale(w);
-  if (w.pending) return;
-  w.pending = true;
-  while (w.pending) {
-    const asked = w.wanted;
-    try {
-      const result = await call("head_patterns", argsOf(w, asked));
-      w.cache.set(keyOf(asked), result);
-      if (w.cache.size > CACHE_SIZE) w.cache.delete(w.cache.keys().next().value);
-      if (asked === w.wanted) finish(w, asked, result);
-    } catch (err) {
-      if (asked === w.wanted) fail(w, err);
-    }
-    w.pending = asked !== w.wanted && !w.cache.has(keyOf(w.wanted));
-  }
+/** heads_view's arguments for the controls (the knock-out box's value is the head it zeroes). */
+function args(w) {
+  const { sentence, ablate } = wanted(w);
+  w.asked = sentence;
+  if (!sentence.trim()) throw new InputError("Type a sentence: at least one word or punctuation mark.");
+  return { text_or_tokens: sentence, ablate: ablate ? [w.ablate.value] : [] };
 }
 
-/** The shown state, kept in the page's URL. */
+/** The stale line: what is shown instead of what the controls hold, and why (empty when the view is theirs). */
+function sayStale(w, stale) {
+  const failed = w.root.dataset.state === "error" || w.runtime === "error";
+  const text = stale ? staleText(w.shown, wanted(w), { example: w.example, failed, ready: w.runtime === "ready" }) : "";
+  showMessage(w.root, "stale", text);
+}
+
 function keepState(w) {
-  if (w.urlState) keepInURL(w, () => writeURL(location.search, { ...w.job, head: w.head }, w.data.sentence));
+  if (w.urlState) keepInURL(w, () => writeURL(location.search, { ...w.shown, head: w.head }, w.example));
 }
 
-function finish(w, job, result) {
-  showResult(w, job, result);
-  w.root.dataset.state = "live";
-  markStale(w);
+/** Bind the shown head's outputs and redraw what reads them: the tab order, the query, the readout. */
+function showHead(w) {
+  bind(w.root, { outputs: { ...w.view.heads[w.head].outputs, grid: { cells: headCells(w.view, w.head) } } });
+  w.root.dataset.head = w.head;
+  for (const button of w.buttons) button.setAttribute("aria-pressed", String(button.dataset.head === w.head));
+  setActive(w, w.active.q, w.active.k);
+  selectQuery(w, w.query);
+  if (w.readout) showCell(w, w.readout.q, w.readout.k);
   if (w.details.open) showWeights(w);
+}
+
+/** A new view (a new sentence, or the knock-out toggled): the shared outputs, the pictures, then the head. */
+function showView(w, view, asked) {
+  const sentenceChanged = asked.text_or_tokens !== w.shown.sentence;
+  w.view = view;
+  w.shown = { sentence: asked.text_or_tokens, ablate: asked.ablate.length > 0 };
+  bind(w.root, view);
+  placeCells(w.table);
+  bind(w.root, { outputs: { masked: { cells: { label: maskedNames(view) } } } });
+  w.root.style.setProperty("--n", w.root.dataset.tokens);
+  [...w.picker.options].forEach((option, i) => { option.value = String(i); });
+  const n = view.outputs.sentence.rows.length;
+  if (sentenceChanged || w.query >= n) w.query = view.query; // mha_core's choice, as at build time
+  if (w.readout && (sentenceChanged || w.readout.q >= n)) { // a cell of another text: its tokens go too
+    w.readout = null;
+    setText(w.readoutEl, w.prompt);
+  }
+  drawThumbs(w);
+  showHead(w);
   keepState(w);
 }
 
-function fail(w, err) {
-  w.root.dataset.state = "error";
-  showMessage(w.root, "error", `Could not compute the patterns of this sentence: ${err.message}`);
-  markStale(w);
-}
+const drawThumbs = (w) => w.buttons.forEach((b) => drawThumb(b.querySelector("canvas"), w.view, w.view.heads[b.dataset.head].cells.shade));
 
-/** Apply the sentence field (on change, Enter or submit) and the knock-out box. */
-function apply(w) {
-  const sentence = w.textarea.value;
-  const job = { sentence, ablate: w.ablate.checked };
-  if (!sentence.trim()) { // nothing to compute: what is shown stays, marked as not the box's
-    w.wanted = job;
-    markStale(w);
-    return showMessage(w.root, "error", "Type a sentence: at least one word or punctuation mark.");
-  }
-  if (keyOf(job) !== keyOf(w.wanted) || w.root.dataset.state === "error") request(w, job);
-  else showMessage(w.root, "error", ""); // the sentence asked for already: only a message about the field goes
-}
-
-/** Enter applies the sentence, Shift+Enter starts a new line (and Enter that confirms an input method's text does neither). */
-function onFieldKey(w, event) {
-  if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
-  event.preventDefault();
-  apply(w);
-}
-
-const say = (el, text) => el.replaceChildren(Object.assign(document.createElement("p"), { textContent: text }));
-
-/** The selected head's matrices in the open details; one head_weights call per sentence, shared by all waiting. */
+/** The shown head's matrices in the open details: one heads_weights_view call per view, shared by all waiting. */
 async function showWeights(w) {
   const el = output(w.root, "weights");
-  const key = keyOf(w.job);
+  const key = JSON.stringify(w.shown);
   if (w.weights?.key !== key) {
-    say(el, "Loading the matrices from Python…");
-    w.weights = { key, reply: call("head_weights", argsOf(w, w.job)) };
+    for (const part of el.querySelectorAll('[data-output$="-table"], [data-output$="-zero"]')) part.hidden = true;
+    setText(output(el, "intro"), "Loading the matrices from Python…");
+    w.weights = { key, reply: call("heads_weights_view", { text_or_tokens: w.shown.sentence, ablate: w.shown.ablate ? [w.ablate.value] : [] }) };
   }
   try {
     const reply = await w.weights.reply;
-    if (key === keyOf(w.job)) renderWeights(el, reply, w.head); // else a newer sentence loads its own
+    if (key === JSON.stringify(w.shown)) bind(el, { outputs: reply.heads[w.head] }); // else a newer view loads its own
   } catch (err) {
     if (w.weights?.key === key) w.weights = null;
-    say(el, `Could not load the matrices: ${err.message}`);
+    setText(output(el, "intro"), `Could not load the matrices: ${err.message}`);
   }
 }
 
 function selectHead(w, head) {
   if (head === w.head) return;
   w.head = head;
-  renderHead(w);
-  if (w.details.open) showWeights(w);
+  showHead(w);
   keepState(w);
 }
 
 function onGridKey(w, event) {
   const td = event.target.closest("td[data-q]");
-  const to = td && moveFrom(w.grid, Number(td.dataset.q), Number(td.dataset.k), event);
+  const to = td && moveFrom({ n: w.table.tBodies[0].rows.length }, Number(td.dataset.q), Number(td.dataset.k), event);
   if (!to) return;
   event.preventDefault();
-  cellAt(w.grid, ...to).focus();
+  cellAt(w.table, ...to).focus();
 }
 
 function onGridFocus(w, event) {
   const td = event.target.closest("td[data-q]");
   if (!td) return;
   const [q, k] = [Number(td.dataset.q), Number(td.dataset.k)];
-  setActive(w.grid, q, k);
+  setActive(w, q, k);
   showCell(w, q, k);
   if (q !== w.query) selectQuery(w, q);
 }
 
-/** The query picker's choice: row q selected, and the grid's keyboard position moved into it. */
-function pickQuery(w, q) {
-  selectQuery(w, q);
-  setActive(w.grid, q, Math.min(w.grid.active.k, q));
-}
-
-function restoreFromURL(w) {
+function restoreFromURL(w, request) {
   const { values, ignored } = readURL(location.search, [...w.buttons].map((b) => b.dataset.head));
   noteIgnored(w.root, ignored);
   if (values.head) selectHead(w, values.head);
   if (values.sentence === undefined && values.ablate === undefined) return;
   if (values.sentence !== undefined) w.textarea.value = values.sentence;
   if (values.ablate !== undefined) w.ablate.checked = values.ablate;
-  apply(w);
+  request(w.textarea);
 }
 
-function mount(root) {
-  const data = JSON.parse(root.querySelector("[data-heads-data]").content.textContent);
-  const job = { sentence: data.sentence, ablate: false };
-  const w = {
-    root, data, job, wanted: job, result: data.result, head: root.dataset.head, query: Number(root.dataset.query),
-    palette: makePalette(data.palette, data.steps), layers: data.layers, grid: adoptGrid(root.querySelector("table")),
-    buttons: root.querySelectorAll("button[data-head]"), textarea: root.querySelector('textarea[name="sentence"]'),
-    picker: root.querySelector('select[name="query"]'),
-    ablate: root.querySelector('input[name="ablate"]'), details: output(root, "weights-details"),
-    cache: new Map([[keyOf(job), data.result]]), urlState: root.hasAttribute("data-url-state"), readout: null,
-    prompt: output(root, "cell").textContent, // the readout's words until a cell is read
-  };
-  w.ablate.checked = false; // a reloaded page may keep the box ticked; the pre-rendered patterns are without
-  showResult(w, job, data.result);
-  whileShown(root, ({ state }) => {
-    w.runtime = state;
-    markStale(w);
+function wire(w, request) {
+  const { root, table } = w;
+  root.querySelector("form").addEventListener("submit", (event) => { event.preventDefault(); request(w.textarea); });
+  w.textarea.addEventListener("change", () => request(w.textarea));
+  // A text applied by Enter is not the field's last change to the browser: typing back the text applied by a
+  // change before it and leaving the field fires no change, so leaving asks for any text not asked for last.
+  w.textarea.addEventListener("blur", () => {
+    if (w.textarea.value !== w.asked) request(w.textarea);
   });
-  root.querySelector("form").addEventListener("submit", (event) => { event.preventDefault(); apply(w); });
-  w.textarea.addEventListener("change", () => apply(w));
-  w.textarea.addEventListener("keydown", (event) => onFieldKey(w, event));
+  w.textarea.addEventListener("keydown", (event) => { // Enter shows the sentence, Shift+Enter starts a new line
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    request(w.textarea);
+  });
   w.ablate.addEventListener("change", () => {
     if (w.ablate.checked) selectHead(w, "induction"); // the head the knock-out breaks
-    apply(w);
+    request(w.ablate);
   });
   root.querySelector(".mha-heads__heads").addEventListener("click", (event) => {
     const button = event.target.closest("button[data-head]");
     if (button) selectHead(w, button.dataset.head);
   });
-  const table = root.querySelector("table");
   table.addEventListener("focusin", (event) => onGridFocus(w, event));
   table.addEventListener("keydown", (event) => onGridKey(w, event));
   table.addEventListener("mouseover", (event) => {
     const td = event.target.closest("td[data-q]");
     if (td) showCell(w, Number(td.dataset.q), Number(td.dataset.k));
   });
-  w.picker.addEventListener("change", () => pickQuery(w, Number(w.picker.value)));
-  output(root, "sentence").addEventListener("click", (event) => {
+  w.picker.addEventListener("change", () => {
+    selectQuery(w, Number(w.picker.value));
+    setActive(w, w.query, Math.min(w.active.k, w.query));
+  });
+  w.sentence.addEventListener("click", (event) => {
     const token = event.target.closest("button[data-token-index]");
     if (token) showCell(w, w.query, Number(token.dataset.tokenIndex));
   });
   w.details.addEventListener("toggle", () => w.details.open && showWeights(w));
-  recomputeOnReady(root, () => request(w, w.wanted));
-  if (w.urlState) restoreFromURL(w);
+}
+
+function mount(root) {
+  const data = JSON.parse(root.querySelector("[data-heads-data]").content.textContent);
+  const table = root.querySelector("table");
+  const focusable = table.querySelector('td[tabindex="0"]');
+  const w = {
+    root, table, view: data.view, example: data.sentence, asked: data.sentence, shown: { sentence: data.sentence, ablate: false },
+    head: root.dataset.head, query: Number(root.dataset.query),
+    active: { q: Number(focusable.dataset.q), k: Number(focusable.dataset.k) },
+    buttons: [...root.querySelectorAll("button[data-head]")], textarea: root.querySelector('textarea[name="sentence"]'),
+    picker: root.querySelector('select[name="query"]'), ablate: root.querySelector('input[name="ablate"]'),
+    details: output(root, "weights-details"), sentence: output(root, "sentence"), attends: output(root, "query"),
+    urlState: root.hasAttribute("data-url-state"), readout: null, readoutEl: output(root, "cell"),
+    prompt: output(root, "cell").textContent, // the readout's words until a cell is read
+  };
+  w.ablate.checked = false; // a reloaded page may keep the box ticked; the built view is without
+  drawThumbs(w);
+  const request = live(root, {
+    fn: "heads_view", args: () => args(w), show: (view, asked) => showView(w, view, asked),
+    failure: "Could not compute the patterns of this sentence", marked: (stale) => sayStale(w, stale),
+    settled: () => sayStale(w, root.querySelector("[data-results]").dataset.stale === "true"),
+  });
+  whileShown(root, ({ state }) => {
+    w.runtime = state;
+    sayStale(w, root.querySelector("[data-results]").dataset.stale === "true");
+  });
+  wire(w, request);
+  if (w.urlState) restoreFromURL(w, request);
 }
 
 mountEach('[data-mha-widget="heads"]', mount);

@@ -1,13 +1,12 @@
 // The real model's files and failures, for real_model.js (no DOM: tested under node --test).
+import { fillIn } from "../runtime/dom.js";
 
 const MEMORY = /MemoryError|out of memory|OOM|allocation failed|Array buffer/i;
 
-/** The reader's words for a failure: not enough memory said plainly, anything else as it is. */
-export function failure(error) {
-  if (MEMORY.test(error.message)) {
-    return "This device has not enough free memory to run the model (about 0.5 GB): the heads shown are the ones computed when the page was built.";
-  }
-  return `The model could not run: ${error.message}`;
+/** The reader's words for a failure, from the widget's words (mha_core.views.real_model.messages): not enough
+ * memory said plainly, anything else as it is. */
+export function failure(error, words) {
+  return MEMORY.test(error.message) ? words.memory : fillIn(words.failed, { error: error.message });
 }
 
 /** The model's files as the runtime's download() takes them ({url: {source, gzip, sha256, bytes, name}}), from the

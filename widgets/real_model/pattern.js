@@ -1,23 +1,26 @@
 // A head's attention pattern drawn on a canvas: row i the query token i, column j the key token j (j ≤ i), each
-// cell as dark as its weight, the tokens written along both edges. rows[i] holds query i's i + 1 weights.
+// cell as dark as its weight, the tokens written along both edges. rows[i] holds query i's i + 1 weights, each
+// a byte (round(255 · w): the build's patterns and real_model_pattern's alike).
+import { fillIn } from "../runtime/dom.js";
 
 const MAX_SIDE = 520; // CSS pixels of the matrix and its labels
 const LABEL = 0.28; // of the side, for the labels
 
 /** The lower-triangle rows of head `index` in an asset of quantized patterns (bytes: a byte a weight, 255 = 1,
- * every head's n(n+1)/2 bytes one after the other). */
+ * every head's n(n+1)/2 bytes one after the other), each row its bytes. */
 export function rowsFromBytes(bytes, index, n) {
   const size = (n * (n + 1)) / 2;
   const head = bytes.subarray(index * size, (index + 1) * size);
   const rows = [];
-  for (let i = 0, at = 0; i < n; at += ++i) rows.push(Array.from(head.subarray(at, at + i + 1), (b) => b / 255));
+  for (let i = 0, at = 0; i < n; at += ++i) rows.push(Array.from(head.subarray(at, at + i + 1)));
   return rows;
 }
 
-const shown = (token) => token.replace(/\n/g, "↵").replace(/\t/g, "⇥");
+/** token as the edges draw it: each character of drawn ({character: sign}) as its sign. */
+const shown = (token, drawn) => [...token].map((c) => drawn[c] ?? c).join("");
 
-/** Draw rows with the token labels on canvas, in the page's colours. */
-export function drawPattern(canvas, rows, tokens) {
+/** Draw rows with the token labels on canvas, in the page's colours (drawn: pattern_words().drawn). */
+export function drawPattern(canvas, rows, tokens, drawn) {
   const n = rows.length;
   const ratio = window.devicePixelRatio || 1;
   const labels = Math.round(MAX_SIDE * LABEL);
@@ -35,7 +38,7 @@ export function drawPattern(canvas, rows, tokens) {
   ctx.fillStyle = ink;
   for (let i = 0; i < n; i++) {
     for (let j = 0; j <= i; j++) {
-      ctx.globalAlpha = Math.min(1, rows[i][j]);
+      ctx.globalAlpha = rows[i][j] / 255;
       ctx.fillRect(labels + j * cell, labels + i * cell, cell, cell);
     }
   }
@@ -45,19 +48,20 @@ export function drawPattern(canvas, rows, tokens) {
   ctx.font = `${Math.min(12, cell - 1)}px ${style.fontFamily}`;
   ctx.textBaseline = "middle";
   ctx.textAlign = "right";
-  tokens.forEach((t, i) => ctx.fillText(shown(t), labels - 4, labels + (i + 0.5) * cell, labels - 6));
+  tokens.forEach((t, i) => ctx.fillText(shown(t, drawn), labels - 4, labels + (i + 0.5) * cell, labels - 6));
   ctx.save();
   ctx.rotate(-Math.PI / 2);
   ctx.textAlign = "left";
-  tokens.forEach((t, j) => ctx.fillText(shown(t), -labels + 4, labels + (j + 0.5) * cell, labels - 6));
+  tokens.forEach((t, j) => ctx.fillText(shown(t, drawn), -labels + 4, labels + (j + 0.5) * cell, labels - 6));
   ctx.restore();
 }
 
-/** Query i's strongest key, for each query, in words: what the canvas shows, for a reader who cannot see it. */
-export function describe(rows, tokens) {
+/** Query i's strongest key, for each query, in words: what the canvas shows, for a reader who cannot see it.
+ * words: mha_core.views.real_model.pattern_words() (the sentence, a pair, and each byte's weight as text). */
+export function describe(rows, tokens, words) {
   const strongest = rows.map((row, i) => {
     const j = row.indexOf(Math.max(...row));
-    return `“${tokens[i]}” → “${tokens[j]}” ${row[j].toFixed(2)}`;
+    return fillIn(words.pair, { query: tokens[i], key: tokens[j], weight: words.weights[row[j]] });
   });
-  return `Each query token's strongest key: ${strongest.join("; ")}.`;
+  return fillIn(words.sentence, { pairs: strongest.join(words.separator) });
 }

@@ -4,15 +4,14 @@
 // layers one call a layer (mha_core.bridge.real_model), through the one life cycle (runtime/live.js): a newer
 // text stops an older one between layers, and the view that comes back is bound into the same slots.
 import { bind } from "../runtime/bind.js";
-import { call, download } from "../runtime/bridge.js";
-import { setText } from "../runtime/dom.js";
+import { call, download, downloaded } from "../runtime/bridge.js";
+import { fillIn, setText } from "../runtime/dom.js";
 import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { failure, modelFiles } from "./model.js";
 import { describe, drawPattern, rowsFromBytes } from "./pattern.js";
 
 const STORE = "mha-real-model"; // the model's files, kept apart from Python's own
-const mb = (bytes) => (bytes / 1e6).toFixed(1);
 
 /** One of the widget's assets (a text's patterns or view), fetched once, when first needed, as read(response). */
 const assets = new Map();
@@ -35,6 +34,9 @@ function mount(root) {
   const { text, example, load, retry } = form.elements;
   const progress = root.querySelector('[data-output="progress"]');
   const panel = root.querySelector("[data-pattern]");
+  const words = data.words; // mha_core.views.real_model.messages(): {name} marks what is filled in here
+  const say = (name, values = {}) => setText(progress, fillIn(words[name], values));
+  const failed = (error) => failure(error, words);
   let source = { asset: data.patterns[root.dataset.text], n: data.lengths[root.dataset.text] };
   let loaded = false;
   let wanted = 0; // each reader's text counts one up: a run whose count is not the latest stops between layers
@@ -54,18 +56,18 @@ function mount(root) {
     panel.hidden = false;
     setText(panel.querySelector("[data-pattern-title]"), button.getAttribute("aria-label"));
     const canvas = panel.querySelector("[data-pattern-canvas]");
-    drawPattern(canvas, rows, tokens());
-    canvas.setAttribute("aria-label", describe(rows, tokens()));
+    drawPattern(canvas, rows, tokens(), data.pattern.drawn);
+    canvas.setAttribute("aria-label", describe(rows, tokens(), data.pattern));
   }
 
   /** The reader's text through the 30 layers, layer by layer; null if a newer text came meanwhile. */
   async function runText({ text: value }) {
     const mine = ++wanted;
     const started = await call("real_model_start", { text: value });
-    for (let layer = 0; layer < started.n_layers; layer++) {
+    for (let step = started; step.progress;) {
       if (mine !== wanted) return null;
-      setText(progress, `Layer ${layer + 1} of ${started.n_layers}, ${started.n_tokens} tokens…`);
-      const step = await call("real_model_advance", { run: started.run });
+      setText(progress, step.progress); // Python's words for the layer that runs next
+      step = await call("real_model_advance", { run: started.run });
       if (step.view) return { view: step.view, run: started.run, n: started.n_tokens };
     }
     return null;
@@ -83,7 +85,7 @@ function mount(root) {
         return runText(asked);
       }
     },
-    failure,
+    failure: failed,
     show: (answer) => {
       if (!answer) return;
       bind(root, answer.view);
@@ -100,7 +102,7 @@ function mount(root) {
     const files = modelFiles(data, import.meta.url);
     try {
       await download(data.folder, STORE, files, (arrived, total) => {
-        setText(progress, `Downloading the model: ${mb(arrived)} of ${mb(total)} MB`);
+        say("downloading", { bytes: downloaded(arrived, total) });
       });
       loaded = true;
       load.hidden = true;
@@ -110,7 +112,7 @@ function mount(root) {
       root.dataset.state = "error";
       const slot = root.querySelector('[data-message="error"]');
       slot.hidden = false;
-      setText(slot, failure(error));
+      setText(slot, failed(error));
       setText(progress, "");
       load.disabled = false;
       retry.hidden = false;
@@ -134,13 +136,13 @@ function mount(root) {
     const el = event.target;
     if (el.name === "kind") root.dataset.kind = el.value;
     else if (el.name === "example" && el.value in data.views) {
-      showExample(el.value).catch((error) => setText(progress, `This text could not be shown: ${error.message}`));
+      showExample(el.value).catch((error) => say("text-failed", { error: error.message }));
     }
   });
   // On the textarea itself: a change event dispatched there without bubbling runs the text too.
   text.addEventListener("change", () => {
     if (!loaded) {
-      if (root.dataset.state === "idle") setText(progress, "Load the model to run your own text.");
+      if (root.dataset.state === "idle") say("own");
       return;
     }
     example.value = "own";
@@ -150,7 +152,7 @@ function mount(root) {
   retry.addEventListener("click", loadModel);
   root.addEventListener("click", (event) => {
     const button = event.target.closest(".mha-rm__head");
-    if (button) openHead(button).catch((error) => setText(progress, `The pattern could not be shown: ${error.message}`));
+    if (button) openHead(button).catch((error) => say("pattern-failed", { error: error.message }));
   });
   root.querySelector(".mha-rm__grid").addEventListener("keydown", (event) => moveFocus(root, event));
 }

@@ -22,7 +22,8 @@ import numpy as np
 
 from mha_core.bridge.real_model import MODEL_FOLDER
 from mha_core.llama import head_scores, read_gguf, run_layers, split_model, tokenizer_from_gguf
-from mha_core.views.real_model import KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, real_model_view, token_texts
+from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, load_text, messages,
+                                      pattern_words, real_model_view, token_texts)
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.assets import MODEL_SHA256, model_path, required
 from sitebuild.sources import sources_key
@@ -149,9 +150,9 @@ def context() -> dict:
         "texts": [{"name": name, "label": TEXT_NAMES[name], "text": all_texts[name]} for name in TEXTS],
         "kinds": [{"name": KIND_NAMES[k], "label": KIND_NAMES[k].capitalize()} for k in KINDS],
         "layers": N_LAYERS, "heads": N_HEADS, "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
-        "model_mb": f"{sum(f['bytes'] for f in files.values()) / 1e6:.0f}",
+        "load_text": load_text(sum(f["bytes"] for f in files.values())),
         "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "folder": MODEL_FOLDER,
-                 "dir": MODEL_DIR, "maxTokens": MAX_TOKENS,
+                 "dir": MODEL_DIR, "maxTokens": MAX_TOKENS, "words": messages(), "pattern": pattern_words(),
                  "patterns": {name: f"patterns-{name}.bin" for name in TEXTS},
                  "lengths": {name: len(heads()[name]["ids"]) for name in TEXTS}},
     }

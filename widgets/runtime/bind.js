@@ -3,7 +3,8 @@
 // Text goes in as text; only what changed is written, so a view costs little more than its changes.
 //   text -> textContent   value -> data-value   vars -> CSS variables (--v, --w)   label -> aria-label
 //   hidden -> hidden      title -> title        data -> data-*
-//   rows -> repeated elements, cloned from the element's <template>, its last child
+//   rows -> repeated elements, cloned from the element's <template>, its last child; count -> as many, left as cloned
+//   cells -> many like elements at once, given as lists (a heatmap's cells: far smaller than a slot per cell)
 //   outputs -> {name: slot} of the element's own data-output descendants
 import { setData, setText } from "./dom.js";
 
@@ -31,6 +32,39 @@ function setVar(el, name, value) {
   if (el.style.getPropertyValue(name) !== text) el.style.setProperty(name, text);
 }
 
+/** An attribute written only when it changes: a write restyles what attribute selectors match, even unchanged. */
+function setAttr(el, name, text) {
+  if (el.getAttribute(name) !== text) el.setAttribute(name, text);
+}
+
+/** Value i of a list of cells: list[i], or given as {index, values} (a few values repeated), values[index[i]]. */
+const at = (list, i) => (Array.isArray(list) ? list[i] : list.values[list.index[i]]);
+
+const cellStyles = new WeakMap(); // cell -> {property: the value the binding last wrote}
+
+/** A cell's style property, written only when it changes: compared with what was written last, since reading a
+ * colour back from the style costs more than writing it. */
+function setCellStyle(el, name, value) {
+  if (!cellStyles.has(el)) cellStyles.set(el, {});
+  const written = cellStyles.get(el);
+  if (written[name] === value) return;
+  written[name] = value;
+  el.style.setProperty(name, value);
+}
+
+/** cells ({data: {key: list}, vars: {property: list}, label: list}: value i for element i) into el's descendants
+ * that match its data-cells selector, in document order. */
+function putCells(el, cells) {
+  const targets = el.querySelectorAll(el.dataset.cells);
+  const data = Object.entries(cells.data ?? {}).map(([key, list]) => [`data-${key}`, list]);
+  const vars = Object.entries(cells.vars ?? {});
+  targets.forEach((target, i) => {
+    for (const [name, list] of data) setAttr(target, name, at(list, i));
+    for (const [name, list] of vars) setCellStyle(target, name, at(list, i));
+    if (cells.label) setAttr(target, "aria-label", at(cells.label, i));
+  });
+}
+
 /** One slot into one element. */
 export function put(el, slot) {
   if (typeof slot === "string") return setText(el, slot);
@@ -40,8 +74,10 @@ export function put(el, slot) {
   if ("title" in slot && el.title !== slot.title) el.title = slot.title;
   if ("hidden" in slot) el.hidden = Boolean(slot.hidden);
   for (const [name, value] of Object.entries(slot.vars ?? {})) setVar(el, name, value);
-  for (const [key, value] of Object.entries(slot.data ?? {})) el.setAttribute(`data-${key}`, String(value));
+  for (const [key, value] of Object.entries(slot.data ?? {})) setAttr(el, `data-${key}`, String(value));
   if (slot.rows) rowsOf(el, slot.rows.length).forEach((row, i) => put(row, slot.rows[i]));
+  if ("count" in slot) rowsOf(el, slot.count);
+  if (slot.cells) putCells(el, slot.cells);
   if (slot.outputs) fill(el, slot.outputs);
 }
 

@@ -48,6 +48,10 @@ const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
 /** The size of Python's download, in MB on the wire. */
 export const downloadMB = () => megabytes(WIRE_BYTES);
 
+/** A download's progress, the one way every download says it (Python's, and a widget's through download()):
+ * "4.8 of 7.0 MB". */
+export const downloaded = (arrived, total) => `${megabytes(arrived)} of ${megabytes(total)} MB`;
+
 /** Every file Python is made of ({indexURL, files: {url: {source, gzip, sha256, bytes}}}; the wheels end in .whl). */
 function pythonFiles() {
   const indexURL = config.pyodide || new URL("../../pyodide/", import.meta.url).href;
@@ -70,7 +74,7 @@ function initMessage() {
  * ("Starting Python… (downloading: 5.2 of 7.0 MB)" while the rest still arrives). */
 function progressMessage({ step, waiting, arrived, total }) {
   if (arrived >= total) return step;
-  const bytes = `${megabytes(arrived)} of ${megabytes(total)} MB`;
+  const bytes = downloaded(arrived, total);
   return waiting ? `Downloading Python: ${bytes}` : `${step} (downloading: ${bytes})`;
 }
 
@@ -171,7 +175,7 @@ export class Runtime {
       this.isReady = true;
       clearTimeout(this.timer);
       this.settle.resolve();
-      const how = data.restored ? " (restored as your last visit left it)" : "";
+      const how = data.restored ? " (its start restored from the memory an earlier visit kept)" : "";
       this.report("ready",
                   `Python ready in ${(data.ms / 1000).toFixed(1)} s${how}: the numbers are computed in your browser.`);
     } else if (data.type === "kept") { // from the downloads worker

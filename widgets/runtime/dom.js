@@ -12,6 +12,10 @@ export function setData(el, key, value) {
   if (el && el.dataset[key] !== value) el.dataset[key] = value;
 }
 
+/** A sentence of Python's (a view's or a template's) with its {name} marks filled from values: the page fills in
+ * texts made elsewhere (a token, an error's message, a download's progress), never a number of its own. */
+export const fillIn = (sentence, values) => sentence.replace(/\{(\w+)\}/g, (mark, name) => values[name] ?? mark);
+
 /** Show text in root's data-output="name" element, or hide that element when text is empty. */
 export function showMessage(root, name, text) {
   const el = output(root, name);

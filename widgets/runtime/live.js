@@ -64,10 +64,16 @@ export function setDisabled(controls, disabled, fallback) {
  *   show     show(view, args): what to do with an answer (bind it into root by default)
  *   failure  the reader's words for a failed call: a start ("Could not compute this" by default) that the
  *            error's message follows, or failure(error, args) for words of its own
- *   settled  settled(error): after the latest request is answered (error null) or refused */
+ *   settled  settled(error): after the latest request is answered (error null) or refused
+ *   marked   marked(stale): each time the results are marked stale or not (a widget that says why) */
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), failure, settled = () => {},
+  marked = () => {},
 }) {
+  const mark = (stale) => {
+    markStale(root, stale);
+    marked(stale);
+  };
   let cause = root;
   let asked = null;
   let staleTimer = null;
@@ -85,14 +91,14 @@ export function live(root, {
     show: (view, latest) => {
       if (latest) {
         clearTimeout(staleTimer);
-        markStale(root, false);
+        mark(false);
       }
       show(view, asked);
     },
     settle: (error) => {
       clearTimeout(staleTimer);
       showError(root, errorSlotNear(root, cause), say(error));
-      if (error) markStale(root, true);
+      if (error) mark(true);
       root.dataset.state = error ? "error" : "live";
       settled(error);
     },
@@ -105,8 +111,8 @@ export function live(root, {
     showError(root, errorSlotNear(root, cause), say(error));
     clearTimeout(staleTimer);
     const ready = document.documentElement.dataset.mhaRuntime === "ready";
-    if (error || !ready) markStale(root, true);
-    else staleTimer = setTimeout(() => markStale(root, true), STALE_AFTER_MS);
+    if (error || !ready) mark(true);
+    else staleTimer = setTimeout(() => mark(true), STALE_AFTER_MS);
     return request();
   };
 }

@@ -11,7 +11,8 @@ import json
 from mha_core import bridge
 from mha_core.presets import presets
 from mha_core.shapes import TENSOR_NAMES
-from mha_core.views.shapes import PARAM_NAMES, integer
+from mha_core.views import whole_error
+from mha_core.views.shapes import PARAM_NAMES
 
 
 def boolean(text: str) -> bool:
@@ -72,7 +73,7 @@ def context(**options) -> dict:
     if view["outputs"]["check"]["data"]["ok"] != "true":
         raise ValueError(f"shapes widget: {view['outputs']['check']['text']}")
     return {"config": config, "view": view, "tensors": TENSOR_NAMES, "params": PARAM_NAMES, "fields": fields(),
-            "presets": preset_options(), "dtypes": DTYPES, "limits": size_limits(), "integer": integer}
+            "presets": preset_options(), "dtypes": DTYPES, "limits": size_limits(), "whole_error": whole_error}
 
 
 def size_limits() -> dict[str, int]:

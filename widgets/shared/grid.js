@@ -81,17 +81,16 @@ export function setTokens(g, tokens, name) {
   if (!cellAt(g, g.active.q, g.active.k)) setActive(g, 0, 0);
 }
 
-/** Colour each drawn cell by its weight (pattern: [n, n], row = query), record it to 4 decimals and
-    name the cell name(q, k, those decimals) for assistive technology. */
-export function paint(g, pattern, colour, name) {
+/** Colour each drawn cell by its weight ({weights: [n, n], texts: [n, q + 1]}, row = query: the weights and the
+    texts Python wrote of them), record its text and name the cell name(q, k, text) for assistive technology. */
+export function paint(g, { weights, texts }, colour, name) {
   for (let q = 0; q < g.n; q++) {
     const cells = g.rows[q].cells;
-    const row = pattern[q];
     for (let k = 0; k <= q; k++) {
-      const text = row[k].toFixed(4);
+      const text = texts[q][k];
       if (cells[k].dataset.weight === text && !g.renamed) continue;
       cells[k].dataset.weight = text;
-      cells[k].style.backgroundColor = colour(row[k]);
+      cells[k].style.backgroundColor = colour(weights[q][k]);
       cells[k].ariaLabel = name(q, k, text);
     }
   }

@@ -1,7 +1,8 @@
 // The two curves of a training run as SVG: the loss on first occurrences and on repeats against a uniform
 // guess's loss, and each head's detector score (previous-token for the layers before the last, induction
 // for the last; both for a model of one layer), with a marker at the shown step. The axes' words and numbers
-// are Python's (run.axes, mha_core.views.training.chart_axes); every label goes in as text (textContent).
+// are Python's (run.axes, mha_core.views.training.chart_axes); every label goes in as text (textContent). Only
+// the SVG's coordinates are computed here.
 const NS = "http://www.w3.org/2000/svg";
 const BOX = { left: 44, right: 312, top: 10, bottom: 140 }; // plot area inside the 320 × 180 viewBox
 const DASHES = ["", "5 3", "2 2", "8 3 2 3"]; // one per head of a layer
@@ -17,7 +18,8 @@ const x = (step, steps) => BOX.left + (step / steps) * (BOX.right - BOX.left);
 const y = (value, top) => BOX.bottom - (Math.min(Math.max(value, 0), top) / top) * (BOX.bottom - BOX.top);
 
 /** Axes with their ticks and units, lines and the step marker of one chart.
-    axis: {top, unit, ticks: [{value, text}], level?: {value, text, label}} (chart_axes'); steps: {total, text};
+    axis: {top, unit, ticks: [{value, text}], level?: {value, text, label}} (chart_axes'); steps: {total, start,
+    end, label} (the x-axis: its length in steps, and chart_axes' words for it);
     lines: [{values, history, className, dash, label}]. */
 function draw(svg, steps, axis, lines, step) {
   const { top, unit, ticks, level } = axis;
@@ -30,9 +32,9 @@ function draw(svg, steps, axis, lines, step) {
   }
   el(svg, "line", { x1: BOX.left, y1: BOX.bottom, x2: BOX.right, y2: BOX.bottom, class: "axis" });
   el(svg, "line", { x1: BOX.left, y1: BOX.top, x2: BOX.left, y2: BOX.bottom, class: "axis" });
-  el(svg, "text", { x: BOX.left, y: BOX.bottom + 15, "text-anchor": "middle" }, "0");
-  el(svg, "text", { x: BOX.right, y: BOX.bottom + 15, "text-anchor": "end" }, steps.text);
-  el(svg, "text", { x: (BOX.left + BOX.right) / 2, y: BOX.bottom + 32, "text-anchor": "middle", "data-axis": "x" }, "training step");
+  el(svg, "text", { x: BOX.left, y: BOX.bottom + 15, "text-anchor": "middle" }, steps.start);
+  el(svg, "text", { x: BOX.right, y: BOX.bottom + 15, "text-anchor": "end" }, steps.end);
+  el(svg, "text", { x: (BOX.left + BOX.right) / 2, y: BOX.bottom + 32, "text-anchor": "middle", "data-axis": "x" }, steps.label);
   const middle = (BOX.top + BOX.bottom) / 2;
   el(svg, "text", { x: 12, y: middle, "text-anchor": "middle", transform: `rotate(-90 12 ${middle})`, "data-axis": "y" }, unit);
   for (const line of lines) {
@@ -81,7 +83,7 @@ function lines(run, reference) {
     loss on repeats is drawn for comparison. */
 export function drawCharts(root, run, step, reference = null) {
   const { loss, scores } = lines(run, reference);
-  const steps = { total: run.steps, text: String(run.steps) }; // a whole number: its text is its digits
+  const steps = { total: run.steps, ...run.axes.steps };
   draw(root.querySelector('[data-chart="loss"]'), steps, run.axes.loss, loss, step);
   draw(root.querySelector('[data-chart="scores"]'), steps, run.axes.scores, scores, step);
   legend(root.querySelector('[data-legend="loss"]'), [...loss, { className: "level", dash: "3 2", label: run.axes.loss.level.legend }]);

@@ -8,7 +8,7 @@ import { fill } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { live, setDisabled } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
-import { output, setData, setText, showMessage } from "../runtime/dom.js";
+import { fillIn, output, setData, setText, showMessage } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "../shared/grid.js";
 import { readWhole } from "../shared/numbers.js";
@@ -20,13 +20,13 @@ import { decodePatterns, drawGrid, drawHead, layoutGrid } from "./view.js";
 const SLICE_MS = 80; // Python's share of each slice of a live run
 let leftRun = null; // the reader's run that leaving its page stopped: the next training widget says so
 
-/** The built run with every checkpoint, if the asset is the one the page was built with. */
-async function loadAsset(root) {
+/** The built run with every checkpoint, if the asset is the one the page was built with (words: the widget's). */
+async function loadAsset(root, words) {
   const response = await fetch(new URL(`./${root.dataset.asset}`, import.meta.url));
   if (!response.ok) throw new Error(`${root.dataset.asset}: HTTP ${response.status}`);
   const bytes = await response.arrayBuffer();
   if (crypto.subtle && (await sha256(bytes)) !== root.dataset.sha256) {
-    throw new Error(`${root.dataset.asset} is not the file this page was built with (its sha256 differs)`);
+    throw new Error(fillIn(words["asset-changed"], { asset: root.dataset.asset }));
   }
   return JSON.parse(new TextDecoder().decode(bytes));
 }
@@ -34,13 +34,13 @@ async function loadAsset(root) {
 /** The built run with every checkpoint, fetched once (about 0.9 MB): when the widget is about to be seen, or
     first needed. */
 function loadRun(w) {
-  w.asset ??= loadAsset(w.root).then((full) => {
+  w.asset ??= loadAsset(w.root, w.words).then((full) => {
     w.built = full;
     if (w.runId !== "built") return;
     w.run = full;
     show(w, w.index);
     if (w.ablate.size || w.text !== null) measure(w);
-  }).catch((err) => fail(w, `The recorded run could not be loaded: ${err.message}`));
+  }).catch((err) => fail(w, fillIn(w.words["asset-failed"], { error: err.message })));
   return w.asset;
 }
 
@@ -72,8 +72,8 @@ function show(w, index) {
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String(labels.length));
   drawGrid(w, patterns);
-  const sequence = view && w.text !== null ? "your text" : run.sequence;
-  drawHead(w, patterns, labels, checkpoint.step, sequence);
+  const sequence = view && w.text !== null ? w.words["your-text"] : run.sequence;
+  drawHead(w, patterns, labels, checkpoint.outputs.step.text, sequence);
   setText(output(w.root, "knockout"), knockoutMessage(w, view));
   drawCharts(w.root, run, checkpoint.step, reference(w));
 }
@@ -83,7 +83,7 @@ function show(w, index) {
 function knockoutMessage(w, view) {
   if (!w.ablate.has(w.selected.join(","))) return w.knockoutHelp;
   if (view?.readout) return view.readout;
-  return w.root.dataset.state === "busy" ? "Measuring without the knocked-out heads (Python)…" : w.knockoutHelp;
+  return w.root.dataset.state === "busy" ? w.words.measuring : w.knockoutHelp;
 }
 
 /** The built run's loss on repeats, drawn beside the reader's run for comparison (none for the built run). */
@@ -151,13 +151,15 @@ function fail(w, message, slot = "error") {
 
 /** {config} of the reader's settings as TrainConfig fields, or {error} in the fields' own words when a block
  * length is not a whole number the fields allow (a block holds distinct tokens: at most the vocabulary) or
- * the shortest is longer than the longest. How the rest fits together is Python's check. */
-function settings(form) {
+ * the shortest is longer than the longest (said with the fields' text as typed). How the rest fits together
+ * is Python's check. */
+function settings(form, words) {
   const choice = (name) => Number(form.elements[name].value);
   const [from, to] = [readWhole(form.elements.min_period), readWhole(form.elements.max_period)];
   const errors = [from.error, to.error].filter(Boolean);
   if (!errors.length && from.value > to.value) {
-    errors.push(`Block length from ${from.value} to ${to.value}: the first must not be larger than the second.`);
+    const typed = (name) => form.elements[name].value.trim();
+    errors.push(fillIn(words["block-order"], { from: typed("min_period"), to: typed("max_period") }));
   }
   if (errors.length) return { error: errors.join(" ") };
   return { config: { n_layers: choice("n_layers"), n_heads: choice("n_heads"), lr: choice("lr"),
@@ -178,7 +180,7 @@ function setRunning(w, running) {
 /** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
 async function train(w, recordedSeed = false) {
   if (w.training) return;
-  const { config, error } = settings(w.form);
+  const { config, error } = settings(w.form, w.words);
   if (error) return fail(w, error, "run-error"); // said beside the fields, in their words; nothing else changes
   const seed = recordedSeed ? w.data.seed : Math.floor(Math.random() * 2 ** 31);
   w.training = { stop: false };
@@ -187,7 +189,7 @@ async function train(w, recordedSeed = false) {
   setRunning(w, true);
   w.root.dataset.state = "busy";
   const shownBefore = output(w.root, "run").textContent; // what is still shown if no run starts
-  setText(output(w.root, "run"), "Starting Python and a fresh model…");
+  setText(output(w.root, "run"), w.words.starting);
   let started = false;
   const progress = w.form.querySelector("progress");
   progress.value = 0;
@@ -199,7 +201,7 @@ async function train(w, recordedSeed = false) {
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
     w.root.dataset.state = "training";
-    layoutGrid(w.root.querySelector(".mha-training__grid"), run.config);
+    layoutGrid(w.root.querySelector(".mha-training__grid"), run, w.words);
     w.selected = [Math.min(1, run.config.n_layers - 1), 0];
     show(w, 0);
     let done = false;
@@ -220,13 +222,14 @@ async function train(w, recordedSeed = false) {
       if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
       else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
     }
-    if (!done) fill(w.root, (await call("training_stop", { run: run.run })).outputs ?? {});
-    if (!w.root.isConnected && !done) leftRun = { seed, step };
+    const stopped = done ? null : await call("training_stop", { run: run.run });
+    if (stopped?.stopped) fill(w.root, stopped.outputs);
+    if (stopped?.stopped && !w.root.isConnected) leftRun = stopped.left; // Python's words for the next widget
     w.root.dataset.state = "live";
     if (done) announce(w, true);
   } catch (err) {
     fail(w, err.message, "run-error");
-    setText(output(w.root, "run"), started ? "Shown: your run, up to its last good checkpoint." : shownBefore);
+    setText(output(w.root, "run"), started ? w.words.partial : shownBefore);
   } finally {
     w.training = null;
     setRunning(w, false);
@@ -236,10 +239,10 @@ async function train(w, recordedSeed = false) {
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
-  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, sequence: data.sequence,
+  const run = { config: data.config, seed: data.seed, steps: data.steps, tokens: data.tokens, sequence: data.sequence, heads: data.heads,
     symbols: data.symbols, history: data.history, axes: data.axes, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
-    root, data, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
+    root, data, words: data.words, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
     asset: null, // loadRun's
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
@@ -250,8 +253,7 @@ function mount(root) {
   show(w, last);
   setActive(w.grid, 0, 0);
   if (leftRun) {
-    setText(output(root, "run"), `Your run (seed ${leftRun.seed}) stopped at step ${leftRun.step} when you left ` +
-      `this page. ${output(root, "run").textContent}`);
+    setText(output(root, "run"), fillIn(data.words.left, { left: leftRun, shown: output(root, "run").textContent }));
     leftRun = null;
   }
   whenNear(root, () => loadRun(w));
@@ -281,7 +283,7 @@ function mount(root) {
   sequence.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = sequence.elements.text.value;
-    if (!text.trim()) return showMessage(root, "error", "Type a text first: at least two words or punctuation marks.");
+    if (!text.trim()) return showMessage(root, "error", w.words["no-text"]);
     w.text = text;
     measure(w, sequence.elements.show);
   });
@@ -349,7 +351,7 @@ async function knockOutInduction(w) {
   if (w.runId !== "built") {
     Object.assign(w, { run: w.built, runId: "built", view: null });
     w.root.dataset.run = "built";
-    layoutGrid(w.root.querySelector(".mha-training__grid"), w.run.config);
+    layoutGrid(w.root.querySelector(".mha-training__grid"), w.run, w.words);
     setText(output(w.root, "run"), w.builtShown);
   }
   const last = w.run.checkpoints.length - 1;

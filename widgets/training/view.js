@@ -1,20 +1,28 @@
 // The grid of heads and the selected head's heatmap, drawn from one checkpoint of a run. Patterns arrive
-// as base64 of uint16 (weight × 65535), [layers, heads, n, n]; scores and roles come from mha_core.
-import { output, setData, setText } from "../runtime/dom.js";
+// as Python's text of each drawn weight (what its cell reads), [layers, heads, n, q + 1]; scores and roles come
+// from mha_core, and every word from its views: the run's head names (run.heads) and the widget's sentences
+// (w.words: messages()).
+import { fillIn, output, setData, setText } from "../runtime/dom.js";
 import { cellNamer, paint, setTokens } from "../shared/grid.js";
 import { drawThumb } from "../shared/palette.js";
 
-/** patterns[layer][head] as n rows of n weights, from the base64 text. */
+const WEIGHT_CHARS = 6; // mha_core.views.training's: each weight's text, as the cells read it ("0.1234")
+
+/** patterns[layer][head] as {weights, texts}: n rows of n weights and of their texts, from Python's text of the
+ * drawn cells (encode_patterns: layer, head, row by row, keys up to the query); a masked key weighs 0. */
 export function decodePatterns(text, { n_layers, n_heads }, n) {
-  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-  const view = new DataView(bytes.buffer);
-  const at = (l, h, q, k) => view.getUint16((((l * n_heads + h) * n + q) * n + k) * 2, true) / 65535;
-  return Array.from({ length: n_layers }, (_, l) => Array.from({ length: n_heads }, (_, h) =>
-    Array.from({ length: n }, (_, q) => Array.from({ length: n }, (_, k) => at(l, h, q, k)))));
+  let at = 0;
+  const head = () => {
+    const texts = Array.from({ length: n }, (_, q) => Array.from({ length: q + 1 }, () => text.slice(at, (at += WEIGHT_CHARS))));
+    const weights = texts.map((row) => Array.from({ length: n }, (_, k) => (k < row.length ? Number(row[k]) : 0)));
+    return { weights, texts };
+  };
+  return Array.from({ length: n_layers }, () => Array.from({ length: n_heads }, head));
 }
 
-/** One button per head, layer by layer, reusing the buttons the page has. */
-export function layoutGrid(grid, { n_layers, n_heads }) {
+/** One button per head of run, layer by layer, reusing the buttons the page has, each named as run.heads names it. */
+export function layoutGrid(grid, run, words) {
+  const { n_layers, n_heads } = run.config;
   const cells = grid.querySelectorAll("button[data-layer]");
   if (cells.length === n_layers * n_heads && grid.children.length === n_layers) return;
   const template = cells[0];
@@ -26,7 +34,8 @@ export function layoutGrid(grid, { n_layers, n_heads }) {
     for (let head = 0; head < n_heads; head++) {
       const cell = template.cloneNode(true);
       Object.assign(cell.dataset, { layer: String(layer), head: String(head), output: `head-${layer}-${head}` });
-      cell.querySelector(".mha-training__name").firstChild.textContent = `L${layer} H${head}: `;
+      cell.querySelector(".mha-training__name").firstChild.textContent =
+        fillIn(words["cell-name"], { head: run.heads[layer][head].name });
       row.append(cell);
     }
     rows.push(row);
@@ -41,21 +50,25 @@ export function drawGrid(w, patterns) {
     const [l, h] = [Number(cell.dataset.layer), Number(cell.dataset.head)];
     cell.toggleAttribute("data-ablated", w.ablate.has(`${l},${h}`));
     cell.setAttribute("aria-pressed", String(l === w.selected[0] && h === w.selected[1]));
-    drawThumb(cell.querySelector("canvas"), patterns[l][h], w.palette.rgb);
+    drawThumb(cell.querySelector("canvas"), patterns[l][h].weights, w.palette.rgb);
   }
 }
 
-/** The selected head's heatmap on the shown sequence (labels: one per token), with its caption. */
+/** The selected head's heatmap on the shown sequence (labels: one per token), with its caption (step: the
+    checkpoint's step as its view writes it). */
 export function drawHead(w, patterns, labels, step, sequence) {
   const [l, h] = w.selected;
   const name = cellNamer(labels);
   setTokens(w.grid, labels, name);
   paint(w.grid, patterns[l][h], w.palette.css, name);
   setData(w.root, "selected", `${l},${h}`);
-  const knocked = w.ablate.size ? ` (knocked out: ${[...w.ablate].map((k) => `L${k.replace(",", " H")}`).join(", ")})` : "";
+  const { words, run } = w;
+  const heads = [...w.ablate].map((key) => { const [kl, kh] = key.split(","); return run.heads[kl][kh].name; });
+  const knocked = heads.length ? fillIn(words.knocked, { heads: heads.join(words.separator) }) : "";
   setText(output(w.root, "caption"),
-    `Layer ${l}, head ${h} at step ${step}${knocked}: each row is a query, each column a key, on ${sequence}.`);
+    fillIn(words.caption, { head: run.heads[l][h].title, step, knocked, sequence }));
   const button = w.root.querySelector('button[name="knockout"]');
-  button.setAttribute("aria-pressed", String(w.ablate.has(`${l},${h}`)));
-  setText(button, w.ablate.has(`${l},${h}`) ? "Restore this head" : "Knock out this head");
+  const out = w.ablate.has(`${l},${h}`);
+  button.setAttribute("aria-pressed", String(out));
+  setText(button, out ? words.restore : words["knock-out"]);
 }

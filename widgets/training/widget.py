@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 
 from mha_core import bridge
-from mha_core.views.training import recorded_run, reference_label
+from mha_core.views import whole_error
+from mha_core.views.training import messages, recorded_run, reference_label
 from mha_core.model import EXPERIMENTS, RECORDED_SEED as SEED, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
@@ -66,10 +67,10 @@ def context() -> dict:
     return {
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "outputs": last["outputs"], "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
-        "limits": limits, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
+        "limits": limits, "whole_error": whole_error, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
         "data": {"history": run["history"], "axes": run["axes"], "last": {k: v for k, v in last.items() if k != "params"},
                  "tokens": run["tokens"], "sequence": run["sequence"], "symbols": run["symbols"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
                  "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
-                 "reference": reference_label(TrainConfig(**config))},
+                 "reference": reference_label(TrainConfig(**config)), "heads": run["heads"], "words": messages()},
     }

@@ -42,6 +42,9 @@ def run_all(text: str) -> tuple[dict, dict]:
     steps = [live.real_model_advance(started["run"]) for _ in range(started["n_layers"])]
     assert [s["layers_done"] for s in steps] == list(range(1, 31))
     assert all(s["view"] is None for s in steps[:-1])
+    n = started["n_tokens"]  # the words shown while each layer runs, then none
+    assert [started["progress"]] + [s["progress"] for s in steps] == (
+        [f"Layer {layer} of 30, {n:,} token{'s' * (n != 1)}\u2026" for layer in range(1, 31)] + [""])
     return started, steps[-1]["view"]
 
 
@@ -57,8 +60,8 @@ def test_layer_by_layer_the_view_holds_the_whole_forward_s_scores_and_patterns(g
         np.testing.assert_allclose(shown, expected[kind], atol=5e-5)
     rows = live.real_model_pattern(started["run"], 18, 6)["rows"]
     assert [len(r) for r in rows] == list(range(1, len(ids) + 1))
-    for i, row in enumerate(rows):
-        np.testing.assert_allclose(row, patterns[18, 6, i, :i + 1], atol=5e-5)
+    for i, row in enumerate(rows):  # a byte a weight: round(255 · w)
+        np.testing.assert_allclose(np.array(row) / 255, patterns[18, 6, i, :i + 1], atol=0.5 / 255 + 1e-6)
     assert [r["text"] for r in view["outputs"]["tokens"]["rows"]][:3] == ["The", " cat", " sat"]
 
 

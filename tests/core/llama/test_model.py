@@ -76,6 +76,7 @@ def ids_of(text, tokenizer) -> list[int]:
     return tokenizer.encode(text) if isinstance(text, str) else [int(i) for i in text]
 
 
+@pytest.mark.transformers
 @pytest.mark.parametrize("name", TEXTS)
 def test_logits_and_every_head_s_weights_are_transformers(name, gguf, tokenizer, reference):
     ids = ids_of(TEXTS[name], tokenizer)
@@ -87,6 +88,7 @@ def test_logits_and_every_head_s_weights_are_transformers(name, gguf, tokenizer,
     np.testing.assert_allclose(patterns, expected_weights, rtol=0, atol=WEIGHTS_TOLERANCE)
 
 
+@pytest.mark.transformers
 def test_the_induction_and_previous_token_heads_the_model_is_known_for(gguf, tokenizer, reference):
     """On 14 distinct words repeated once: L18 H6 the strongest induction head (about 0.89), L16 H0 the strongest
     previous-token head (about 0.94), by transformers' weights and by ours, every head's scores within 0.02."""

@@ -40,6 +40,7 @@ def reference(gguf_path):
     return AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
 
 
+@pytest.mark.transformers
 def test_a_thousand_lines_of_cpython_s_documentation_tokenize_as_transformers(tokenizer, reference):
     lines = Path(pydoc_data.topics.__file__).read_text(encoding="utf-8").splitlines()
     assert len(lines) >= 1000
@@ -48,6 +49,7 @@ def test_a_thousand_lines_of_cpython_s_documentation_tokenize_as_transformers(to
     assert mismatched == []
 
 
+@pytest.mark.transformers
 @pytest.mark.parametrize("text", UNUSUAL, ids=range(len(UNUSUAL)))
 def test_unusual_texts_tokenize_as_transformers(text, tokenizer, reference):
     assert tokenizer.encode(text) == reference(text)["input_ids"]

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_LAYERS, real_model_view,
-                                       token_texts)
+from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_LAYERS, load_text, pattern_words,
+                                       progress_text, real_model_view, token_texts)
 from sitebuild.assets import fetch_model
 
 RNG = np.random.default_rng(5)
@@ -57,6 +57,16 @@ def test_tokens_and_the_note_on_a_cut_text():
     assert "300 tokens" in cut["outputs"]["note"]["text"] and "first 5" in cut["outputs"]["note"]["text"]
 
 
+def test_a_pattern_s_weights_progress_and_the_model_s_size_in_words():
+    weights = pattern_words()["weights"]  # a byte b is the weight b / 255
+    assert len(weights) == 256 and weights[0] == "0.00" and weights[255] == "1.00"
+    assert all(abs(float(text) - b / 255) <= 0.005 for b, text in enumerate(weights))
+    assert progress_text(0, 1) == "Layer 1 of 30, 1 token\u2026"
+    assert progress_text(29, 1234) == "Layer 30 of 30, 1,234 tokens\u2026"
+    assert load_text(98_400_000) == "Load the model (98 MB)"
+
+
+@pytest.mark.transformers
 def test_tokens_read_as_transformers_decodes_each_alone():
     from transformers import AutoTokenizer
 

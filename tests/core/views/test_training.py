@@ -11,9 +11,9 @@ import pytest
 from mha_core import bridge
 from mha_core.views import training as training_views
 from mha_core.detectors import evaluate
-from mha_core.views.training import (decode_params, display_tokens, encode_params, head_roles,
-                                            recorded_run, text_tokens, training_evaluate)
-from mha_core.model import TrainConfig, init_params
+from mha_core.views.training import (WEIGHT_CHARS, decode_params, display_tokens, encode_params, encode_patterns,
+                                            head_roles, recorded_run, text_tokens, training_evaluate)
+from mha_core.model import TrainConfig, forward, init_params
 
 SMALL = TrainConfig(vocab=8, d_model=8, n_layers=2, n_heads=2, d_head=4, seq_len=10, batch=3,
                     min_period=2, max_period=4)
@@ -46,7 +46,8 @@ def test_a_run_through_the_bridge_in_slices():
     assert re.fullmatch(r"\d+\.\d s", answer["result"]["outputs"]["elapsed"])
     stopped = bridge_call("training_stop", run=run["run"])
     assert stopped == {"ok": True, "result": {"stopped": True, "outputs": {
-        "run": f"Shown: your run (seed 5), stopped at step {steps} (its last checkpoint: step {steps // 30 * 30})."}}}
+        "run": f"Shown: your run (seed 5), stopped at step {steps} (its last checkpoint: step {steps // 30 * 30})."},
+        "left": f"Your run (seed 5) stopped at step {steps} when you left this page."}}
     assert bridge_call("training_stop", run=run["run"])["result"] == {"stopped": False}
     over = bridge_call("training_advance", run=run["run"])
     assert not over["ok"] and "this training run is over" in over["error"]
@@ -93,6 +94,19 @@ def test_params_survive_encoding_to_float16():
         np.testing.assert_allclose(back[name], p, rtol=1e-3, atol=1e-4)
     with pytest.raises(ValueError, match="numbers"):
         decode_params(encode_params(params, SMALL)[:-8], SMALL)
+
+
+def test_patterns_travel_as_the_text_of_each_drawn_weight():
+    """Each cell's weight to 4 decimals, layer by layer, head by head, row by row up to the query: the text the
+    heatmap's cells read, and the weights it colours them by."""
+    params = init_params(SMALL, 3)
+    _, patterns = forward(params, np.array([display_tokens(SMALL)]), SMALL)
+    text, n = encode_patterns(patterns), SMALL.seq_len
+    cells = [text[i:i + WEIGHT_CHARS] for i in range(0, len(text), WEIGHT_CHARS)]
+    assert len(text) == WEIGHT_CHARS * len(cells) and len(cells) == SMALL.n_layers * SMALL.n_heads * n * (n + 1) // 2
+    assert all(re.fullmatch(r"[01]\.\d{4}", c) for c in cells)
+    drawn = [(l, h, q, k) for l in range(SMALL.n_layers) for h in range(SMALL.n_heads) for q in range(n) for k in range(q + 1)]
+    np.testing.assert_allclose([float(c) for c in cells], [patterns[l][0, h, q, k] for l, h, q, k in drawn], atol=5e-5)
 
 
 def test_a_readers_text_becomes_tokens_in_order_of_first_appearance():
@@ -205,3 +219,18 @@ def test_the_charts_draw_previous_token_scores_before_the_last_layer_and_inducti
     one = training_views.chart_axes([], TrainConfig(n_layers=1, n_heads=1))["scores"]["lines"]
     assert [line["label"] for line in one] == ["L0 H0 previous-token", "L0 H0 induction"]
     assert training_views.reference_label(TrainConfig(n_layers=1)) == "recorded run (1 layer), loss on repeats"
+
+
+def test_each_head_is_named_and_the_x_axis_runs_over_the_schedule():
+    config = TrainConfig(n_layers=2, n_heads=3)
+    titles = training_views.head_titles(config)
+    assert [[t["name"] for t in row] for row in titles] == [["L0 H0", "L0 H1", "L0 H2"], ["L1 H0", "L1 H1", "L1 H2"]]
+    assert titles[1][2]["title"] == "Layer 1, head 2"
+    assert training_views.chart_axes([], config)["steps"] == {"start": "0", "end": "600", "label": "training step"}
+
+
+def test_a_stopped_run_says_where_it_stopped_for_a_reader_who_left():
+    started = training_views.training_start(seed=7)
+    stopped = training_views.training_stop(started["run"])
+    assert stopped["left"] == "Your run (seed 7) stopped at step 0 when you left this page."
+    assert training_views.training_stop(started["run"]) == {"stopped": False}

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { failure, modelFiles } from "../../../widgets/real_model/model.js";
-import { rowsFromBytes } from "../../../widgets/real_model/pattern.js";
+import { describe, rowsFromBytes } from "../../../widgets/real_model/pattern.js";
 
 test("each file is listed under the widget's folder with its sha256, size and name", () => {
   const data = { dir: "model", files: { "layer-00.gguf": { sha256: "ab", bytes: 12 } } };
@@ -16,19 +16,27 @@ test("each file is listed under the widget's folder with its sha256, size and na
 });
 
 test("not enough memory is said plainly, whatever raised it; other failures as they are", () => {
+  const words = { memory: "Not enough memory.", failed: "It failed: {error}" };
   for (const message of ["MemoryError", "RangeError: Array buffer allocation failed", "Aborted(OOM)",
                          "WebAssembly.Memory.grow(): Maximum memory size exceeded: out of memory"]) {
-    assert.match(failure(new Error(message)), /^This device has not enough free memory to run the model/);
+    assert.equal(failure(new Error(message), words), "Not enough memory.");
   }
-  assert.equal(failure(new Error("layer-07.gguf is not the file this site was built with (its sha256 differs)")),
-    "The model could not run: layer-07.gguf is not the file this site was built with (its sha256 differs)");
+  assert.equal(failure(new Error("layer-07.gguf is not the file this site was built with (its sha256 differs)"), words),
+    "It failed: layer-07.gguf is not the file this site was built with (its sha256 differs)");
 });
 
 test("a head's rows are its lower triangle, a byte a weight, heads one after the other", () => {
   const n = 3;
   const size = (n * (n + 1)) / 2; // 6
   const bytes = new Uint8Array(2 * size);
-  bytes.set([255, 51, 204, 0, 102, 153], size); // head 1: rows [1], [0.2, 0.8], [0, 0.4, 0.6]
-  assert.deepEqual(rowsFromBytes(bytes, 1, n), [[1], [0.2, 0.8], [0, 0.4, 0.6]]);
+  bytes.set([255, 51, 204, 0, 102, 153], size); // head 1: weights [1], [0.2, 0.8], [0, 0.4, 0.6]
+  assert.deepEqual(rowsFromBytes(bytes, 1, n), [[255], [51, 204], [0, 102, 153]]);
   assert.deepEqual(rowsFromBytes(bytes, 0, n), [[0], [0, 0], [0, 0, 0]]);
+});
+
+test("a pattern's description names each query's strongest key, its weight's text the words' for its byte", () => {
+  const words = { sentence: "Strongest: {pairs}.", pair: "{query}>{key}={weight}", separator: " | ",
+    weights: Array.from({ length: 256 }, (_, b) => `w${b}`) };
+  assert.equal(describe([[255], [51, 204], [0, 153, 102]], ["a", "b", "{key}"], words),
+    "Strongest: a>a=w255 | b>b=w204 | {key}>b=w153.");
 });

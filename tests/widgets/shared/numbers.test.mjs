@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { readWhole, wholeNumber } from "../../../widgets/shared/numbers.js";
 
-// What readWhole reads of a number field: its name, min, max (attributes are strings) and data-limit.
-const field = (value, { min = "1", max = "4096", limit } = {}) =>
-  ({ name: "d_model", value, min, max, dataset: limit === undefined ? {} : { limit } });
+// What readWhole reads of a number field: its min, max (attributes are strings) and data-error.
+const ERROR = "d_model must be a whole number from 1 to 4,096.";
+const field = (value, { min = "1", max = "4096" } = {}) => ({ name: "d_model", value, min, max, dataset: { error: ERROR } });
 
 test("digits, with spaces around and leading zeros, are a whole number", () => {
   assert.equal(wholeNumber("512"), 512);
@@ -26,20 +26,11 @@ test("a whole number within the field's limits is its value, the limits included
   assert.deepEqual(readWhole(field("anything"), " 8 "), { value: 8 }); // text given: the field's value is not read
 });
 
-test("outside the limits or not a whole number: an error naming the field and its limits", () => {
-  const message = "d_model must be a whole number from 1 to 4096.";
+test("outside the limits or not a whole number: the field's own error (data-error)", () => {
   for (const text of ["0", "4097", "1.5", "", "-3", "9".repeat(400)]) {
-    assert.deepEqual(readWhole(field(text)), { error: message }, text);
+    assert.deepEqual(readWhole(field(text)), { error: ERROR }, text);
   }
-});
-
-test("the error gives the maximum as data-limit writes it", () => {
-  assert.deepEqual(readWhole(field("70000", { max: "65536", limit: "65,536" })),
-    { error: "d_model must be a whole number from 1 to 65,536." });
-});
-
-test("a field with words of its own (data-words) is named in them", () => {
-  const from = { name: "min_period", value: "1", min: "2", max: "32", dataset: { words: "Block length from" } };
-  assert.deepEqual(readWhole(from), { error: "Block length from must be a whole number from 2 to 32." });
-  assert.deepEqual(readWhole(from, "8"), { value: 8 });
+  assert.deepEqual(readWhole(field("3", { min: "4", max: "8" })), { error: ERROR }); // the limits are min and max
+  assert.deepEqual(readWhole(field("9", { min: "4", max: "8" })), { error: ERROR });
+  assert.deepEqual(readWhole(field("8", { min: "4", max: "8" })), { value: 8 });
 });
