@@ -9,7 +9,7 @@
                        Temml's css and font and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
     on_post_page       each formula typeset into MathML by Temml (typeset.py), once Material's search has indexed
                        the page with the formula's TeX (typeset, its text would be each symbol twice: MathML and
-                       TeX)
+                       TeX); the code blocks' spans that draw as plain text taken out (highlight.py)
     on_post_build      the formulas of the search index made readable text (typeset.py); without a site address,
                        a sitemap for http://127.0.0.1:8000/ (serving.py), so instant navigation works there; every
                        page's Content-Security-Policy sealed with the site's inline-script hashes
@@ -26,7 +26,7 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import CACHE, BuildError, assets, csp, facts, python_bundle, serving, typeset, widgets  # noqa: E402
+from sitebuild import CACHE, BuildError, assets, csp, facts, highlight, python_bundle, serving, typeset, widgets  # noqa: E402
 from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
@@ -85,7 +85,7 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
 
 def on_post_page(output: str, page, config) -> str:
     try:
-        return typeset.typeset(output, assets.temml_module(), page.file.src_uri)
+        return highlight.plain_tokens(typeset.typeset(output, assets.temml_module(), page.file.src_uri))
     except BuildError as e:
         raise PluginError(str(e)) from None
 

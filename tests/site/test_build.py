@@ -9,6 +9,7 @@ import http.client
 import io
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from sitebuild import BuildError, assets, csp, typeset, widgets
+from sitebuild import BuildError, assets, csp, highlight, typeset, widgets
 from sitebuild.serving import GITHUB_PAGES_CACHING, make_server
 from sitebuild.wheel import build_wheel
 from sitevisit.site import serve
@@ -261,6 +262,20 @@ def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(caps
             assert (type(error).__name__ in capsys.readouterr().err) == reported
     finally:
         server.server_close()
+
+
+# ---------------------------------------------------------------- the code blocks
+
+def test_the_code_blocks_lose_only_the_spans_that_draw_as_plain_text():
+    block = ('<div class="highlight"><pre><span></span><code><span class="k">def</span><span class="w"> </span>'
+             '<span class="nf">f</span><span class="p">(</span><span class="n">x</span><span class="p">):</span>\n'
+             '<span class="hll">    <span class="k">return</span> <span class="n">x</span> <span class="ow">is</span> '
+             '<span class="kc">None</span>\n</span></code></pre></div>')
+    outside = '<p><span class="n">n</span></p>'
+    done = highlight.plain_tokens(outside + block)
+    assert done == outside + block.replace('<span class="w"> </span>', " ").replace('<span class="n">x</span>', "x").replace(
+        '<span class="kc">None</span>', "None")
+    assert re.sub(r"<[^>]+>", "", done) == re.sub(r"<[^>]+>", "", outside + block)  # the same text
 
 
 # ---------------------------------------------------------------- the math, typeset at build time
