@@ -95,7 +95,7 @@ def test_every_page_loads_every_widgets_modules_and_their_styles_in_one_styleshe
 
 
 def test_the_search_index_leaves_out_what_the_widgets_templates_hold(plain_site):
-    """A <template> holds a widget's data (the circuits widget's steps, as JSON) or the rows its script clones:
+    """A <template> holds a widget's data (the training widget's last checkpoint, as JSON) or the rows its script clones:
     nothing a reader reads as it is, so nothing the search should find."""
     site = plain_site
     docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
