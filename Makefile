@@ -67,10 +67,15 @@ CORE_TESTS := tests/core $(addprefix tests/site/test_,bench.py figures.py source
 test-core: $(VENV)/.test
 	$(PY) -m pytest -p no:xdist -q -m "not transformers" $(CORE_TESTS) $(PYTEST_ARGS)
 
+# Lighthouse for bench/lighthouse.py, pinned by bench/npm/package-lock.json.
+BENCH_JS := bench/npm
+$(BENCH_JS)/node_modules/.package-lock.json: $(BENCH_JS)/package-lock.json
+	npm ci --prefix $(BENCH_JS) --no-audit --no-fund --loglevel=error
+
 # Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
 # them; fails if any target was missed.
-BENCHES := core_speed browser_budget network training_speed kept_memory real_model
-bench: $(VENV)/.test chromium
+BENCHES := core_speed browser_budget network training_speed kept_memory real_model lighthouse
+bench: $(VENV)/.test chromium $(BENCH_JS)/node_modules/.package-lock.json
 	@missed=; for b in $(BENCHES); do $(PY) bench/$$b.py || missed="$$missed $$b"; done; \
 	$(PY) bench/figures.py $(BENCHES); \
 	if [ -n "$$missed" ]; then echo "targets missed by:$$missed"; exit 1; fi

@@ -3,12 +3,13 @@
     on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
     on_page_markdown   each fact marker replaced by the number it names (facts.py), each widget marker rendered
                        (widgets.py)
-    on_files           the widgets' scripts, styles and assets, the runtime's config.js, the mha_core wheel
+    on_files           the widgets' scripts and assets, their styles joined in one file, the runtime's config.js,
+                       the mha_core wheel
                        (compiled to bytecode when the site hosts Python),
                        Temml's css and font and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
     on_post_page       each formula typeset into MathML by Temml (typeset.py), once Material's search has indexed
                        the page with the formula's TeX (typeset, its text would be each symbol twice: MathML and
-                       TeX)
+                       TeX); the code blocks' spans that draw as plain text taken out (highlight.py)
     on_post_build      the formulas of the search index made readable text (typeset.py); without a site address,
                        a sitemap for http://127.0.0.1:8000/ (serving.py), so instant navigation works there; every
                        page's Content-Security-Policy sealed with the site's inline-script hashes
@@ -25,7 +26,7 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import CACHE, BuildError, assets, csp, facts, python_bundle, serving, typeset, widgets  # noqa: E402
+from sitebuild import CACHE, BuildError, assets, csp, facts, highlight, python_bundle, serving, typeset, widgets  # noqa: E402
 from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
@@ -48,7 +49,8 @@ def on_config(config):
     if live_reload:
         widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
         facts.forget()
-    config.extra["mha"] = {"widgets": widgets.names(), "csp": csp.policy(pyodide_cdn(config))}
+    config.extra["mha"] = {"widgets": widgets.names(), "stylesheet": widgets.STYLESHEET,
+                           "csp": csp.policy(pyodide_cdn(config))}
     return config
 
 
@@ -63,9 +65,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     """{path in the site: bytes, or the file to copy} of everything the site adds to docs/."""
     out: dict[str, bytes | Path] = {}
-    for src in sorted(widgets.WIDGETS.rglob("*")):
-        if src.suffix in (".js", ".css"):
-            out[f"assets/widgets/{src.relative_to(widgets.WIDGETS).as_posix()}"] = src
+    for src in sorted(widgets.WIDGETS.rglob("*.js")):
+        out[f"assets/widgets/{src.relative_to(widgets.WIDGETS).as_posix()}"] = src
+    out[widgets.STYLESHEET] = widgets.stylesheet()
     for name in widgets.names():
         out |= {f"assets/widgets/{name}/{file}": data for file, data in widgets.assets(name).items()}
     wheel_name, wheel = build_wheel()
@@ -83,7 +85,7 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
 
 def on_post_page(output: str, page, config) -> str:
     try:
-        return typeset.typeset(output, assets.temml_module(), page.file.src_uri)
+        return highlight.plain_tokens(typeset.typeset(output, assets.temml_module(), page.file.src_uri))
     except BuildError as e:
         raise PluginError(str(e)) from None
 

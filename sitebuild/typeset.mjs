@@ -1,7 +1,7 @@
 // Formulas typeset into MathML by Temml at build time.
 //   node typeset.mjs TEMML_MJS < [{"tex": "...", "display": true|false}, ...]
-// Prints the MathML of each (with its TeX as an annotation), in order, as a JSON list; or, if any does not parse,
-// each error on stderr ("TeX: why") and exits 1.
+// Prints the MathML of each, in order, as a JSON list (without Temml's TeX annotation: two more elements a formula,
+// which no browser shows); or, if any does not parse, each error on stderr ("TeX: why") and exits 1.
 import { pathToFileURL } from "node:url";
 
 const { default: temml } = await import(pathToFileURL(process.argv[2]).href);
@@ -10,7 +10,7 @@ for await (const chunk of process.stdin) input += chunk;
 const errors = [];
 const mathml = JSON.parse(input).map(({ tex, display }) => {
   try {
-    return temml.renderToString(tex, { displayMode: display, throwOnError: true, annotate: true });
+    return temml.renderToString(tex, { displayMode: display, throwOnError: true });
   } catch (err) {
     errors.push(`${tex}: ${err.message}`);
     return "";

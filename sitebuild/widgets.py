@@ -16,10 +16,14 @@ import jinja2
 from sitebuild import ROOT, BuildError, figures
 
 WIDGETS = ROOT / "widgets"
+STYLESHEET = "assets/widgets/widgets.css"  # in the site: stylesheet()
 MARKER = re.compile(r"<!--\s*widget:(.*?)-->")
 FIGURE = re.compile(r"<!--\s*figure:\s*(\S*)\s*-->")
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"`[^`]*`")  # a marker shown as code is text, not a widget
+# A <template> holds data or rows for the widget's script, never text a reader reads as it is: Material's search
+# leaves out what it marks (it would index the JSON of every step of a training run).
+TEMPLATE = re.compile(r"<template\b")
 
 
 def names() -> list[str]:
@@ -46,6 +50,15 @@ def forget() -> None:
     widget_module.cache_clear()
     for name in [m for m in sys.modules if m.split(".")[0] in ("mha_core", "widgets")]:
         del sys.modules[name]
+
+
+def stylesheet() -> bytes:
+    """The runtime's styles, then each widget's (widgets/NAME/NAME.css), in one file: every page needs them all
+    (instant navigation brings a widget in without a new document), and one request holds up the first paint
+    less than eleven."""
+    sources = [WIDGETS / "runtime" / "common.css"] + [WIDGETS / name / f"{name}.css" for name in names()]
+    return "".join(f"/* widgets/{src.relative_to(WIDGETS).as_posix()} */\n{src.read_text(encoding='utf-8')}\n"
+                   for src in sources if src.exists()).encode()
 
 
 def assets(name: str) -> dict[str, bytes]:
@@ -78,9 +91,11 @@ def template_env() -> jinja2.Environment:
 
 
 def render_widget(env: jinja2.Environment, name: str, values: dict, index: int) -> str:
-    """The page's index-th NAME widget (from 1) as lines with no blank one, so Markdown keeps it as raw HTML."""
+    """The page's index-th NAME widget (from 1) as lines with no blank one, so Markdown keeps it as raw HTML, its
+    templates left out of the search index."""
     template = env.get_template(f"{name}/{name}.html.j2")
     html = template.render(uid=f"mha-{name}-{index}", index=index, **widget_module(name).context(**values))
+    html = TEMPLATE.sub("<template data-search-exclude", html)
     return "\n".join(line for line in html.splitlines() if line.strip())
 
 

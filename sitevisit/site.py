@@ -104,9 +104,10 @@ def build_into(out: Path, *options: str) -> Path:
     return Build(out, *options).site()
 
 
-def serve(root: Path, mount: str = MOUNT, caching: str | None = None):
-    """(server, base URL) for root on 127.0.0.1 (caching: the Cache-Control sent); the caller shuts it down."""
-    server = make_server(root, 0, mount, caching)
+def serve(root: Path, mount: str = MOUNT, caching: str | None = None, compress: bool = False):
+    """(server, base URL) for root on 127.0.0.1 (caching: the Cache-Control sent; compress: text gzip'd, as
+    GitHub Pages sends it); the caller shuts it down."""
+    server = make_server(root, 0, mount, caching, compress)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}{mount}"
 

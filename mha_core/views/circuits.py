@@ -223,6 +223,11 @@ def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head:
     return {"run": run_slots(fix, name, note), "fixed": fix, "views": views}
 
 
+def messages() -> dict:
+    """The widget's sentences that are not a view's; {error} marks what the page fills in."""
+    return {"steps-failed": "The recorded run's steps could not be loaded ({error}). Retry loads them again."}
+
+
 # ---------------------------------------------------------------- the reader's run
 
 def unlike_shipped(config: TrainConfig) -> str:

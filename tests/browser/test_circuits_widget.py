@@ -61,7 +61,7 @@ def assert_shows(widget, run: dict, step: int, prev: int | None = None, rel: flo
 
 def test_it_arrives_with_mha_core_s_circuits_at_the_last_step(page, site_url, widget_path, run):
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
-    expect(widget).to_have_attribute("data-state", "live")  # no Python needed: every step is in the page
+    expect(widget).to_have_attribute("data-state", "live")  # no Python needed: every step is in the widget's asset
     step = widget.locator('input[name="step"]')
     steps = [c["step"] for c in run["checkpoints"]]
     assert (step.get_attribute("type"), step.get_attribute("min"), step.get_attribute("max")) == (
@@ -86,6 +86,33 @@ def test_the_step_moved_with_the_keyboard_shows_mha_core_s_circuits_there(page, 
     assert during["ov"] != first["ov"]
     step.press("End")
     assert assert_shows(widget, run, 600) == last
+
+
+def test_the_steps_asset_fetched_near_the_widget_and_after_a_failure_by_retry(page, site_url, widget_path, run,
+                                                                                   page_log):
+    """The page arrives at the last step without the steps' file; a failed fetch is said beside the step control
+    with Retry, which fetches it again."""
+    failing = [True]
+    page.route("**/assets/widgets/circuits/steps-*.json",
+               lambda route: route.abort() if failing[0] else route.continue_())
+    page_log.allow(r"steps-[0-9a-f]{16}\.json|Failed to load resource")
+    page.goto(site_url + widget_path(NAME))
+    widget = page.locator(f'[data-mha-widget="{NAME}"]')
+    assert not [u for u in page_log.requests if "/circuits/steps-" in u]  # not fetched far from the screen
+    assert_shows(widget, run, 600)
+    widget.scroll_into_view_if_needed()
+    error, retry = widget.locator('[data-message="error"]'), widget.locator('button[name="retry"]')
+    expect(error).to_contain_text("The recorded run's steps could not be loaded")
+    expect(retry).to_be_visible()
+    expect(widget).to_have_attribute("data-state", "initial")
+    widget.locator('input[name="step"]').press("Home")  # nothing to show yet: shown once the file arrives
+    failing[0] = False
+    retry.click()
+    expect(widget).to_have_attribute("data-state", "live")
+    expect(error).to_be_hidden()
+    expect(retry).to_be_hidden()
+    expect(widget.locator('input[name="step"]')).to_be_focused()
+    assert_shows(widget, run, 0)  # the step the reader moved to meanwhile
 
 
 def test_at_390_px_everything_fits(page, site_url, widget_path, run):

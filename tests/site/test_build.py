@@ -3,10 +3,13 @@ widget-owned files, the CSP, the MkDocs hooks' errors, the server."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
+import http.client
 import io
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -14,10 +17,11 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from sitebuild import BuildError, assets, csp, typeset, widgets
+from sitebuild import BuildError, assets, csp, highlight, typeset, widgets
 from sitebuild.serving import GITHUB_PAGES_CACHING, make_server
 from sitebuild.wheel import build_wheel
 from sitevisit.site import serve
@@ -221,6 +225,31 @@ def test_the_server_sends_github_pages_caching_only_when_asked(served, tmp_path)
         server.shutdown()
 
 
+def test_the_server_compresses_text_as_github_pages_does_only_when_asked(tmp_path):
+    """With compress, the text types go gzip'd to a client that accepts gzip, over one kept-alive connection; the
+    other types, and every type to a client that does not accept gzip or from a server not asked, go as they are."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "index.html").write_text("<p>attention</p>" * 100)
+    (tmp_path / "a.wasm").write_bytes(b"\0asm" * 100)
+    files = {"/mha/sub/": tmp_path / "sub" / "index.html", "/mha/a.wasm": tmp_path / "a.wasm"}
+    for compress in (True, False):
+        server, url = serve(tmp_path, "/mha/", compress=compress)
+        try:
+            connection = http.client.HTTPConnection(urlsplit(url).hostname, urlsplit(url).port)
+            for path, accepts in (("/mha/sub/", True), ("/mha/a.wasm", True), ("/mha/sub/", False)):
+                connection.request("GET", path, headers={"Accept-Encoding": "gzip"} if accepts else {})
+                response = connection.getresponse()
+                body = response.read()
+                zipped = compress and accepts and path.endswith("/")
+                assert response.headers["Content-Encoding"] == ("gzip" if zipped else None), (compress, path)
+                assert (gzip.decompress(body) if zipped else body) == files[path].read_bytes()
+                assert response.version == (11 if compress else 10)
+                if not compress:  # HTTP/1.0: the server closes the connection after each response
+                    connection = http.client.HTTPConnection(urlsplit(url).hostname, urlsplit(url).port)
+        finally:
+            server.shutdown()
+
+
 def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(capsys):
     server = make_server(ROOT, 0)
     try:
@@ -235,15 +264,29 @@ def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(caps
         server.server_close()
 
 
+# ---------------------------------------------------------------- the code blocks
+
+def test_the_code_blocks_lose_only_the_spans_that_draw_as_plain_text():
+    block = ('<div class="highlight"><pre><span></span><code><span class="k">def</span><span class="w"> </span>'
+             '<span class="nf">f</span><span class="p">(</span><span class="n">x</span><span class="p">):</span>\n'
+             '<span class="hll">    <span class="k">return</span> <span class="n">x</span> <span class="ow">is</span> '
+             '<span class="kc">None</span>\n</span></code></pre></div>')
+    outside = '<p><span class="n">n</span></p>'
+    done = highlight.plain_tokens(outside + block)
+    assert done == outside + block.replace('<span class="w"> </span>', " ").replace('<span class="n">x</span>', "x").replace(
+        '<span class="kc">None</span>', "None")
+    assert re.sub(r"<[^>]+>", "", done) == re.sub(r"<[^>]+>", "", outside + block)  # the same text
+
+
 # ---------------------------------------------------------------- the math, typeset at build time
 
 def test_formulas_are_typeset_with_their_markup_unescaped_and_a_bad_one_stops_the_build():
     page = ('<p><span class="arithmatex">\\(a &lt; b\\)</span></p>'
             '<div class="arithmatex">\\[\n\\begin{aligned} x &amp;= 1 \\end{aligned}\n\\]</div>')
     done = typeset.typeset(page, assets.temml_module(), "page.md")
-    assert done.startswith('<p><span class="arithmatex"><math><semantics><mrow><mi>a</mi><mo>&lt;</mo><mi>b</mi>')
+    assert done.startswith('<p><span class="arithmatex"><math><mrow><mi>a</mi><mo>&lt;</mo><mi>b</mi>')
     assert '<div class="arithmatex"><math display="block"' in done and "<mtable" in done
-    assert '<annotation encoding="application/x-tex">a &lt; b</annotation>' in done
+    assert "<annotation" not in done and "<semantics" not in done  # the TeX again, which no browser shows
     assert "\\(" not in done and "\\[" not in done
     assert typeset.typeset("<p>no math</p>", assets.temml_module(), "page.md") == "<p>no math</p>"
     with pytest.raises(BuildError, match=r"page\.md: typesetting its formulas failed:\n\\frac\{1\}: "):

@@ -1,9 +1,10 @@
 """The circuits widget as built: the page holds it pre-rendered at the run's last step, with the contract's
 elements (the step control spanning the recorded steps, every K-composition and copying score with its
 unrounded value) equal to what mha_core.circuits computes from the run the site ships, its heatmaps the
-circuits' own pixels, and every step's view embedded for the step control."""
+circuits' own pixels, and every step's view in an asset the page names by its content's sha256 (not in the page)."""
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -93,10 +94,17 @@ def test_the_heatmaps_are_the_circuits_and_each_is_named(built):
     assert [a["data-kind"] for a in bars].count("start") == 1
 
 
-def test_every_step_s_view_is_embedded_with_mha_core_s_scores(built):
-    widget, _, run = built
-    views = json.loads(re.search(r"<template data-circuits-views>(.*?)</template>", widget, re.S).group(1))
+def test_every_step_s_view_is_in_the_asset_the_page_names_with_mha_core_s_scores(built, plain_site):
+    widget, elements, run = built
+    (root,) = having(elements, data_mha_widget="circuits")
+    name = root[1]["data-asset"]
+    data = (plain_site / "assets" / "widgets" / "circuits" / name).read_bytes()
+    assert name == f"steps-{hashlib.sha256(data).hexdigest()[:16]}.json"  # another build's file has another name
+    assert "<template data-circuits" not in widget and len(widget) < len(data) / 4  # the steps are not in the page
+    asset = json.loads(data)
+    views = asset["views"]
     assert list(views) == [str(c["step"]) for c in run["checkpoints"]]
+    assert asset["run"]["data"]["last"] == run["checkpoints"][-1]["step"]
     for step in (0, 270, 450):
         want = circuits_expected(run, step)
         out = views[str(step)]["outputs"]

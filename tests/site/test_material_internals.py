@@ -2,7 +2,8 @@
 search on demand (overrides/assets/javascripts/workers/search-on-demand.js, whose top states the contract, and the
 config rewrite in overrides/main.html) and the search partial copied for the dialog's name
 (overrides/partials/search.html); which pages instant navigation takes for the site's (the sitemap a build without
-a site address gets, sitebuild/serving.py); what the search index keeps of a formula's markup (sitebuild/typeset.py).
+a site address gets, sitebuild/serving.py); what the search index keeps of a formula's markup (sitebuild/typeset.py);
+which code highlighting classes draw as plain text (sitebuild/highlight.py).
 A new Material fails here until those have been checked against it."""
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import material
 import pytest
+
+from sitebuild.highlight import PLAIN
 
 ROOT = Path(__file__).resolve().parents[2]
 MATERIAL = Path(material.__file__).parent / "templates"
@@ -93,3 +96,25 @@ def test_the_search_index_keeps_sub_and_sup():
     plugin = (MATERIAL.parent / "plugins" / "search" / "plugin.py").read_text(encoding="utf-8")
     keep = re.search(r"self\.keep = set\(\[(.*?)\]\)", plugin, re.S)
     assert keep and {'"sub"', '"sup"'} <= set(re.findall(r'"\w+"', keep[1]))
+
+
+def rules(css: str) -> list[tuple[list[str], str]]:
+    """(selectors, declarations) of each rule of css, at-rules' blocks flattened."""
+    return [([sel.strip() for sel in selectors.split(",")], body)
+            for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", re.sub(r"@[^{]+\{", "", css))]
+
+
+def test_the_classes_whose_spans_are_taken_out_draw_as_the_code_s_own_text():
+    """sitebuild/highlight.py takes the spans of PLAIN's classes out of the code blocks: in Material's stylesheet
+    (and the site's, which come after it) no rule styles them but the name colour's, which is the code's colour."""
+    sheets = [one("assets/stylesheets/main.*.min.css")] + [path.read_text(encoding="utf-8")
+                                                           for path in sorted((ROOT / "docs").rglob("*.css"))]
+    styled = {}
+    for selectors, body in rules("\n".join(sheets)):
+        for cls in PLAIN:
+            if any(re.search(rf"\.{cls}(?![\w-])", sel) and ".highlight" in sel for sel in selectors):
+                styled.setdefault(cls, []).append(body)
+    assert "w" not in styled
+    assert all(body == "color:var(--md-code-hl-name-color)" for cls in PLAIN for body in styled.get(cls, [])), styled
+    names = re.findall(r"--md-code-hl-name-color:\s*([^;}]+)", "\n".join(sheets))
+    assert names and set(names) == {"var(--md-code-fg-color)"}

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import mha_core
 
-from sitebuild import assets, csp
+from sitebuild import assets, csp, widgets
 from tests.helpers import one_vs_many_expected
 
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
@@ -74,9 +74,10 @@ def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(plain_site
     assert len(policies) == 1  # instant navigation keeps the first page's policy: every page has the same
 
 
-def test_every_page_loads_every_widgets_modules_and_styles(plain_site):
+def test_every_page_loads_every_widgets_modules_and_their_styles_in_one_stylesheet(plain_site):
     """Instant navigation brings a widget page in without a new document: its widgets must be known already.
-    (The runtime starts Python only near a widget: tests/browser/test_site.py.)"""
+    (The runtime starts Python only near a widget: tests/browser/test_site.py.) Their styles come in one file, each
+    widget's as it is written, the runtime's first."""
     site = plain_site
     names = set()
     for page in pages(site):
@@ -84,8 +85,25 @@ def test_every_page_loads_every_widgets_modules_and_styles(plain_site):
     assert {"shapes", "heads"} <= names
     for page in pages(site):
         html = page.read_text(encoding="utf-8")
-        for asset in ["runtime/bridge.js", "runtime/common.css"] + [f"{n}/{n}.{x}" for n in names for x in ("js", "css")]:
+        for asset in ["runtime/bridge.js", "widgets.css"] + [f"{n}/{n}.js" for n in names]:
             assert f"assets/widgets/{asset}" in html, (page, asset)
+        assert html.count('rel="stylesheet"') == 6, page  # Material's two, Temml's, docs/stylesheets' two, the widgets'
+    joined = (site / "assets" / "widgets" / "widgets.css").read_text(encoding="utf-8")
+    styles = ["runtime/common.css"] + [f"{n}/{n}.css" for n in sorted(widgets.names())]
+    at = [joined.index((widgets.WIDGETS / style).read_text(encoding="utf-8")) for style in styles]
+    assert at == sorted(at) and not list((site / "assets" / "widgets").rglob("*/*.css"))
+
+
+def test_the_search_index_leaves_out_what_the_widgets_templates_hold(plain_site):
+    """A <template> holds a widget's data (the training widget's last checkpoint, as JSON) or the rows its script clones:
+    nothing a reader reads as it is, so nothing the search should find."""
+    site = plain_site
+    docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    text = " ".join(doc["text"] for doc in docs)
+    held = [m for page in pages(site) for m in re.findall(r"<template[^>]*>(.{40})", page.read_text(encoding="utf-8"))]
+    assert any(h.startswith('{"') for h in held)  # the JSON of a widget's data
+    assert [h for h in held if h.strip() and h in text] == []
+    assert "data:image/png" not in text and "A single attention head" in text
 
 
 def widgets_built(site: Path, html_of_one: str, name: str) -> list[str]:

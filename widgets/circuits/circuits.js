@@ -1,6 +1,8 @@
-// The circuits widget: a run's circuits at the checkpoint the step control names. Every step's view of the
-// recorded run (mha_core.views.circuits, made at build time) is in the page, so moving the step binds that view
-// into the slots the template rendered with the shared binding: no Python is needed, and no request is made.
+// The circuits widget: a run's circuits at the checkpoint the step control names. The page arrives with the
+// recorded run's last step; every step's view of it (mha_core.views.circuits, made at build time) is in the
+// widget's asset, fetched once when the widget comes near (or the step is moved first), so moving the step binds
+// that view into the slots the template rendered with the shared binding: no Python is needed. A failed fetch is
+// said in the error slot, with Retry.
 // When the reader's own run ends in the training widget, a button offers it: circuits_run_view computes its views
 // in the page's Python (runtime/live.js: the call's life cycle), bound into the same slots; another goes back.
 //
@@ -10,12 +12,18 @@
 // params}}. While both widgets show the same run, the step here follows the training widget's.
 import { bind } from "../runtime/bind.js";
 import { InputError, live } from "../runtime/live.js";
-import { mountEach } from "../runtime/page.js";
+import { fillIn } from "../runtime/dom.js";
+import { mountEach, whenNear } from "../runtime/page.js";
 
 const STEP_EVENT = "mha-training-step";
 const RECORDED = "built"; // the training widget's name for the run the site ships
 
-const embedded = (root, name) => JSON.parse(root.querySelector(`[data-circuits-${name}]`).content.textContent);
+/** The asset root names: {run: the recorded run's own view, views: {step: its view}}. */
+async function fetchSteps(root) {
+  const response = await fetch(new URL(`./${root.dataset.asset}`, import.meta.url));
+  if (!response.ok) throw new Error(`${root.dataset.asset}: HTTP ${response.status}`);
+  return response.json();
+}
 
 /** The charts' lines of a run (points, and the uniform guess's height): SVG geometry, which bind does not set. */
 function drawLines(root, { pairs, loss, uniform }) {
@@ -27,9 +35,10 @@ function drawLines(root, { pairs, loss, uniform }) {
 
 function mount(root) {
   const form = root.querySelector("form");
-  const { step, reader, recorded: back } = form.elements;
-  const recorded = { id: RECORDED, run: embedded(root, "run"), views: embedded(root, "views") };
+  const { step, reader, recorded: back, retry } = form.elements;
+  const recorded = { id: RECORDED, run: null, views: {} }; // run and views once the asset has arrived
   let shown = recorded;
+  let loading = null; // the asset's fetch, until it fails
   let finished = null; // {id, args}: the reader's last finished run, as the training widget sent it
   let followed = null; // {run, step}: what the training widget's slider last showed
   const ids = new WeakMap(); // a finished run's args -> its id, for the answer to a request
@@ -54,6 +63,20 @@ function mount(root) {
     if (moved) [back, reader, step].find((el) => !el.hidden).focus();
     showStep();
   };
+  const failed = form.querySelector('[data-message="error"]');
+  const loadSteps = () => {
+    loading ??= fetchSteps(root).then(({ run, views }) => {
+      Object.assign(recorded, { run, views });
+      failed.hidden = retry.hidden = true;
+      if (root.dataset.state !== "busy") root.dataset.state = "live";
+      if (shown === recorded) showStep(); // where the step was moved meanwhile
+    }, (error) => { // data-state stays "initial": "error" is live.js's, whose recompute would ask for the reader's run
+      loading = null;
+      failed.textContent = fillIn(root.dataset.failed, { error: error.message });
+      failed.hidden = retry.hidden = false;
+    });
+    return loading;
+  };
   const request = live(root, {
     fn: "circuits_run_view",
     args: () => {
@@ -77,18 +100,23 @@ function mount(root) {
       ids.set(done, run);
       reader.hidden = run === shown.id;
     }
-    if (run === shown.id && shown.views[at]) {
+    if (run === shown.id && (shown.views[at] || !recorded.run)) {
       step.value = String(at);
-      showStep();
+      if (recorded.run) showStep();
+      else loadSteps();
     }
   };
   document.addEventListener(STEP_EVENT, onStep);
   form.addEventListener("submit", (event) => event.preventDefault());
-  step.addEventListener("input", showStep);
+  step.addEventListener("input", () => (recorded.run ? showStep() : loadSteps()));
   reader.addEventListener("click", () => (computed.has(finished?.id) ? showRun(computed.get(finished.id)) : request(reader)));
-  back.addEventListener("click", () => showRun(recorded));
-  if (step.value !== root.dataset.step) showStep(); // a browser that restored the slider from an earlier visit
-  root.dataset.state = "live";
+  back.addEventListener("click", () => loadSteps().then(() => recorded.run && showRun(recorded)));
+  retry.addEventListener("click", () => {
+    step.focus(); // the button hides itself
+    loadSteps();
+  });
+  if (step.value !== root.dataset.step) loadSteps(); // a browser that restored the slider from an earlier visit
+  whenNear(root, loadSteps);
 }
 
 mountEach('[data-mha-widget="circuits"]', mount);

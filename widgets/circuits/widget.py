@@ -2,18 +2,18 @@
 
 The run is the training widget's asset (run.json, trained once at build time and kept in .cache/). context()
 computes mha_core.views.circuits' view of each of its checkpoints in CPython and gives the template the last
-one to render, and all of them to embed: the step control binds the view of the step it is moved to with the
-shared binding, so the widget needs no Python in the browser (every step costs about 6 kB of the page). The root
-carries data-mha-widget="circuits".
+one to render; assets() ships all of them (and the run's own view) as one file, named by its content's sha256 so
+that no cache holds another build's, which circuits.js fetches when the widget comes near: the step control binds
+the view of the step it is moved to with the shared binding, so the widget needs no Python in the browser (every
+step is about 6 kB, which the page would otherwise carry unread). The root carries data-mha-widget="circuits".
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 
-from markupsafe import Markup
-
-from mha_core.views.circuits import circuits_view
+from mha_core.views.circuits import circuits_view, messages
 from sitebuild import BuildError, widgets
 
 OPTIONS: dict = {}
@@ -39,15 +39,25 @@ def run_view() -> dict:
     return json.loads(json.dumps(view, allow_nan=False))
 
 
-def embedded(value) -> Markup:
-    """value as compact JSON safe inside a <template> (no <, > or & left as such)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
+@functools.cache
+def asset() -> tuple[str, bytes]:
+    """(file name, content) of the steps' file: {"run": the run's view, "views": {step: its view}} as compact
+    JSON, named steps-<the first 16 hex digits of its sha256>.json."""
+    view = run_view()
+    data = json.dumps({"run": view["run"], "views": {v["data"]["step"]: v for v in view["views"]}},
+                      separators=(",", ":"), ensure_ascii=False).encode()
+    return f"steps-{hashlib.sha256(data).hexdigest()[:16]}.json", data
+
+
+def assets() -> dict[str, bytes]:
+    """File name -> content, written beside the widget's script."""
+    name, data = asset()
+    return {name: data}
 
 
 def context() -> dict:
-    """The template's variables: the last step's view, what no step changes, and every step's view to embed
-    with the run's own view (the step control's way back to the recorded run after the reader's)."""
+    """The template's variables: the last step's view, what no step changes, the steps' file and the words
+    the widget's script says."""
     view = run_view()
-    return {"view": view["views"][-1], "run": view["run"], "fixed": view["fixed"], "run_json": embedded(view["run"]),
-            "steps": embedded({v["data"]["step"]: v for v in view["views"]})}
+    return {"view": view["views"][-1], "run": view["run"], "fixed": view["fixed"], "asset": asset()[0],
+            "words": messages()}
