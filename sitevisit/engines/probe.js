@@ -9,7 +9,8 @@
 // widget is named here, so widgets added later are covered as they come. A widget with a Load button (whose
 // Python waits for the reader to ask for a large download) is loaded first. An exercise (a widget with a Run
 // button) goes "running", then "pass", "fail" or "error" once its own Python has checked the code. A widget
-// marked data-views="in-page" holds every view its controls show: a control's change shows another, no Python.
+// marked data-views="precomputed" shows views made at build time (in the page or in a file it fetches): a
+// control's change shows another, no Python.
 ({
   watch() {
     if (window.__mhaProblems) return;
@@ -120,8 +121,8 @@
       }
       const controls = KINDS.flatMap(([selector, change]) =>
         [...root.querySelectorAll(selector)].filter((c) => !c.disabled && c.form).map((c) => [c, change]));
-      if (root.dataset.views === "in-page") {
-        seen.kind = "in-page";
+      if (root.dataset.views === "precomputed") {
+        seen.kind = "precomputed";
         const before = root.textContent;
         const [control, change] = controls.find(([c, change]) => change(c)) ?? [];
         seen.control = control ? `${control.tagName.toLowerCase()}[name="${control.name}"]` : null;

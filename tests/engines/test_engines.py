@@ -39,7 +39,7 @@ def failures(report: dict, widgets_in_html: int) -> list[str]:
         if w["kind"] == "exercise":  # its skeleton, checked: "fail" with the case, which only the checks give
             if "running" not in w["states"] or w["state"] not in ("pass", "fail"):
                 out.append(f"{widget} was not checked (states {w['states']}): {w['message']}")
-        elif w["kind"] == "in-page":  # its views are in the page: a control shows another, live throughout
+        elif w["kind"] == "precomputed":  # its views made at build time: a control shows another, live at last
             if not w["changed"] or w["state"] != "live":
                 out.append(f"{widget} did not show another view after {w['control']} (state {w['state']})")
         elif "busy" not in w["states"]:

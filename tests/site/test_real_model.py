@@ -103,7 +103,7 @@ def test_the_heads_are_kept_in_the_cache_keyed_on_the_model_and_the_sources():
 
 
 def test_the_model_s_files_are_listed_with_their_sha256_and_run_as_the_whole(plain_site, gguf, ours):
-    page_data = json.loads(html.unescape(re.search(r"<template data-real-model-data>(.*?)</template>",
+    page_data = json.loads(html.unescape(re.search(r"<template[^>]*\bdata-real-model-data\b[^>]*>(.*?)</template>",
                                                    (plain_site / PAGE).read_text(encoding="utf-8"), re.S).group(1)))
     folder = plain_site / "assets/widgets/real_model" / page_data["dir"]
     names = ["model.gguf", "embedding.gguf", *(f"layer-{i:02d}.gguf" for i in range(30))]

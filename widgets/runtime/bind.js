@@ -11,13 +11,13 @@ import { setData, setText } from "./dom.js";
 /** The elements of scope marked data-output="name". */
 const slotsIn = (scope, name) => scope.querySelectorAll(`[data-output="${CSS.escape(name)}"]`);
 
-/** el's repeated children (those of its <template>'s tag: a row's <th> is not one of its <td>s), made as many
- * as count by cloning the template's element or removing; the template stays last, so a new row comes
- * after the others. */
+/** el's repeated children (those of its <template>'s tag: a row's <th> is not one of its <td>s; nor is a
+ * child marked data-fixed, such as a header row's corner), made as many as count by cloning the template's
+ * element or removing; the template stays last, so a new row comes after the others. */
 function rowsOf(el, count) {
   const template = el.querySelector(":scope > template");
   const row = template.content.firstElementChild;
-  const rows = () => [...el.children].filter((child) => child.tagName === row.tagName);
+  const rows = () => [...el.children].filter((child) => child.tagName === row.tagName && !("fixed" in child.dataset));
   let have = rows();
   if (have.length !== count) {
     for (let i = have.length; i < count; i++) template.before(row.cloneNode(true));
