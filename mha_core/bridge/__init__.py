@@ -45,17 +45,6 @@ def limits(fn_name: str) -> dict:
     return {name: field.limits() for name, field in FUNCTIONS[fn_name].args.items()}
 
 
-def plain(value):
-    """value with numpy arrays and scalars turned into lists and Python numbers, tuples into lists."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, (np.ndarray, np.generic)):
-        return value.tolist()
-    return value
-
-
 def array_as_list(value):
     """json.dumps' default for what it cannot write itself: a numpy array or scalar as plain numbers. (json writes
     the rest, tuples as lists, at C speed: a view of thousands of cells is no walk in Python.)"""

@@ -52,7 +52,7 @@ def test_a_runs_composition_and_loss_arrive_per_checkpoint(small_run):
     got = answer["result"]["checkpoints"]
     assert [c["step"] for c in got] == steps == [0, 10, 20, 30]
     for entry, expected in zip(got, want):
-        assert entry == json.loads(json.dumps(bridge.plain(expected)))
+        assert entry == json.loads(json.dumps(expected, default=bridge.array_as_list))
 
 
 @pytest.mark.parametrize("change, message", [
