@@ -79,12 +79,9 @@ NEXT_PAGE = """() => { window.__nextPage = new Promise((resolve) => {
 }); }"""
 
 
-def open_page(context, url: str, timeout_s: float, cpu_slowdown: float = 1) -> dict:
-    """Load url in context until Python is ready; its timings (ms after navigation) and status lines. With
-    cpu_slowdown > 1, the page's CPU is throttled so many times (DevTools' CPU throttling, as for a phone)."""
+def open_page(context, url: str, timeout_s: float) -> dict:
+    """Load url in context until Python is ready; its timings (ms after navigation) and status lines."""
     page = open_window(context)
-    if cpu_slowdown != 1:
-        context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": cpu_slowdown})
     page.goto(url, timeout=timeout_s * 1000)
     page.wait_for_selector(READY, state="attached", timeout=timeout_s * 1000)
     figures = page.evaluate("""() => ({ready: __bench.ready, frames: __bench.frames, status: __status,
