@@ -6,7 +6,7 @@ Needs root and the cgroup v1 cpu controller (a cgroup file system mounted with t
 cpu.cfs_quota_us and cpu.cfs_period_us); cgroup v2 is not handled. Where either is missing, cpu_limited raises
 CpuLimitUnavailable saying so, and nothing is slowed.
 
-    with cpu_limited(pid, 0.25) as limit:   # pid's tree now shares a quarter of one CPU
+    with cpu_limited(pid, 0.5) as limit:    # pid's tree now shares half of one CPU's time
         ...
         limit.held()                        # raises unless every thread of pid's tree is in the group
 
@@ -61,7 +61,7 @@ def process_tree(pid: int) -> list[int]:
 
 
 class CpuLimit:
-    """One group of the cpu hierarchy, limited to a share of one CPU, holding a process tree."""
+    """One group of the cpu hierarchy, limited to a share of the CPUs' time, holding a process tree."""
 
     def __init__(self, pid: int, share: float):
         self.pid, self.share = pid, share
@@ -131,12 +131,13 @@ class CpuLimit:
 
 @contextlib.contextmanager
 def cpu_limited(pid: int, share: float):
-    """pid's process tree held in a new group limited to share of one CPU (0.25: four times slower), as a
-    CpuLimit; moved back and the group removed on leaving."""
+    """pid's process tree held in a new group limited to share CPUs' worth of time (on two CPUs, 0.5: each four
+    times slower), as a CpuLimit; moved back and the group removed on leaving."""
     if not isinstance(pid, int) or pid <= 0 or not Path(f"/proc/{pid}").exists():
         raise ValueError(f"pid={pid!r} is not a running process")
-    if not 0 < share <= 1:
-        raise ValueError(f"share={share!r} is not a share of one CPU in (0, 1]")
+    cpus = os.cpu_count() or 1
+    if not 0 < share <= cpus:
+        raise ValueError(f"share={share!r} is not CPUs' worth of time in (0, {cpus}] (this machine's CPUs)")
     if os.geteuid() != 0:
         raise CpuLimitUnavailable("moving processes between cgroups needs root")
     limit = CpuLimit(pid, share)

@@ -3,8 +3,8 @@ relies on Pyodide's and Emscripten's internals): a warm revisit to the shapes pa
 first visit has kept Python's memory, ready with that memory and without it (deleted just before the revisit; every
 file Python is made of is still in Cache Storage, so neither downloads anything). Headless Chromium, localhost,
 the site served as network.py serves it, alternating pairs in fresh profiles; then the same in a browser whose
-every process and thread shares a quarter of one CPU (a cgroup: cpu_limit.py), four times slower as a phone is
-(Lighthouse's mobile runs slow the CPU 4x). DevTools' CPU throttling would not do: it slows the page's own thread,
+every process and thread shares a quarter of the machine's CPU time (a cgroup: cpu_limit.py), four times slower
+as a phone is (Lighthouse's mobile runs slow the CPU 4x), its cores still working side by side as a phone's do. DevTools' CPU throttling would not do: it slows the page's own thread,
 not the worker Python starts in. The memory stays only if it pays on the phone: a revisit ready at least 1 s
 sooner with it.
 
@@ -42,6 +42,7 @@ FORGET_MEMORY = """async () => {
 
 
 PHONE_CPU_SLOWDOWN = 4  # as Lighthouse's mobile runs slow the CPU
+PHONE_CPUS = (os.cpu_count() or 1) / PHONE_CPU_SLOWDOWN  # CPUs' worth of time the phone's browser shares
 PAYS_ON_THE_PHONE_S = 1.0  # the least a revisit must gain on the phone for the memory to be kept
 TIMEOUT_S = 120  # for a visit on localhost; times PHONE_CPU_SLOWDOWN on the phone
 
@@ -85,10 +86,10 @@ def revisits(browser, url: str, runs: int, timeout_s: float = TIMEOUT_S, ready=l
 
 
 def on_the_phone(url: str, runs: int) -> tuple[dict[bool, list[dict]], int]:
-    """revisits() in a browser whose every process, from before its first page, shares a quarter of one CPU;
+    """revisits() in a browser whose every process, from before its first page, shares a quarter of the CPU time;
     and the most threads it had, each checked to be in the limited cgroup once each revisit was ready."""
     threads = []
-    with chromium() as browser, cpu_limited(browser_pid(), 1 / PHONE_CPU_SLOWDOWN) as limit:
+    with chromium() as browser, cpu_limited(browser_pid(), PHONE_CPUS) as limit:
         visits = revisits(browser, url, runs, TIMEOUT_S * PHONE_CPU_SLOWDOWN, lambda: threads.append(limit.held()[1]))
     return visits, max(threads)
 
@@ -124,8 +125,8 @@ def main() -> int:
     ok = FIGURES.check(f"a warm revisit with the kept memory / without it, localhost ({each})",
                        report(f"localhost, {args.runs} of each in alternating pairs", local),
                        "sooner with it", local[True][0] < local[False][0])
-    phone_figure = (f"a warm revisit with the kept memory / without it, localhost, every browser thread on a quarter "
-                    f"of one CPU ({each})")
+    phone_figure = (f"a warm revisit with the kept memory / without it, localhost, the browser on a quarter of "
+                    f"the CPU time ({each})")
     try:
         visits, threads = on_the_phone(url, args.runs)
     except CpuLimitUnavailable as e:
@@ -134,7 +135,7 @@ def main() -> int:
     else:
         phone = medians(visits)
         saved = phone[False][0] - phone[True][0]
-        measured = report(f"every browser thread on a quarter of one CPU, {args.runs} of each", phone)
+        measured = report(f"the browser on a quarter of the CPU time, {args.runs} of each", phone)
         slower = phone[False][1] / local[False][1]
         print(f"  Python's start without the memory {slower:.1f}x as slow as on localhost; all of the browser's "
               f"threads (up to {threads}) held in the limited cgroup")
