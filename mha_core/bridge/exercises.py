@@ -8,9 +8,11 @@ runs a reader's code.
 from __future__ import annotations
 
 from ..exercises import MAX_CODE_CHARS, run_exercise
+from ..views.runtime import ready_message
 from . import call as bridge_call
 
-EXERCISE_FUNCTIONS = {"run_exercise": run_exercise}  # its arguments declared where it is defined
+# Their arguments declared where they are defined; ready_message, what every Python's start asks (worker.js).
+EXERCISE_FUNCTIONS = {fn.__name__: fn for fn in (run_exercise, ready_message)}
 __all__ = ["EXERCISE_FUNCTIONS", "MAX_CODE_CHARS", "call"]
 
 

@@ -303,6 +303,47 @@ def test_changes_before_python_is_ready_are_marked_then_applied(page, site_url, 
     expect_stale(widget, False)
 
 
+# Holds the page's calls to Python (the answer is late) until window.__releaseCalls(); moves the n slider one step
+# right and says, at once, whether the waiting line is hidden and what it says.
+HOLD_CALLS = """() => {
+  const post = Worker.prototype.postMessage, held = [];
+  Worker.prototype.postMessage = function (message, transfer) {
+    if (message?.type !== "call") return post.call(this, message, transfer);
+    held.push(() => post.call(this, message, transfer));
+  };
+  window.__releaseCalls = () => {
+    Worker.prototype.postMessage = post;
+    held.splice(0).forEach((send) => send());
+  };
+}"""
+MOVE_N = """root => {
+  const slider = root.querySelector('input[type="range"][name="seq_len"]');
+  slider.value = String(slider.valueAsNumber + 1);
+  slider.dispatchEvent(new Event("input", { bubbles: true }));
+  const pending = root.querySelector('[data-output="pending"]');
+  return { hidden: pending.hidden, text: pending.textContent, state: root.dataset.state };
+}"""
+
+
+def test_with_python_ready_the_waiting_line_waits_for_the_results_to_be_marked(fresh_widget):
+    """A quick answer moves nothing on the page: the line saying what the widget waits for comes only with the
+    stale marks (after a moment), and then follows each change at once."""
+    widget = fresh_widget("shapes")
+    config, n = form_config(widget), int(sliders(widget)["seq_len"])  # the slider's step: the power of two nearest
+    widget.page.evaluate(HOLD_CALLS)
+    try:
+        assert widget.evaluate(MOVE_N) == {"hidden": True, "text": "", "state": "busy"}
+        expect_stale(widget, True)
+        expect(widget.locator('[data-output="pending"]')).to_have_text(f"Waiting for Python to compute n = {2 * n}…")
+        moved = widget.evaluate(MOVE_N)
+        assert not moved["hidden"] and moved["text"] == f"Waiting for Python to compute n = {4 * n}…"
+    finally:
+        widget.page.evaluate("() => window.__releaseCalls()")
+    assert_shows(widget, **{**config, "seq_len": 4 * n})
+    expect(widget.locator('[data-output="pending"]')).to_be_hidden()
+    expect_stale(widget, False)
+
+
 def test_after_a_failure_the_old_results_stay_marked_with_the_reason(page, page_log, site_url, shapes_path):
     page_log.allow(r"Failed to load resource")
     page.context.route(re.compile(r".*/pyodide\.asm\.wasm\.gz$"), lambda route: route.fulfill(status=404, body="missing"))

@@ -175,9 +175,7 @@ export class Runtime {
       this.isReady = true;
       clearTimeout(this.timer);
       this.settle.resolve();
-      const how = data.restored ? " (its start restored from the memory an earlier visit kept)" : "";
-      this.report("ready",
-                  `Python ready in ${(data.ms / 1000).toFixed(1)} s${how}: the numbers are computed in your browser.`);
+      this.report("ready", data.message);
     } else if (data.type === "kept") { // from the downloads worker
       this.settleKept();
     } else if (data.type === "failed") {

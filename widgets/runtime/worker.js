@@ -7,8 +7,9 @@
 //      init's: each downloaded, checked by sha256 and kept in Cache Storage `store` as downloads.js does for
 //      Python's own, then written into Python's file system under folder, by its name: the real model's files).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
-//      it ends); {type: "progress", step, waiting}..., then {type: "ready", ms, restored} (restored: Python
-//      came from the memory an earlier start kept) or {type: "failed", message};
+//      it ends); {type: "progress", step, waiting}..., then {type: "ready", ms, restored, message} (restored:
+//      Python came from the memory an earlier start kept; message: what the page says, Python's ready_message)
+//      or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally;
 //      {type: "files", id, arrived, total} as a files request's bytes arrive, then its {type: "result", id, json}.
 // fn and args reach the entry's call (mha_core.bridge.call) as Python strings: data, never Python source.
@@ -115,7 +116,15 @@ async function init({ indexURL, files, port, entry, keep }) {
   const key = await memoryURL;
   downloads.keep(key, keep ? kept : null); // hashed and stored on the downloads worker's thread
   downloads.forgetOthers([key]);
-  return { ms, restored: !kept };
+  return { ms, restored: !kept, message: readyMessage(ms, !kept) };
+}
+
+/** What the page says once Python is ready: Python's words (mha_core.views.runtime.ready_message), as every word
+ * the reader reads once there is a Python to make it. */
+function readyMessage(ms, restored) {
+  const reply = JSON.parse(bridgeCall("ready_message", JSON.stringify({ ms, restored })));
+  if (!reply.ok) throw new Error(reply.error);
+  return reply.result;
 }
 
 /** Hold lock as long as this worker lives: the page learns of its end, a crash included, by the lock's release. */

@@ -43,11 +43,16 @@ function args(w) {
   return config;
 }
 
-/** Ask for the form's configuration (the life cycle says what is stale); keep it in the URL. */
+/** Say what the widget waits for, while its results are marked stale (stale: the life cycle's marked). */
+function sayPending(w, stale) {
+  showMessage(w.root, "pending", stale ? w.waiting : "");
+}
+
+/** Ask for the form's configuration (the life cycle says what is stale, and when); keep it in the URL. */
 function update(w, control) {
   const { config, errors } = readConfig(w.form);
-  const waiting = errors.length ? "" : `Waiting for Python to compute ${changes(config, w.shown)}…`;
-  showMessage(w.root, "pending", waiting);
+  w.waiting = errors.length ? "" : `Waiting for Python to compute ${changes(config, w.shown)}…`;
+  if (!output(w.root, "pending").hidden) sayPending(w, true); // already waiting: for these values now
   if (!errors.length && w.urlState) keepInURL(w, () => writeURL(w.form, config, location.search));
   w.request(control);
 }
@@ -85,7 +90,7 @@ function restoreFromURL(w) {
 
 function mount(root) {
   const form = root.querySelector("form");
-  const w = { root, form, urlState: root.hasAttribute("data-url-state"), shown: defaultConfig(form) };
+  const w = { root, form, urlState: root.hasAttribute("data-url-state"), shown: defaultConfig(form), waiting: "" };
   w.request = live(root, {
     fn: "shapes_view",
     args: () => args(w),
@@ -95,7 +100,10 @@ function mount(root) {
       w.shown = config;
     },
     failure: (error, config) => `Could not compute ${changes(config, w.shown)}: ${error.message}`,
-    settled: () => showMessage(root, "pending", ""),
+    // Said only once the results are marked (at once before Python is ready, else after a moment): a line shown
+    // and hidden again for each quick answer would move the page below twice per move, a layout each time.
+    marked: (stale) => sayPending(w, stale),
+    settled: () => sayPending(w, false),
   });
   syncSliders(form);
   form.addEventListener("submit", (event) => event.preventDefault());
