@@ -52,10 +52,10 @@ java:
 		  apt-get install -y -qq default-jre-headless; } || \
 		{ echo "the tests need Java 17 or later (Debian: default-jre-headless)" >&2; exit 1; }
 
-# Two workers on a 2-core machine: the browser tests wait on Python's starts, throttled links and timers as
-# well as compute, so two at once take about two thirds of the time one takes. Each file runs in one worker,
-# handed out in the order tests/conftest.py gives them (not reordered by their number of tests).
-TEST_WORKERS ?= 2
+# Three workers on a 2-core machine: the browser tests wait on Python's starts, throttled links and timers as
+# much as they compute, so a third keeps both cores busy. Each file runs in one worker, handed out in the order
+# tests/conftest.py gives them (not reordered by their number of tests).
+TEST_WORKERS ?= 3
 test: $(VENV)/.test chromium engines java
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

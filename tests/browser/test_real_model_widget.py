@@ -111,7 +111,7 @@ def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_u
     assert model_requests(page_log) == []  # nothing of the model before Load
 
 
-def test_load_then_the_reader_s_text_gives_mha_core_s_scores_and_a_revisit_downloads_nothing(
+def test_load_then_the_reader_s_text_gives_mha_core_s_scores_a_revisit_downloads_nothing_and_cuts_a_long_text(
         page, site_url, widget_path, page_log, gguf):
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
     widget.locator('button[name="load"]').click()
@@ -140,17 +140,13 @@ def test_load_then_the_reader_s_text_gives_mha_core_s_scores_and_a_revisit_downl
     assert model_requests(page_log)[before:] == []
     assert_scores(revisit, expected(gguf, revisit.locator('textarea[name="text"]').input_value())[1])
 
-
-def test_a_long_text_is_cut_with_a_message(page, site_url, widget_path, gguf):
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
-    load(widget)
     long_text = " ".join(["tokens"] * 140)
-    text = widget.locator('textarea[name="text"]')
+    text = revisit.locator('textarea[name="text"]')
     text.evaluate("(el, value) => { el.value = value; el.dispatchEvent(new Event('change')); }", long_text)  # not bubbling
-    expect(widget).to_have_attribute("data-cut", "true", timeout=LOAD_TIMEOUT_MS)
-    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
-    expect(widget.locator('[data-output="note"]')).to_contain_text("the model ran on its first 128")
-    assert len(shown_tokens(widget)) == 128
+    expect(revisit).to_have_attribute("data-cut", "true", timeout=LOAD_TIMEOUT_MS)
+    expect(revisit).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+    expect(revisit.locator('[data-output="note"]')).to_contain_text("the model ran on its first 128")
+    assert len(shown_tokens(revisit)) == 128
 
 
 def test_a_corrupted_file_is_refused_and_a_cut_download_resumes_with_retry(page, site_url, widget_path, page_log):

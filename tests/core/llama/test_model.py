@@ -1,5 +1,5 @@
 """model.py against transformers' LlamaForCausalLM loaded from the same GGUF (eager attention, float32): the logits
-and every head's attention weights on 21 texts; the heads the model is known for; the pieces; refusals.
+and every head's attention weights on 21 texts and on the texts the real model's page shows; the heads the model is known for; the pieces; refusals.
 
 Tolerances, from float32: one rounding is 6e-8 of a value; a dot product of 576 or 1,536 terms summed in another
 order (NumPy's BLAS and PyTorch's kernels block their sums differently) differs by some 1e-6 of its terms, and
@@ -19,6 +19,7 @@ from mha_core.llama.model import (LlamaConfig, embed, forward, layer_weights, ll
                                   rotate, run_layers, split_model)
 from mha_core.llama.tokenizer import tokenizer_from_gguf
 from mha_core.llama.scores import head_scores
+from sitebuild.widgets import widget_module
 
 LOGITS_TOLERANCE = 2e-3  # in logits: ~5e-5 of the largest
 WEIGHTS_TOLERANCE = 1e-4  # in attention weights, which lie in [0, 1]
@@ -53,6 +54,7 @@ TEXTS = {
     "repeated random tokens": np.concatenate([RANDOM, RANDOM]),
     "14 words repeated": f"{INDUCTION_WORDS} {INDUCTION_WORDS}",
 }
+PAGE = widget_module("real_model")  # the texts the real model's page shows (its heads are mha_core's on them)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,17 @@ def ids_of(text, tokenizer) -> list[int]:
 @pytest.mark.transformers
 @pytest.mark.parametrize("name", TEXTS)
 def test_logits_and_every_head_s_weights_are_transformers(name, gguf, tokenizer, reference):
-    ids = ids_of(TEXTS[name], tokenizer)
+    assert_as_transformers(ids_of(TEXTS[name], tokenizer), gguf, reference)
+
+
+@pytest.mark.transformers
+@pytest.mark.parametrize("name", PAGE.TEXTS)
+def test_the_real_model_page_s_texts_give_transformers_heads(name, gguf_path, gguf, tokenizer, reference):
+    """tests/site/test_real_model.py checks that the page shows mha_core's heads on these texts."""
+    assert_as_transformers(tokenizer.encode(PAGE.texts()[name]), gguf, reference)
+
+
+def assert_as_transformers(ids: list[int], gguf, reference) -> None:
     logits, patterns = forward(gguf, ids)
     expected_logits, expected_weights = reference_forward(reference, ids)
     assert logits.dtype == patterns.dtype == np.float32

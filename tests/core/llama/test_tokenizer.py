@@ -1,6 +1,7 @@
 """tokenizer.py against transformers' tokenizer loaded from the same GGUF: the same ids on the 15,000 lines of
 CPython's pydoc_data/topics.py and on unusual texts; the pre-tokenizer's classes against Hugging Face's own
-regular expression on every assigned character of Unicode's first two planes; decoding; refusals."""
+regular expression on every assigned character of Unicode's first two planes; the texts the real model's page
+shows; decoding; refusals."""
 from __future__ import annotations
 
 import unicodedata
@@ -10,6 +11,7 @@ import pydoc_data.topics
 import pytest
 
 from mha_core.llama.tokenizer import byte_alphabet, pre_tokenize
+from sitebuild.widgets import widget_module
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # man ZWJ woman ZWJ girl ZWJ boy
 
@@ -53,6 +55,15 @@ def test_a_thousand_lines_of_cpython_s_documentation_tokenize_as_transformers(to
 @pytest.mark.parametrize("text", UNUSUAL, ids=range(len(UNUSUAL)))
 def test_unusual_texts_tokenize_as_transformers(text, tokenizer, reference):
     assert tokenizer.encode(text) == reference(text)["input_ids"]
+
+
+@pytest.mark.transformers
+def test_the_real_model_page_s_texts_tokenize_and_decode_as_transformers(gguf_path, tokenizer, reference):
+    """The tokens the page shows are mha_core's (tests/site/test_real_model.py), so transformers' too."""
+    for text in widget_module("real_model").texts().values():
+        ids = tokenizer.encode(text)
+        assert ids == reference(text)["input_ids"]
+        assert [tokenizer.decode([i]) for i in ids] == [reference.decode([i]) for i in ids]
 
 
 def test_the_pre_tokenizer_classes_every_character_as_hugging_face_s_regex():
