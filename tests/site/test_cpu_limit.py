@@ -36,11 +36,11 @@ def children(pid: int) -> list[int]:
     return [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
 
 
-@pytest.mark.parametrize("pid, share, named", [(0, 0.5, "pid"), (-3, 0.5, "pid"), (os.getpid(), 0, "share"),
-                                                (os.getpid(), -1, "share"), (os.getpid(), 10_000, "share")])
+@pytest.mark.parametrize("pid, share, named", [(0, 0.5, "pid"), (-3, 0.5, "pid"), (None, 0, "share"),
+                                                (None, -1, "share"), (None, 10_000, "share")])
 def test_nonsense_is_refused_naming_the_argument(pid, share, named):
     with pytest.raises(ValueError, match=f"^{named}="):
-        with cpu_limited(pid, share):
+        with cpu_limited(os.getpid() if pid is None else pid, share):  # None: this process
             pass
 
 
