@@ -4,9 +4,9 @@ first visit has kept Python's memory, ready with that memory and without it (del
 file Python is made of is still in Cache Storage, so neither downloads anything). Headless Chromium, localhost,
 the site served as network.py serves it, alternating pairs in fresh profiles; then the same in a browser whose
 every process and thread shares a quarter of the machine's CPU time (a cgroup: cpu_limit.py), four times slower
-as a phone is (Lighthouse's mobile runs slow the CPU 4x), its cores still working side by side as a phone's do. DevTools' CPU throttling would not do: it slows the page's own thread,
-not the worker Python starts in. The memory stays only if it pays on the phone: a revisit ready at least 1 s
-sooner with it.
+as a phone is (Lighthouse's mobile runs slow the CPU 4x), its cores still working side by side as a phone's do.
+DevTools' CPU throttling would not do: it slows the page's own thread, not the worker Python starts in. The
+memory stays only if it pays on the phone: a revisit ready at least 1 s sooner with it.
 
     python bench/kept_memory.py [--runs 4]
 

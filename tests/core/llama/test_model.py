@@ -1,5 +1,6 @@
 """model.py against transformers' LlamaForCausalLM loaded from the same GGUF (eager attention, float32): the logits
-and every head's attention weights on 21 texts and on the texts the real model's page shows; the heads the model is known for; the pieces; refusals.
+and every head's attention weights on 21 texts and on the texts the real model's page shows; the heads the model
+is known for; the pieces; refusals.
 
 Tolerances, from float32: one rounding is 6e-8 of a value; a dot product of 576 or 1,536 terms summed in another
 order (NumPy's BLAS and PyTorch's kernels block their sums differently) differs by some 1e-6 of its terms, and
@@ -84,11 +85,16 @@ def test_logits_and_every_head_s_weights_are_transformers(name, gguf, tokenizer,
     assert_as_transformers(ids_of(TEXTS[name], tokenizer), gguf, reference)
 
 
+@pytest.fixture(scope="module")
+def page_texts(gguf_path) -> dict[str, str]:
+    return PAGE.texts()  # the repeated text is drawn from the model's vocabulary
+
+
 @pytest.mark.transformers
 @pytest.mark.parametrize("name", PAGE.TEXTS)
-def test_the_real_model_page_s_texts_give_transformers_heads(name, gguf_path, gguf, tokenizer, reference):
+def test_the_real_model_page_s_texts_give_transformers_heads(name, page_texts, gguf, tokenizer, reference):
     """tests/site/test_real_model.py checks that the page shows mha_core's heads on these texts."""
-    assert_as_transformers(tokenizer.encode(PAGE.texts()[name]), gguf, reference)
+    assert_as_transformers(tokenizer.encode(page_texts[name]), gguf, reference)
 
 
 def assert_as_transformers(ids: list[int], gguf, reference) -> None:
