@@ -99,6 +99,7 @@ def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, he
     page.evaluate("window.__earlier = true")
     page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
     expect(page).to_have_url(site_url + heads_path)
+    expect(page.locator('[data-mha-widget="shapes"]')).to_have_count(0)  # the URL changes before the content
     assert page.evaluate("window.__earlier") is True  # the same document
     on_heads_page = ["heads", "training", "exercise", "circuits"]
     assert use_widgets(page) == on_heads_page
