@@ -48,11 +48,19 @@ def pytest_unconfigure(config):
         shutil.rmtree(shared[0], ignore_errors=True)
 
 
-# The folders in the order their files run (others after them): the longest files first, so that no worker
-# ends alone on one (`make test` hands files out in this order, as workers come free); the real model against
-# transformers (a long file) before the build's checks; the README's commands, which build in the same .cache/,
-# once the sites are built; mha_core's many short files fill the end.
-FOLDERS = ["tests/engines/", "tests/browser/", "tests/core/llama/", "tests/site/", "tests/core/"]
+# The folders in the order their files run (a file goes with the longest folder it is in; others run last):
+# mha_core's many short files first, as they need no site and keep both cores busy while the sites are built
+# (on a fresh clone the first build fetches and computes for most of a minute); then the longest files, so
+# that no worker ends alone on one (`make test` hands files out in this order, as workers come free); the real
+# model against transformers before the build's checks; the README's commands, which build in the same
+# .cache/, once the sites are built.
+FOLDERS = ["tests/core/", "tests/engines/", "tests/browser/", "tests/core/llama/", "tests/site/"]
+
+
+def folder_rank(nodeid: str) -> int:
+    """The place in FOLDERS of the longest folder holding the test nodeid (len(FOLDERS) if none)."""
+    held = [folder for folder in FOLDERS if nodeid.startswith(folder)]
+    return FOLDERS.index(max(held, key=len)) if held else len(FOLDERS)
 
 
 def pytest_addoption(parser):
@@ -64,8 +72,7 @@ def pytest_collection_modifyitems(config, items):
     """The tests in the order of FOLDERS, the order within each kept (or reversed, with --reverse)."""
     if config.getoption("reverse"):
         items.reverse()
-    items.sort(key=lambda item: next((i for i, folder in enumerate(FOLDERS) if item.nodeid.startswith(folder)),
-                                     len(FOLDERS)))
+    items.sort(key=lambda item: folder_rank(item.nodeid))
 
 
 def pytest_collection_finish(session):
