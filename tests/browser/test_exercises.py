@@ -63,14 +63,14 @@ def run(exercise, code: str | None = None, timeout: int = FIRST_RUN_MS) -> tuple
 
 @pytest.fixture
 def shared(module_page, exercise_url):
-    """exercise(name): that exercise on the module's shared page, so that its Python starts once for the tests;
-    mounted afresh (its page left and come back to, if the page is there), as a reader coming to its page finds it,
-    whatever an earlier test did with it."""
+    """exercise(name, fresh=False): that exercise on the module's shared page, so that its Python starts once for
+    the tests; fresh: mounted afresh (its page left and come back to, if the page is there), as a reader coming to
+    its page finds it, whatever an earlier test did with it."""
     page, log = module_page
     log.clear()
 
-    def exercise(name: str):
-        if page.url.split("#")[0] == exercise_url(name):
+    def exercise(name: str, fresh: bool = False):
+        if fresh and page.url.split("#")[0] == exercise_url(name):
             conftest.come_back(page)
         return exercise_on(page, exercise_url, name)
     yield exercise
@@ -79,7 +79,7 @@ def shared(module_page, exercise_url):
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_a_right_solution_passes_and_wrong_ones_fail_naming_the_case(shared, name):
-    exercise = shared(name)
+    exercise = shared(name, fresh=True)
     assert exercise.locator("button[name=solution]").is_hidden()  # before a first attempt
     assert run(exercise, RIGHT[name]) == ("pass", run_message(exercise))
     assert run_message(exercise).startswith("Passed all")

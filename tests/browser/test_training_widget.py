@@ -547,7 +547,8 @@ def test_knock_out_an_induction_head(fresh_widget, run):
     away. The readout says what changes (the losses; no pattern, as no later layer reads the head) and is
     cleared while another head is selected."""
     widget = training_afresh(fresh_widget)
-    start_training(widget)  # a reader's run, stopped
+    widget.locator('button[name="train"]').click()  # a reader's run, stopped at once
+    expect(widget).to_have_attribute("data-state", "training")
     widget.locator('button[name="stop"]').click()
     expect_settled(widget, "reader")
     widget.locator('select[name="n_layers"]').select_option("1")  # settings of a run not shown
