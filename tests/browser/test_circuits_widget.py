@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from test_accessibility import VIEWPORTS, axe_source, blocking, blocking_in_every_look  # noqa: F401 (a fixture)
+from test_accessibility import VIEWPORTS, axe_source, blocking, blocking_in_every_look, look  # noqa: F401 (a fixture)
 from mha_core.detectors import evaluate
 from mha_core.model import TrainConfig
 from mha_core.training import eval_batch
@@ -59,8 +59,16 @@ def assert_shows(widget, run: dict, step: int, prev: int | None = None, rel: flo
     return read
 
 
-def test_it_arrives_with_mha_core_s_circuits_at_the_last_step(page, site_url, widget_path, run):
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+def shown_afresh(fresh_widget):
+    """The circuits widget mounted afresh on the module's page (its Python ready), scrolled into view as a reader
+    comes to it."""
+    widget = fresh_widget(NAME)
+    widget.scroll_into_view_if_needed()
+    return widget
+
+
+def test_it_arrives_with_mha_core_s_circuits_at_the_last_step(fresh_widget, run):
+    widget = shown_afresh(fresh_widget)
     expect(widget).to_have_attribute("data-state", "live")  # no Python needed: every step is in the widget's asset
     step = widget.locator('input[name="step"]')
     steps = [c["step"] for c in run["checkpoints"]]
@@ -70,8 +78,8 @@ def test_it_arrives_with_mha_core_s_circuits_at_the_last_step(page, site_url, wi
     assert_shows(widget, run, steps[-1])
 
 
-def test_the_step_moved_with_the_keyboard_shows_mha_core_s_circuits_there(page, site_url, widget_path, run):
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+def test_the_step_moved_with_the_keyboard_shows_mha_core_s_circuits_there(fresh_widget, run):
+    widget = shown_afresh(fresh_widget)
     expect(widget).to_have_attribute("data-state", "live")
     step = widget.locator('input[name="step"]')
     last = assert_shows(widget, run, 600)
@@ -91,7 +99,9 @@ def test_the_step_moved_with_the_keyboard_shows_mha_core_s_circuits_there(page, 
 def test_the_steps_asset_fetched_near_the_widget_and_after_a_failure_by_retry(page, site_url, widget_path, run,
                                                                                    page_log):
     """The page arrives at the last step without the steps' file; a failed fetch is said beside the step control
-    with Retry, which fetches it again."""
+    with Retry, which fetches it again. (A page loaded afresh, for its fetches; the recorded run's steps need no
+    Python, which is held back.)"""
+    conftest.hold_python(page)
     failing = [True]
     page.route("**/assets/widgets/circuits/steps-*.json",
                lambda route: route.abort() if failing[0] else route.continue_())
@@ -117,32 +127,41 @@ def test_the_steps_asset_fetched_near_the_widget_and_after_a_failure_by_retry(pa
     assert_shows(widget, run, 0)  # the step the reader moved to meanwhile
 
 
-def test_at_390_px_everything_fits(page, site_url, widget_path, run):
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+def test_at_390_px_everything_fits(fresh_widget, run):
+    widget = shown_afresh(fresh_widget)
+    page = widget.page
     conftest.resize(page, VIEWPORTS["phone"])
-    widget.scroll_into_view_if_needed()
-    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
-    assert widget.locator('input[name="step"]').bounding_box()["width"] >= 200  # room to move it with a thumb
-    for picture in widget.locator('[role="img"]').all():
-        box = picture.bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["width"] >= 120, box
-    widget.locator('input[name="step"]').press("PageDown")
-    assert_shows(widget, run, int(widget.locator('input[name="step"]').input_value()))
-    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    try:
+        widget.scroll_into_view_if_needed()
+        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+        assert widget.locator('input[name="step"]').bounding_box()["width"] >= 200  # room to move it with a thumb
+        for picture in widget.locator('[role="img"]').all():
+            box = picture.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["width"] >= 120, box
+        widget.locator('input[name="step"]').press("PageDown")
+        assert_shows(widget, run, int(widget.locator('input[name="step"]').input_value()))
+        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    finally:
+        conftest.resize(page, conftest.VIEWPORT)  # as the module's other tests have it
 
 
-def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(page, site_url, widget_path,
-                                                                                  run, axe_source):  # noqa: F811
+def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(fresh_widget, run,
+                                                                                  axe_source):  # noqa: F811
     found, selector = [], f'[data-mha-widget="{NAME}"]'
+    widget = shown_afresh(fresh_widget)
+    page = widget.page
 
     def check(state):
         found.extend(blocking_in_every_look(page, axe_source, state, selector))
 
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
-    check("as built")
-    widget.locator('input[name="step"]').press("Home")
-    assert_shows(widget, run, 0)
-    check("at step 0")
+    try:
+        check("as built")
+        widget.locator('input[name="step"]').press("Home")
+        assert_shows(widget, run, 0)
+        check("at step 0")
+    finally:
+        look(page, "light", "desktop")  # as the module's other tests have it
+        conftest.resize(page, conftest.VIEWPORT)
     assert not found, "\n".join(found)
 
 
@@ -164,10 +183,13 @@ def finished_run(page) -> tuple[dict, int]:
     return run, int(np.argmax(scores))
 
 
-def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(page, site_url, widget_path, run,
+def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(fresh_widget, run,
                                                                                  axe_source):  # noqa: F811
-    """On a page of its own: no run of the reader's before this one."""
-    training = conftest.on_widget_page(page, site_url + widget_path("training"), "training")
+    """The widgets mounted afresh: no run of the reader's before this one."""
+    training = fresh_widget("training")
+    training.scroll_into_view_if_needed()  # as a reader comes to it: its asset, every checkpoint, is fetched
+    expect(training).to_have_attribute("data-checkpoints", str(len(run["checkpoints"])))
+    page = training.page
     widget = page.locator('[data-mha-widget="circuits"]')
     page.evaluate(KEEP_FINISHED)
     reader, back = widget.locator('button[name="reader"]'), widget.locator('button[name="recorded"]')
@@ -211,15 +233,15 @@ def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider
     assert_shows(widget, mine, 600, prev, rel=1e-12)
 
 
-def test_a_run_of_another_shape_is_declined_in_words(live_widget, run):
-    training = live_widget("training")
+def test_a_run_of_another_shape_is_declined_in_words(fresh_widget, run):
+    training = fresh_widget("training")
     page = training.page
     widget = page.locator('[data-mha-widget="circuits"]')
     training.locator('select[name="n_layers"]').select_option("1")
     training.locator('button[name="train"]').click()
     expect(training.locator('[data-output="run"]')).to_contain_text("600 steps in", timeout=180_000)
     training.locator('select[name="n_layers"]').select_option("2")
-    shown = widget.get_attribute("data-run")  # the recorded run, or an earlier run of the reader's
+    shown = widget.get_attribute("data-run")  # the recorded run (the widgets mounted afresh)
     widget.locator('button[name="reader"]').click()
     expect(widget.locator('[data-output="run-note"]')).to_contain_text("Your run has one layer: there is no K-composition",
                                                                        timeout=120_000)

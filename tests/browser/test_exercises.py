@@ -63,16 +63,23 @@ def run(exercise, code: str | None = None, timeout: int = FIRST_RUN_MS) -> tuple
 
 @pytest.fixture
 def shared(module_page, exercise_url):
-    """exercise(name): that exercise on the module's shared page, so that its Python starts once for the tests."""
+    """exercise(name, fresh=False): that exercise on the module's shared page, so that its Python starts once for
+    the tests; fresh: mounted afresh (its page left and come back to, if the page is there), as a reader coming to
+    its page finds it, whatever an earlier test did with it."""
     page, log = module_page
     log.clear()
-    yield lambda name: exercise_on(page, exercise_url, name)
+
+    def exercise(name: str, fresh: bool = False):
+        if fresh and page.url.split("#")[0] == exercise_url(name):
+            conftest.come_back(page)
+        return exercise_on(page, exercise_url, name)
+    yield exercise
     log.check()
 
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_a_right_solution_passes_and_wrong_ones_fail_naming_the_case(shared, name):
-    exercise = shared(name)
+    exercise = shared(name, fresh=True)
     assert exercise.locator("button[name=solution]").is_hidden()  # before a first attempt
     assert run(exercise, RIGHT[name]) == ("pass", run_message(exercise))
     assert run_message(exercise).startswith("Passed all")
@@ -183,9 +190,10 @@ def test_an_endless_loop_is_stopped_then_the_exercise_passes_and_the_widgets_sti
     expect(memory).to_have_attribute("data-state", "live")
 
 
-def test_the_code_is_kept_reset_restores_the_skeleton_and_the_solution_shows(shared):
-    exercise = shared("attention")
-    page = exercise.page
+@pytest.mark.before_python
+def test_the_code_is_kept_across_a_reload_and_reset_restores_the_skeleton(page, exercise_url):
+    """Python is held back: neither needs it, and the reload would start it afresh."""
+    exercise = exercise_on(page, exercise_url, "attention")
     write(exercise, "# mine\n")
     page.reload()
     exercise = page.locator('[data-exercise="attention"]')
@@ -196,16 +204,25 @@ def test_the_code_is_kept_reset_restores_the_skeleton_and_the_solution_shows(sha
     skeleton = EXERCISES["attention"].skeleton
     expect(exercise.locator("[data-editor]")).to_contain_text("def attention(q, k, v, causal=False):")
     assert page.evaluate("() => localStorage.getItem('mha-exercise:attention')") is None
+    assert skeleton.startswith("import numpy as np")
+
+
+def test_the_skeleton_fails_and_the_solution_shows(shared):
+    exercise = shared("attention")
+    page = exercise.page
+    exercise.locator("button[name=reset]").click()  # whatever code an earlier test kept
     assert run(exercise)[0] == "fail"  # the skeleton returns None
     exercise.locator("button[name=solution]").click()
     expect(exercise.locator("[data-output=solution]")).to_be_visible()
     assert exercise.locator("[data-output=solution] code").text_content() == EXERCISES["attention"].solution
     conftest.resize(page, {"width": 390, "height": 844})  # too narrow: the solution scrolls in a box Tab reaches
-    scrolling = exercise.locator("[data-output=solution]").evaluate("""s => [s, ...s.querySelectorAll("*")]
-      .filter(e => ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
-      .map(e => [e.tagName, e.tabIndex])""")
-    assert scrolling == [["PRE", 0]], scrolling
-    assert skeleton.startswith("import numpy as np")
+    try:
+        scrolling = exercise.locator("[data-output=solution]").evaluate("""s => [s, ...s.querySelectorAll("*")]
+          .filter(e => ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
+          .map(e => [e.tagName, e.tabIndex])""")
+        assert scrolling == [["PRE", 0]], scrolling
+    finally:
+        conftest.resize(page, conftest.VIEWPORT)  # as the module's other tests have it
 
 
 def test_before_python_is_ready_run_says_what_it_waits_for(page, exercise_url):

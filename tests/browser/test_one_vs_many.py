@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 import conftest
 from conftest import hold_python
-from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look  # noqa: F401 (a fixture)
+from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look, look  # noqa: F401 (a fixture)
 from tests.helpers import one_vs_many_expected, one_vs_many_form, one_vs_many_outputs
 
 NAME = "one-vs-many"
@@ -174,24 +174,28 @@ def test_at_390_px_everything_fits_and_works(fresh_widget):
         page.set_viewport_size({"width": 1200, "height": 900})
 
 
-def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(page, site_url, widget_path,
+def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(fresh_widget,
                                                                                   axe_source):  # noqa: F811
     """As built (initial), live after a change, and with no weight at all (the error), each in both schemes
-    and on both screens, on one page (Python starts once): no serious violation."""
+    and on both screens, on the module's page (the widget mounted afresh): no serious violation."""
     found, selector = [], f'[data-mha-widget="{NAME}"]'
+    widget = fresh_widget(NAME)
+    page = widget.page
 
     def check(state):
         found.extend(blocking_in_every_look(page, axe_source, state, selector))
 
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
-    check("initial")  # as built: data-state stays "initial" until a control moves
-    expect(widget).to_have_attribute("data-state", "initial")
-    conftest.wait_ready(page)
-    widget.locator('input[name="wide"]').press("Space")
-    answered(widget)
-    check("live")
-    for name in ("subject", "clause", "previous"):
-        widget.locator(f'input[name="{name}"]').press("Home")
-    expect(widget).to_have_attribute("data-state", "error")
-    check("error")
+    try:
+        check("initial")  # as built: data-state stays "initial" until a control moves
+        expect(widget).to_have_attribute("data-state", "initial")
+        widget.locator('input[name="wide"]').press("Space")
+        answered(widget)
+        check("live")
+        for name in ("subject", "clause", "previous"):
+            widget.locator(f'input[name="{name}"]').press("Home")
+        expect(widget).to_have_attribute("data-state", "error")
+        check("error")
+    finally:
+        look(page, "light", "desktop")  # as the module's other tests have it
+        conftest.resize(page, conftest.VIEWPORT)
     assert not found, "\n".join(found)

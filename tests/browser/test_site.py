@@ -9,13 +9,17 @@ import json
 import re
 from urllib.parse import urlsplit
 
+import pytest
 from playwright.sync_api import expect
 
-from conftest import LOCAL_HOSTS, wait_ready
+from conftest import LOCAL_HOSTS, follow_link, hold_python, wait_ready, watched_page
 from sitebuild import serving
+from sitevisit.site import pages_with
 from tests.helpers import ask, check_answered
 
 PYTHON_FILES = re.compile(r"/assets/(pyodide|wheels)/")
+META = 'meta[http-equiv="Content-Security-Policy"]'
+POLICY = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"')
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
 CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2,
            "training": "Mary gave John a book; Mary gave", "one-vs-many": "Home",
@@ -47,25 +51,59 @@ def assert_no_python(page, requests: list[str]) -> None:
     assert not [w.url for w in page.workers if "/runtime/" in w.url], page.url
 
 
-def test_every_page_meets_its_csp_and_loads_from_the_site_only(page, page_log, built_site, site_url):
-    """Both widgets go live under the CSP; a page without a widget fetches no Pyodide and no wheel and starts
-    no worker of ours, even a frame after its load (when the runtime would start).
+@pytest.fixture
+def shared_page(module_page):
+    """(page, log): the module's one page, for a test: its log cleared, then failing the test on what it logged."""
+    page, log = module_page
+    log.clear()
+    yield page, log
+    log.check()
+
+
+def policies(site) -> dict[str, str]:
+    """Each page's Content-Security-Policy (site_pages' paths -> its meta tag's content), read in the built files."""
+    return {path: POLICY.search((site / path / "index.html" if not path.endswith(".html") else site / path)
+                                .read_text(encoding="utf-8"))[1] for path in site_pages(site)}
+
+
+def test_every_page_meets_its_csp_and_loads_from_the_site_only(shared_page, browser, built_site, site_url):
+    """Every page carries the same policy (its meta tag, read in the built files): 'self', plus the
+    'wasm-unsafe-eval' Pyodide needs. Each page, loaded directly as a reader landing on it, meets it as it loads and
+    mounts its widgets (with Python held back: its start is checked below); a page without a widget fetches no
+    Pyodide and no wheel and starts no worker of ours, even a frame after its load (when the runtime would start).
+    Under instant navigation the policy of the page first loaded stays in force for the pages the reader moves on
+    to; each page's being the same, it is their own. So every widget goes live under it in one document: the home
+    page, loaded directly, starts Python, and the reader follows the site's links to each page with widgets and
+    uses them (one Python, the page's, serves them all, as a reader's does).
     The site is built for its address, so 404.html links its files from the site's root: it is shown where a
     missing page would be, deep in the site, as a host shows it."""
-    pages = site_pages(built_site)
+    page, page_log = shared_page
+    pages = policies(built_site)
     assert {"", "404.html", "parameters-and-shapes/", "what-heads-learn/"} <= set(pages)
+    policy = pages[""]
+    assert "default-src 'self'" in policy and "script-src 'self' 'wasm-unsafe-eval'" in policy
+    assert set(pages.values()) == {policy}, "a page has a policy of its own: instant navigation would keep another"
+    widget_pages = {path.removeprefix("./") for path in pages_with(built_site, "data-mha-widget=")}  # "./": the home
+    with_widgets = [path for path in pages if path in widget_pages]
     missing = site_url + "no/such/page/"
-    page.route(missing, lambda route: route.fulfill(path=built_site / "404.html", content_type="text/html"))
+    with watched_page(browser, page_log) as landing:
+        hold_python(landing)
+        landing.route(missing, lambda route: route.fulfill(path=built_site / "404.html", content_type="text/html"))
+        for path in pages:
+            before = len(page_log.requests)
+            landing.goto(missing if path == "404.html" else site_url + path)
+            assert landing.locator(META).get_attribute("content") == policy, path
+            if path in with_widgets:
+                expect(landing.locator("[data-mha-widget]:not([data-mounted])")).to_have_count(0)
+                landing.evaluate(NEXT_FRAME)
+            else:
+                assert_no_python(landing, page_log.requests[before:])
+    assert with_widgets[0] == "", with_widgets  # the home page, where the reader starts
     live = []
-    for path in pages:
-        before = len(page_log.requests)
-        page.goto(missing if path == "404.html" else site_url + path)
-        csp = page.locator('meta[http-equiv="Content-Security-Policy"]').get_attribute("content")
-        assert "default-src 'self'" in csp and "script-src 'self' 'wasm-unsafe-eval'" in csp, path
-        if page.locator("[data-mha-widget]").count():
-            live += use_widgets(page)
-        else:
-            assert_no_python(page, page_log.requests[before:])
+    for path in with_widgets:
+        follow_link(page, site_url + path) if path else page.goto(site_url)
+        assert page.locator(META).get_attribute("content") == policy
+        live += use_widgets(page)
     assert sorted(live) == ["circuits"] + ["exercise"] * 5 + ["heads", "memory", "one-vs-many", "real-model", "shapes",
                                                               "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
@@ -89,10 +127,15 @@ def test_the_csp_blocks_what_the_site_does_not_use_and_the_violation_is_seen(pag
     page_log.violations.clear()  # provoked here; any other fails the test
 
 
-def test_moving_between_pages_mounts_the_widgets(page, site_url, shapes_path, heads_path):
+def test_moving_between_pages_mounts_the_widgets(shared_page, site_url, shapes_path, heads_path):
     """Instant navigation: the footer's link brings the next page into the same document, whose widgets mount
-    and use the Python already running; a full reload mounts them afresh and starts Python again."""
-    page.goto(site_url + shapes_path)
+    and use the Python already running; a full reload mounts them afresh and starts Python again. (The module's
+    page: one with Python running moves on to the first page by the site's link, as a reader does.)"""
+    page, _ = shared_page
+    if page.url.startswith(site_url) and page.locator("html").get_attribute("data-mha-runtime") == "ready":
+        follow_link(page, site_url + shapes_path)
+    else:
+        page.goto(site_url + shapes_path)
     features = json.loads(page.locator("#__config").text_content())["features"]
     assert "navigation.instant" in features
     assert use_widgets(page) == ["shapes", "exercise"]

@@ -183,8 +183,16 @@ def test_scrub_and_select_heads(page, training_url, run):
     assert run["checkpoints"][0]["roles"][1] == [None, None] and "induction" in run["checkpoints"][-1]["roles"][1]
 
 
-def test_knock_out_the_previous_token_head(live_widget, run):
-    widget = live_widget("training")
+def training_afresh(fresh_widget):
+    """The training widget mounted afresh at its defaults on the module's page, its Python ready (no run of an
+    earlier test's is shown or goes on), scrolled into view as a reader comes to it: its asset is fetched."""
+    widget = fresh_widget("training")
+    widget.scroll_into_view_if_needed()
+    return widget
+
+
+def test_knock_out_the_previous_token_head(fresh_widget, run):
+    widget = training_afresh(fresh_widget)
     wait_loaded(widget, run)
     widget.locator('input[name="step"]').fill(str(len(run["checkpoints"]) - 1))
     roles = run["checkpoints"][-1]["roles"]
@@ -217,8 +225,8 @@ def test_knock_out_the_previous_token_head(live_widget, run):
     expect(widget.locator('[data-output="loss"]')).to_have_attribute("data-value", f"{run['history'][-1]['loss_repeat']:.3f}")
 
 
-def test_the_readers_own_text(live_widget, run):
-    widget = live_widget("training")
+def test_the_readers_own_text(fresh_widget, run):
+    widget = training_afresh(fresh_widget)
     wait_loaded(widget, run)
     widget.locator('input[name="step"]').fill(str(len(run["checkpoints"]) - 1))
     induction = run["checkpoints"][-1]["roles"][1].index("induction")
@@ -259,8 +267,8 @@ def test_the_readers_own_text(live_widget, run):
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
 
 
-def test_train_it_yourself_then_stop_then_again(live_widget):
-    widget = live_widget("training")
+def test_train_it_yourself_then_stop_then_again(fresh_widget):
+    widget = training_afresh(fresh_widget)
     widget.locator('select[name="n_heads"]').select_option("3")
     widget.locator('button[name="train"]').press("Enter")  # from the keyboard: the focus must stay in sight
     expect(widget).to_have_attribute("data-state", "training")
@@ -295,8 +303,8 @@ def test_train_it_yourself_then_stop_then_again(live_widget):
 PERIODS = f"{TRAIN_RANGES['min_period'][0]} to {TrainConfig().vocab}"
 
 
-def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
-    widget = live_widget("training")
+def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(fresh_widget):
+    widget = training_afresh(fresh_widget)
     shown_step = widget.locator('[data-output="step"]').get_attribute("data-value")
     shown_run = widget.locator('[data-output="run"]').text_content()
     widget.locator('input[name="min_period"]').fill("1")
@@ -334,13 +342,18 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(live_widget):
 
 
 
-# Before the page's scripts: every call the page sends to its Python worker is kept in window.__mhaCalls.
-RECORD_CALLS = """window.__mhaCalls = [];
-const post = Worker.prototype.postMessage;
-Worker.prototype.postMessage = function (message, ...rest) {
-  if (message && message.type === "call") window.__mhaCalls.push(message.fn);
-  return post.call(this, message, ...rest);
-};"""
+# From now on, every call the page sends to its Python worker is kept in window.__mhaCalls (the worker's
+# postMessage is looked up at each call; wrapped once a document).
+RECORD_CALLS = """() => {
+  window.__mhaCalls = [];
+  if (window.__mhaRecording) return;
+  window.__mhaRecording = true;
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (message, ...rest) {
+    if (message && message.type === "call") window.__mhaCalls.push(message.fn);
+    return post.call(this, message, ...rest);
+  };
+}"""
 
 
 def start_training(widget) -> None:
@@ -362,10 +375,10 @@ def expect_settled(widget, run_shown: str) -> None:
         expect(widget).not_to_have_attribute("data-run", "reader")
 
 
-def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(page, training_url, run):
-    page.add_init_script(RECORD_CALLS)
-    widget = conftest.open_widget(page, training_url, "training")
-    conftest.wait_ready(page)
+def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(fresh_widget, run):
+    widget = training_afresh(fresh_widget)
+    page = widget.page
+    page.evaluate(RECORD_CALLS)
     start_training(widget)
     page.locator("a.md-footer__link--prev").click()  # instant navigation to the shapes page
     shapes = page.locator('[data-mha-widget="shapes"]').first
@@ -481,10 +494,10 @@ def wait_done(widget, timeout=600_000) -> None:
     expect(widget).to_have_attribute("data-state", "live", timeout=60_000)
 
 
-def test_one_layer_against_two(live_widget, run):
+def test_one_layer_against_two(fresh_widget, run):
     """The experiment sets Layers to 1 and trains: no induction head forms, and the loss on the repeats stays
     high, against the recorded two-layer run drawn beside it."""
-    widget = live_widget("training")
+    widget = training_afresh(fresh_widget)
     widget.locator('button[name="experiment"][value="one-layer"]').click()
     expect(widget.locator('select[name="n_layers"]')).to_have_value("1")
     expect(widget.locator('select[name="lr"]')).to_have_value(str(run["config"]["lr"]))
@@ -500,11 +513,10 @@ def test_one_layer_against_two(live_widget, run):
     assert classes == ["first", "repeat", "reference"]  # the reader's two losses and the recorded run's repeats
     expect(widget.locator('[data-legend="loss"]')).to_contain_text("recorded run (2 layers), loss on repeats")
     expect(widget.locator('[data-legend="scores"]')).to_contain_text("L0 H0 induction")
-    widget.locator('select[name="n_layers"]').select_option("2")
 
 
-def test_the_layers_control_trains_a_one_layer_model(live_widget):
-    widget = live_widget("training")
+def test_the_layers_control_trains_a_one_layer_model(fresh_widget):
+    widget = training_afresh(fresh_widget)
     widget.locator('select[name="n_layers"]').select_option("1")
     widget.locator('button[name="train"]').click()
     expect(widget).to_have_attribute("data-state", "training")
@@ -513,11 +525,10 @@ def test_the_layers_control_trains_a_one_layer_model(live_widget):
     expect(widget).to_have_attribute("data-state", "live")
     expect(widget.locator("button[data-layer]")).to_have_count(2)
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
-    widget.locator('select[name="n_layers"]').select_option("2")
 
 
-def test_blocks_of_fixed_length(live_widget):
-    widget = live_widget("training")
+def test_blocks_of_fixed_length(fresh_widget):
+    widget = training_afresh(fresh_widget)
     widget.locator('button[name="experiment"][value="fixed-block"]').click()
     expect(widget.locator('input[name="min_period"]')).to_have_value("8")
     expect(widget.locator('input[name="max_period"]')).to_have_value("8")
@@ -530,12 +541,16 @@ def test_blocks_of_fixed_length(live_widget):
     expect(widget).to_have_attribute("data-state", "live")
 
 
-def test_knock_out_an_induction_head(live_widget, run):
+def test_knock_out_an_induction_head(fresh_widget, run):
     """From a reader's run, the experiment goes back to the built run's last step and knocks out its best
     induction head, and the form shows that run's settings; the other keeps most of the loss on the repeats
     away. The readout says what changes (the losses; no pattern, as no later layer reads the head) and is
     cleared while another head is selected."""
-    widget = live_widget("training")
+    widget = training_afresh(fresh_widget)
+    widget.locator('button[name="train"]').click()  # a reader's run, stopped at once
+    expect(widget).to_have_attribute("data-state", "training")
+    widget.locator('button[name="stop"]').click()
+    expect_settled(widget, "reader")
     widget.locator('select[name="n_layers"]').select_option("1")  # settings of a run not shown
     widget.locator('input[name="max_period"]').fill("9")
     widget.locator('button[name="experiment"][value="knockout"]').click()
@@ -573,8 +588,8 @@ def test_knock_out_an_induction_head(live_widget, run):
     expect(knockout).to_have_text(help_text)
 
 
-def test_a_learning_rate_that_diverges(live_widget):
-    widget = live_widget("training")
+def test_a_learning_rate_that_diverges(fresh_widget):
+    widget = training_afresh(fresh_widget)
     widget.locator('button[name="experiment"][value="diverge"]').click()
     expect(widget.locator('select[name="lr"]')).to_have_value("1.0")
     expect(widget.locator('[data-output="run-error"]')).to_have_text(re.compile(
@@ -583,4 +598,3 @@ def test_a_learning_rate_that_diverges(live_widget):
     expect(widget).to_have_attribute("data-state", "error")
     expect(widget.locator('[data-output="run"]')).to_have_text("Shown: your run, up to its last good checkpoint.")
     expect(widget.locator('button[name="experiment"]').first).to_be_enabled()
-    widget.locator('select[name="lr"]').select_option("0.01")

@@ -39,8 +39,16 @@ def assert_shows(widget, seed: int, tokens=TOKENS) -> None:
     assert widget.locator('[data-output="seed"]').text_content() == str(seed)
 
 
-def test_first_paint_then_new_numbers_from_python(page, site_url, widget_path):
+@pytest.mark.before_python
+def test_first_paint_is_mha_core_s_numbers(page, site_url, widget_path):
     widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
+    assert widget.get_attribute("data-state") == "initial"
+    assert_shows(widget, int(widget.get_attribute("data-seed")))  # pre-rendered at build time
+
+
+def test_first_paint_then_new_numbers_from_python(fresh_widget):
+    """The widget mounted afresh (its page's Python ready) shows the built numbers until the reader asks."""
+    widget = fresh_widget("worked")
     assert widget.get_attribute("data-state") == "initial"
     seed = int(widget.get_attribute("data-seed"))
     assert_shows(widget, seed)  # pre-rendered at build time
@@ -70,8 +78,8 @@ def test_the_steps_open_and_the_heads_carry_their_colours(page, site_url, widget
     assert heads == {"W_Q": ["0", "0", "1", "1"], "W_O": ["0", "0", "1", "1"]}
 
 
-def test_the_reader_s_words(page, site_url, widget_path):
-    widget = conftest.open_widget(page, site_url + widget_path("worked"), "worked")
+def test_the_reader_s_words(fresh_widget):
+    widget = fresh_widget("worked")
     seed = int(widget.get_attribute("data-seed"))
     widget.locator('select[name="token"][data-token-index="2"]').select_option("cat")
     expect(widget).to_have_attribute("data-tokens", "the cat cat")
