@@ -7,6 +7,7 @@ that Python starts once for them."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlencode
 
 import mha_core
 import pytest
@@ -42,6 +43,15 @@ def check_rule(kind: str, W, tokens: list[str], others=None) -> int:
 
 def open_widget(page, site_url, path, query=""):
     return conftest.open_widget(page, site_url + path + query, "heads")
+
+
+def open_weights(widget):
+    """Open the head's weight matrices (left open, or not, by an earlier test on the shared page); return their
+    details."""
+    details = widget.locator('[data-output="weights-details"]')
+    if not details.evaluate("d => d.open"):
+        details.locator("summary").click()
+    return details
 
 
 def select_head(widget, kind: str) -> dict:
@@ -189,7 +199,8 @@ def test_state_is_kept_in_the_link(live_widget):
     widget.locator('input[name="ablate"]').check()
     expect(widget).to_have_attribute("data-ablate", "true")
     select_head(widget, "content")
-    expect(page).to_have_url(re.compile(r"[?&]head=content"))  # written once the reader pauses
+    kept = {"sentence": SENTENCE, "head": "content", "ablate": "1"}  # written once the reader pauses, all of it
+    expect(page).to_have_url(re.compile("".join(rf"(?=.*[?&]{re.escape(urlencode({k: v}))}(&|#|$))" for k, v in kept.items())))
     page.reload()
     widget = page.locator('[data-mha-widget="heads"]').first
     expect(widget).to_have_attribute("data-state", "live")
@@ -256,12 +267,12 @@ def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_wid
         expect(widget.locator('[data-output="k_reads"]')).to_have_text(info[kind]["k_reads"])
         expect(widget.locator('[data-output="averaged"]')).to_be_visible(visible=kind == "averaged")
     select_head(widget, "previous_token")
-    widget.locator('[data-output="weights-details"] summary').click()
+    open_weights(widget)
     weights = widget.locator('[data-output="weights"]')
     expect(weights.locator("table")).to_have_count(4)
     for name in ("W_Q", "W_K", "W_V", "W_O"):
         expect(weights.locator("caption", has_text=name)).to_have_count(1)
-    assert "position:1" in weights.locator("table").first.inner_text()  # W_Q reads positions
+    expect(weights.locator("table").first).to_contain_text("position:1")  # W_Q reads positions (once Python's reply is in)
     select_head(widget, "averaged")
     expect(weights).to_contain_text("no weights of its own")
 
@@ -615,9 +626,7 @@ def test_the_weight_matrices_scroll_boxes_are_reachable_by_keyboard(live_widget)
     widget.locator('input[name="ablate"]').uncheck()
     expect(widget).to_have_attribute("data-ablate", "false")
     select_head(widget, "previous_token")  # a head with all four matrices non-zero: four tables
-    details = widget.locator('[data-output="weights-details"]')
-    if not details.evaluate("d => d.open"):
-        details.locator("summary").click()
+    details = open_weights(widget)
     boxes = widget.locator('[data-output="weights"] .mha-heads__scroll')
     expect(boxes).to_have_count(4)
     for name, box in zip(("W_Q", "W_K", "W_V", "W_O"), boxes.all()):
