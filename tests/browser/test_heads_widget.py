@@ -54,6 +54,11 @@ def open_weights(widget):
     return details
 
 
+def holding(params: dict) -> re.Pattern:
+    """A URL whose query holds each of params (as the page's URLSearchParams writes them), in any order."""
+    return re.compile("".join(rf"(?=.*[?&]{re.escape(urlencode({k: v}))}(&|#|$))" for k, v in params.items()))
+
+
 def select_head(widget, kind: str) -> dict:
     widget.locator(f'button[data-head="{kind}"]').click()
     expect(widget.locator(f'button[data-head="{kind}"]')).to_have_attribute("aria-pressed", "true")
@@ -199,8 +204,8 @@ def test_state_is_kept_in_the_link(live_widget):
     widget.locator('input[name="ablate"]').check()
     expect(widget).to_have_attribute("data-ablate", "true")
     select_head(widget, "content")
-    kept = {"sentence": SENTENCE, "head": "content", "ablate": "1"}  # written once the reader pauses, all of it
-    expect(page).to_have_url(re.compile("".join(rf"(?=.*[?&]{re.escape(urlencode({k: v}))}(&|#|$))" for k, v in kept.items())))
+    kept = {"sentence": SENTENCE, "head": "content", "ablate": "1"}
+    expect(page).to_have_url(holding(kept))  # written once the reader pauses: all of it, not an earlier test's head
     page.reload()
     widget = page.locator('[data-mha-widget="heads"]').first
     expect(widget).to_have_attribute("data-state", "live")
@@ -272,7 +277,7 @@ def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_wid
     expect(weights.locator("table")).to_have_count(4)
     for name in ("W_Q", "W_K", "W_V", "W_O"):
         expect(weights.locator("caption", has_text=name)).to_have_count(1)
-    expect(weights.locator("table").first).to_contain_text("position:1")  # W_Q reads positions (once Python's reply is in)
+    expect(weights.locator("table").first).to_contain_text("position:1")  # W_Q reads positions (once Python replies)
     select_head(widget, "averaged")
     expect(weights).to_contain_text("no weights of its own")
 
