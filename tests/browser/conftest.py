@@ -307,17 +307,12 @@ def hold_worker(page) -> list:
     return held
 
 
-def wait_held(page, held: list) -> None:
-    """Wait until the worker script's request is held (Playwright has delivered it to us)."""
+def release_worker(page, held: list) -> None:
+    """Let the held worker script through (once Playwright has delivered its request to us)."""
     for _ in range(500):
         if held:
-            return
+            break
         page.wait_for_timeout(20)  # not a sleep for the page: this lets Playwright hand us the held request
-    raise AssertionError("the page never asked for the runtime's worker script")
-
-
-def release_worker(page, held: list) -> None:
-    """Let the held worker script through."""
-    wait_held(page, held)
+    assert held, "the page never asked for the runtime's worker script"
     held.pop().continue_()
     page.context.unroute(WORKER)

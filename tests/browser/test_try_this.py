@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import conftest
-from conftest import WORKER, hold_worker, wait_held, wait_ready
+from conftest import wait_ready
 from tests.helpers import assert_shows, calculator
 
 LINK = 'article a:not(.headerlink)[href*="#the-shape-calculator"][href*="?"]'  # (the heading's own link takes the page's query)
@@ -14,12 +14,9 @@ LINKS = f"() => [...document.querySelectorAll('{LINK}')].map(a => a.href)"
 
 
 def test_each_link_sets_the_calculator(page, site_url, shapes_path):
-    held = hold_worker(page)  # the page as it opens is left at the first click: no Python starts for it
     conftest.open_widget(page, site_url + shapes_path, "shapes")
     hrefs = page.evaluate(LINKS)
     assert len(hrefs) == 5, hrefs
-    wait_held(page, held)
-    page.context.route(WORKER, lambda route: route.continue_())  # the next pages' (the held one dies with its page)
     for i, href in enumerate(hrefs):
         with page.expect_navigation(url=href):  # a reload, as the page says (not Material's instant navigation)
             page.locator(LINK).nth(i).click()
