@@ -294,3 +294,25 @@ def fresh_widget(module_page, site_url, widget_path):
     """fresh_widget(name): as live_widget(name), but the widget mounted afresh at its defaults; the same
     Python answers."""
     yield from widgets_on_module_page(module_page, site_url, widget_path, fresh=True)
+
+
+WORKER = re.compile(r".*/runtime/worker\.js$")
+
+
+def hold_worker(page) -> list:
+    """Hold back the request for the runtime's worker script, so that Python cannot start (not even from the memory
+    an earlier start of the context kept, which hold_python's route never sees); returns the held routes."""
+    held = []
+    page.context.route(WORKER, lambda route: held.append(route))
+    return held
+
+
+def release_worker(page, held: list) -> None:
+    """Let the held worker script through (once Playwright has delivered its request to us)."""
+    for _ in range(500):
+        if held:
+            break
+        page.wait_for_timeout(20)  # not a sleep for the page: this lets Playwright hand us the held request
+    assert held, "the page never asked for the runtime's worker script"
+    held.pop().continue_()
+    page.context.unroute(WORKER)

@@ -7,13 +7,14 @@ that Python starts once for them."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlencode
 
 import mha_core
 import pytest
 from playwright.sync_api import expect
 
 import conftest
-from conftest import on_widget_page, wait_ready
+from conftest import WORKER, hold_worker, on_widget_page, release_worker, resize, wait_ready
 from sitevisit.page import show_sentence
 from tests.helpers import READ, SENTENCE, check_layout, heatmap, tokens_of
 from tests.oracles import rule_rows
@@ -42,6 +43,20 @@ def check_rule(kind: str, W, tokens: list[str], others=None) -> int:
 
 def open_widget(page, site_url, path, query=""):
     return conftest.open_widget(page, site_url + path + query, "heads")
+
+
+def open_weights(widget):
+    """Open the head's weight matrices (left open, or not, by an earlier test on the shared page); return their
+    details."""
+    details = widget.locator('[data-output="weights-details"]')
+    if not details.evaluate("d => d.open"):
+        details.locator("summary").click()
+    return details
+
+
+def holding(params: dict) -> re.Pattern:
+    """A URL whose query holds each of params (as the page's URLSearchParams writes them), in any order."""
+    return re.compile("".join(rf"(?=.*[?&]{re.escape(urlencode({k: v}))}(&|#|$))" for k, v in params.items()))
 
 
 def select_head(widget, kind: str) -> dict:
@@ -181,20 +196,24 @@ def test_html_in_the_link_is_text_and_junk_is_ignored_with_a_note(page, site_url
     assert widget.get_attribute("data-head") == "induction"
 
 
-def test_state_is_kept_in_the_link(page, site_url, heads_path):
-    widget = open_widget(page, site_url, heads_path)
-    wait_ready(page)
+def test_state_is_kept_in_the_link(live_widget):
+    """On the shared page: reloaded, it has Python ready again, and the knock-out is undone for the later tests."""
+    widget = live_widget("heads")
+    page = widget.page
     show_sentence(widget, SENTENCE)
     widget.locator('input[name="ablate"]').check()
     expect(widget).to_have_attribute("data-ablate", "true")
     select_head(widget, "content")
-    expect(page).to_have_url(re.compile(r"[?&]head=content"))  # written once the reader pauses
+    kept = {"sentence": SENTENCE, "head": "content", "ablate": "1"}
+    expect(page).to_have_url(holding(kept))  # written once the reader pauses: all of it, not an earlier test's head
     page.reload()
     widget = page.locator('[data-mha-widget="heads"]').first
     expect(widget).to_have_attribute("data-state", "live")
     assert widget.get_attribute("data-head") == "content"
     assert widget.locator('input[name="ablate"]').is_checked()
     assert widget.locator('textarea[name="sentence"]').input_value() == SENTENCE
+    widget.locator('input[name="ablate"]').uncheck()
+    expect(widget).to_have_attribute("data-ablate", "false")
 
 
 @pytest.mark.parametrize("words", [100, 2000])  # 2,000 words: 10,000 characters
@@ -253,12 +272,12 @@ def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_wid
         expect(widget.locator('[data-output="k_reads"]')).to_have_text(info[kind]["k_reads"])
         expect(widget.locator('[data-output="averaged"]')).to_be_visible(visible=kind == "averaged")
     select_head(widget, "previous_token")
-    widget.locator('[data-output="weights-details"] summary').click()
+    open_weights(widget)
     weights = widget.locator('[data-output="weights"]')
     expect(weights.locator("table")).to_have_count(4)
     for name in ("W_Q", "W_K", "W_V", "W_O"):
         expect(weights.locator("caption", has_text=name)).to_have_count(1)
-    assert "position:1" in weights.locator("table").first.inner_text()  # W_Q reads positions
+    expect(weights.locator("table").first).to_contain_text("position:1")  # W_Q reads positions (once Python replies)
     select_head(widget, "averaged")
     expect(weights).to_contain_text("no weights of its own")
 
@@ -289,26 +308,8 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
 
 # ---------------------------------------------------------------- honest states: what is shown before Python answers
 
-WORKER = re.compile(r".*/runtime/worker\.js$")
 EXAMPLE_SHOWN = "Shown: the patterns of the built-in example sentence, not of the sentence in the box. "
 WAITING = "Waiting for Python to start in your browser to compute them."
-
-
-def hold_worker(page) -> list:
-    """Hold back the request for the runtime's worker script, so Python cannot start; returns the held routes."""
-    held = []
-    page.context.route(WORKER, lambda route: held.append(route))
-    return held
-
-
-def release(page, held: list) -> None:
-    """Let the held worker script through (once Playwright has delivered its request to us)."""
-    for _ in range(500):
-        if held:
-            break
-        page.wait_for_timeout(20)  # not a sleep for the page: this lets Playwright hand us the held request
-    held.pop().continue_()
-    page.context.unroute(WORKER)
 
 
 def expect_stale(widget, line: str | None) -> None:
@@ -344,7 +345,7 @@ def test_an_edit_before_python_shows_the_example_marked_as_such_then_its_own_pat
     assert widget.evaluate(READ) == example  # the example still, and said to be
     assert field.input_value() == SENTENCE
     assert page.locator("html").get_attribute("data-mha-runtime") != "ready"
-    release(page, held)
+    release_worker(page, held)
     expect(widget).to_have_attribute("data-state", "live")
     expect_stale(widget, None)
     check_layout(widget.evaluate(READ), tokens_of(SENTENCE))
@@ -361,7 +362,7 @@ def test_a_shared_link_shows_the_example_labelled_until_its_sentence_is_computed
     expect_stale(widget, EXAMPLE_SHOWN + WAITING)
     example = mha_core.head_patterns(widget.evaluate("root => JSON.parse(root.querySelector('[data-heads-data]').content.textContent).sentence"))
     check_layout(widget.evaluate(READ), example["tokens"])
-    release(page, held)
+    release_worker(page, held)
     expect(widget).to_have_attribute("data-state", "live")
     expect_stale(widget, None)
     check_layout(widget.evaluate(READ), ["a", "b", "c", "a", "b"])
@@ -407,16 +408,18 @@ LABELS = """root => [...root.querySelectorAll("table [data-token-index]")].map(e
 })"""
 
 
-def test_a_64_token_heatmap_fits_the_content_column_on_a_desktop(page, site_url, heads_path):
-    page.set_viewport_size({"width": 1280, "height": 800})
-    widget = open_widget(page, site_url, heads_path)
-    wait_ready(page)
-    text = " ".join(f"w{i % 40}" for i in range(64))
-    show_sentence(widget, text)
-    check_layout(widget.evaluate(READ), tokens_of(text))
-    fit = widget.evaluate(FIT)
-    assert fit["scroll"] <= fit["client"], fit  # nothing hidden in a horizontal scroll
-    assert fit["tableRight"] <= fit["columnRight"] + 0.5 and fit["pageWidth"] <= 1280, fit
+def test_a_64_token_heatmap_fits_the_content_column_on_a_desktop(live_widget):
+    widget = live_widget("heads")
+    resize(widget.page, {"width": 1280, "height": 800})
+    try:
+        text = " ".join(f"w{i % 40}" for i in range(64))
+        show_sentence(widget, text)
+        check_layout(widget.evaluate(READ), tokens_of(text))
+        fit = widget.evaluate(FIT)
+        assert fit["scroll"] <= fit["client"], fit  # nothing hidden in a horizontal scroll
+        assert fit["tableRight"] <= fit["columnRight"] + 0.5 and fit["pageWidth"] <= 1280, fit
+    finally:
+        resize(widget.page, conftest.VIEWPORT)  # the shared page as the other tests have it
 
 
 @pytest.fixture
@@ -628,9 +631,7 @@ def test_the_weight_matrices_scroll_boxes_are_reachable_by_keyboard(live_widget)
     widget.locator('input[name="ablate"]').uncheck()
     expect(widget).to_have_attribute("data-ablate", "false")
     select_head(widget, "previous_token")  # a head with all four matrices non-zero: four tables
-    details = widget.locator('[data-output="weights-details"]')
-    if not details.evaluate("d => d.open"):
-        details.locator("summary").click()
+    details = open_weights(widget)
     boxes = widget.locator('[data-output="weights"] .mha-heads__scroll')
     expect(boxes).to_have_count(4)
     for name, box in zip(("W_Q", "W_K", "W_V", "W_O"), boxes.all()):

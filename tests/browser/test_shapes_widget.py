@@ -13,7 +13,7 @@ from mha_core.views.shapes import shapes_display
 from playwright.sync_api import expect
 
 import conftest
-from conftest import hold_python, wait_ready
+from conftest import hold_python, hold_worker, wait_ready
 from sitebuild import assets, serving, widgets
 from sitevisit.site import pages_with, serve
 from tests.helpers import FORM, assert_shows, expected, form_config, shown
@@ -224,6 +224,7 @@ def test_state_lives_in_the_url(page, site_url, shapes_path):
     set_number(widget, "seq_len", 128)
     assert_shows(widget, **{**form_config(widget), "seq_len": 128})
     expect(page).to_have_url(re.compile(r"\?d_model=768&n_heads=12&seq_len=128&batch=4$"))  # only what differs
+    hold_worker(page)  # what the reload is checked for comes before Python: none starts again
     page.reload()
     widget = page.locator('[data-mha-widget="shapes"]').first
     assert form_config(widget)["seq_len"] == 128
@@ -233,8 +234,10 @@ def test_state_lives_in_the_url(page, site_url, shapes_path):
     expect(page).to_have_url(re.compile(r"/parameters-and-shapes/$"))  # all defaults: nothing to keep
 
 
-def test_a_chosen_preset_is_kept_in_the_url(page, site_url, shapes_path):
-    widget = open_widget(page, site_url, shapes_path)
+def test_a_chosen_preset_is_kept_in_the_url(fresh_widget):
+    """On the shared page: reloaded, it has Python ready again for the later tests."""
+    widget = fresh_widget("shapes")
+    page = widget.page
     widget.locator("details summary").click()
     widget.locator('select[name="preset"]').select_option("gemma-7b")
     set_number(widget, "batch", 1)
@@ -358,16 +361,19 @@ def test_after_a_failure_the_old_results_stay_marked_with_the_reason(page, page_
     assert green != "rgb(46, 157, 79)"
 
 
-def test_busy_is_styled(page, site_url, shapes_path):
-    release = hold_python(page)
-    widget = open_widget(page, site_url, shapes_path)
-    set_number(widget, "batch", 3)
-    expect(widget).to_have_attribute("data-state", "busy")
-    look = widget.evaluate("""root => ({ cursor: getComputedStyle(root).cursor,
-      spinner: getComputedStyle(root.querySelector('[data-output="pending"]'), "::before").animationName })""")
-    assert look == {"cursor": "progress", "spinner": "mha-shapes-spin"}
-    release()
-    wait_ready(page)
+def test_busy_is_styled(fresh_widget):
+    """Busy as a reader sees it while Python's answer is late (the calls held), its waiting line shown."""
+    widget = fresh_widget("shapes")
+    widget.page.evaluate(HOLD_CALLS)
+    try:
+        set_number(widget, "batch", 3)
+        expect(widget).to_have_attribute("data-state", "busy")
+        expect(widget.locator('[data-output="pending"]')).to_be_visible()
+        look = widget.evaluate("""root => ({ cursor: getComputedStyle(root).cursor,
+          spinner: getComputedStyle(root.querySelector('[data-output="pending"]'), "::before").animationName })""")
+        assert look == {"cursor": "progress", "spinner": "mha-shapes-spin"}
+    finally:
+        widget.page.evaluate("() => window.__releaseCalls()")
     assert_shows(widget, **{**form_config(widget), "batch": 3})
 
 
