@@ -146,17 +146,22 @@ def show_widget(page) -> None:
                 raise
 
 
-def hold_python(page):
-    """Hold back Pyodide's .wasm so that Python cannot be ready; returns release(), which lets it through."""
+def hold_requests(page, pattern) -> callable:
+    """Hold back the context's requests for pattern (a URL glob or regex); returns release(), which lets them
+    through, those held and those to come."""
     held, released = [], []
-    page.context.route(re.compile(r".*/pyodide\.asm\.wasm\.gz$"),
-                       lambda route: route.continue_() if released else held.append(route))
+    page.context.route(pattern, lambda route: route.continue_() if released else held.append(route))
 
     def release():
         released.append(True)
         for route in held:
             route.continue_()
     return release
+
+
+def hold_python(page):
+    """Hold back Pyodide's .wasm so that Python cannot be ready; returns release(), which lets it through."""
+    return hold_requests(page, re.compile(r".*/pyodide\.asm\.wasm\.gz$"))
 
 
 def wait_ready(page) -> None:

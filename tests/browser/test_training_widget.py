@@ -161,6 +161,18 @@ def test_the_asset_is_fetched_once_the_widget_is_about_to_be_seen(page, page_log
 
 
 @pytest.mark.before_python
+def test_a_step_chosen_while_the_steps_arrive_is_the_one_shown_once_they_have(page, training_url, run):
+    """On a slow link the reader may move the slider before the run's checkpoints arrive: the step chosen stays."""
+    release = conftest.hold_requests(page, f"**/{ASSET}")
+    widget = conftest.open_widget(page, training_url, "training")
+    selected = tuple(map(int, widget.get_attribute("data-selected").split(",")))
+    widget.locator('input[name="step"]').fill("3")
+    release()
+    wait_loaded(widget, run)
+    check(widget, expected(run, 3, selected))
+
+
+@pytest.mark.before_python
 def test_scrub_and_select_heads(page, training_url, run):
     widget = conftest.open_widget(page, training_url, "training")
     wait_loaded(widget, run)

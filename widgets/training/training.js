@@ -260,8 +260,8 @@ function mount(root) {
   whenNear(root, () => loadRun(w));
 
   w.slider.addEventListener("input", async () => {
-    if (!w.run.checkpoints[Number(w.slider.value)]) await loadRun(w);
-    const index = Number(w.slider.value);
+    const index = Number(w.slider.value); // read now: the asset's arrival redraws the checkpoint shown before
+    if (!w.run.checkpoints[index]) await loadRun(w);
     if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
     show(w, index);
     announce(w);
