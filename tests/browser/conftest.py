@@ -6,9 +6,9 @@ per session); widget_path (widget_path(name): the first page holding that widget
 test that fails the test on any page error, console error, Content-Security-Policy violation or request that
 leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test provokes; in a test marked
 before_python, which checks what a reader sees before Python is ready, Python is held back throughout, so that
-no start races what it checks); live_widget (live_widget(name): that widget, with Python ready, on one page of
-a fresh context a test module shares, checked the same way test by test) and fresh_widget (the same, mounted
-afresh). A revisit, where Python is restored from the memory a first start kept, is test_kept_memory.py's alone.
+no start races what it checks); shared_page ((page, log): one page of a fresh context a test module shares,
+checked the same way test by test); live_widget (live_widget(name): that widget on the shared page, with Python
+ready) and fresh_widget (the same, mounted afresh). A revisit, where Python is restored from the memory a first start kept, is test_kept_memory.py's alone.
 Tests wait on the data-* markers, never on sleeps. They never skip: a missing Chromium is a failure.
 """
 from __future__ import annotations
@@ -278,27 +278,28 @@ def module_page(browser):
         yield page, log
 
 
-def widgets_on_module_page(module_page, site_url, widget_path, fresh: bool):
-    """(name) -> on_widget_page(...) on the module's shared page, for one test: it starts with a clean page log
-    and fails on what it logged (as with `page`)."""
+@pytest.fixture
+def shared_page(module_page):
+    """(page, log): the module's one page, for one test: it starts with a clean page log and fails on what it
+    logged (as with `page`)."""
     page, log = module_page
     log.clear()
-    yield lambda name: on_widget_page(page, site_url + widget_path(name), name, fresh)
+    yield page, log
     log.check()
 
 
 @pytest.fixture
-def live_widget(module_page, site_url, widget_path):
+def live_widget(shared_page, site_url, widget_path):
     """live_widget(name): the module's shared page on NAME's page, Python ready; returns its first NAME
     widget, as the earlier tests left it."""
-    yield from widgets_on_module_page(module_page, site_url, widget_path, fresh=False)
+    return lambda name: on_widget_page(shared_page[0], site_url + widget_path(name), name)
 
 
 @pytest.fixture
-def fresh_widget(module_page, site_url, widget_path):
+def fresh_widget(shared_page, site_url, widget_path):
     """fresh_widget(name): as live_widget(name), but the widget mounted afresh at its defaults; the same
     Python answers."""
-    yield from widgets_on_module_page(module_page, site_url, widget_path, fresh=True)
+    return lambda name: on_widget_page(shared_page[0], site_url + widget_path(name), name, fresh=True)
 
 
 WORKER = re.compile(r".*/runtime/worker\.js$")

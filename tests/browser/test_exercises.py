@@ -62,19 +62,17 @@ def run(exercise, code: str | None = None, timeout: int = FIRST_RUN_MS) -> tuple
 
 
 @pytest.fixture
-def shared(module_page, exercise_url):
+def shared(shared_page, exercise_url):
     """exercise(name, fresh=False): that exercise on the module's shared page, so that its Python starts once for
     the tests; fresh: mounted afresh (its page left and come back to, if the page is there), as a reader coming to
     its page finds it, whatever an earlier test did with it."""
-    page, log = module_page
-    log.clear()
+    page, _ = shared_page
 
     def exercise(name: str, fresh: bool = False):
         if fresh and page.url.split("#")[0] == exercise_url(name):
             conftest.come_back(page)
         return exercise_on(page, exercise_url, name)
-    yield exercise
-    log.check()
+    return exercise
 
 
 @pytest.mark.parametrize("name", EXERCISES)

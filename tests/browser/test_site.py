@@ -9,7 +9,6 @@ import json
 import re
 from urllib.parse import urlsplit
 
-import pytest
 from playwright.sync_api import expect
 
 from conftest import LOCAL_HOSTS, follow_link, hold_python, wait_ready, watched_page
@@ -49,15 +48,6 @@ def assert_no_python(page, requests: list[str]) -> None:
     assert page.locator("html").get_attribute("data-mha-runtime") == "idle", page.url
     assert [u for u in requests if PYTHON_FILES.search(u)] == [], page.url
     assert not [w.url for w in page.workers if "/runtime/" in w.url], page.url
-
-
-@pytest.fixture
-def shared_page(module_page):
-    """(page, log): the module's one page, for a test: its log cleared, then failing the test on what it logged."""
-    page, log = module_page
-    log.clear()
-    yield page, log
-    log.check()
 
 
 def policies(site) -> dict[str, str]:
