@@ -8,7 +8,8 @@ leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test pr
 before_python, which checks what a reader sees before Python is ready, Python is held back throughout, so that
 no start races what it checks); shared_page ((page, log): one page of a fresh context a test module shares,
 checked the same way test by test); live_widget (live_widget(name): that widget on the shared page, with Python
-ready) and fresh_widget (the same, mounted afresh). A revisit, where Python is restored from the memory a first start kept, is test_kept_memory.py's alone.
+ready) and fresh_widget (the same, mounted afresh). What a revisit restored from the memory a first start kept
+must do is test_kept_memory.py's alone (a reload elsewhere may restore it as well).
 Tests wait on the data-* markers, never on sleeps. They never skip: a missing Chromium is a failure.
 """
 from __future__ import annotations
@@ -148,14 +149,18 @@ def show_widget(page) -> None:
 
 def hold_requests(page, pattern) -> callable:
     """Hold back the context's requests for pattern (a URL glob or regex); returns release(), which lets them
-    through, those held and those to come."""
+    through, those held and those to come (the route then removed: a routed context loads without its HTTP cache)."""
     held, released = [], []
-    page.context.route(pattern, lambda route: route.continue_() if released else held.append(route))
+
+    def hold(route):
+        route.continue_() if released else held.append(route)
+    page.context.route(pattern, hold)
 
     def release():
         released.append(True)
         for route in held:
             route.continue_()
+        page.context.unroute(pattern, hold)
     return release
 
 
@@ -195,15 +200,18 @@ def address(page) -> str:
 
 
 def on_widget_page(page, url: str, name: str, fresh: bool = False):
-    """The first NAME widget of the page at url with Python ready; goes there only if page is elsewhere
-    (or its Python is not ready), so that tests sharing a page share its Python. fresh: a page already
-    there has its widgets mounted afresh at their defaults (come_back), whatever an earlier test left."""
+    """The first NAME widget of the page at url with Python ready, scrolled into view as a reader comes to it;
+    goes there only if page is elsewhere (or its Python is not ready), so that tests sharing a page share its
+    Python. fresh: a page already there has its widgets mounted afresh at their defaults (come_back), whatever
+    an earlier test left."""
     if address(page) != url or page.locator("html").get_attribute("data-mha-runtime") != "ready":
         open_widget(page, url, name)
         wait_ready(page)
     elif fresh:
         come_back(page)
-    return page.locator(f'[data-mha-widget="{name}"]').first
+    widget = page.locator(f'[data-mha-widget="{name}"]').first
+    widget.scroll_into_view_if_needed()
+    return widget
 
 
 def come_back(page) -> None:
@@ -281,10 +289,14 @@ def module_page(browser):
 @pytest.fixture
 def shared_page(module_page):
     """(page, log): the module's one page, for one test: it starts with a clean page log and fails on what it
-    logged (as with `page`)."""
+    logged (as with `page`); a test that resized it leaves it at VIEWPORT again, as the next test expects it."""
     page, log = module_page
     log.clear()
-    yield page, log
+    try:
+        yield page, log
+    finally:
+        if page.viewport_size != VIEWPORT:
+            resize(page, VIEWPORT)
     log.check()
 
 
@@ -305,20 +317,7 @@ def fresh_widget(shared_page, site_url, widget_path):
 WORKER = re.compile(r".*/runtime/worker\.js$")
 
 
-def hold_worker(page) -> list:
+def hold_worker(page) -> callable:
     """Hold back the request for the runtime's worker script, so that Python cannot start (not even from the memory
-    an earlier start of the context kept, which hold_python's route never sees); returns the held routes."""
-    held = []
-    page.context.route(WORKER, lambda route: held.append(route))
-    return held
-
-
-def release_worker(page, held: list) -> None:
-    """Let the held worker script through (once Playwright has delivered its request to us)."""
-    for _ in range(500):
-        if held:
-            break
-        page.wait_for_timeout(20)  # not a sleep for the page: this lets Playwright hand us the held request
-    assert held, "the page never asked for the runtime's worker script"
-    held.pop().continue_()
-    page.context.unroute(WORKER)
+    an earlier start of the context kept, which hold_python's route never sees); returns release()."""
+    return hold_requests(page, WORKER)

@@ -59,16 +59,8 @@ def assert_shows(widget, run: dict, step: int, prev: int | None = None, rel: flo
     return read
 
 
-def shown_afresh(fresh_widget):
-    """The circuits widget mounted afresh on the module's page (its Python ready), scrolled into view as a reader
-    comes to it."""
-    widget = fresh_widget(NAME)
-    widget.scroll_into_view_if_needed()
-    return widget
-
-
 def test_it_arrives_with_mha_core_s_circuits_at_the_last_step(fresh_widget, run):
-    widget = shown_afresh(fresh_widget)
+    widget = fresh_widget(NAME)
     expect(widget).to_have_attribute("data-state", "live")  # no Python needed: every step is in the widget's asset
     step = widget.locator('input[name="step"]')
     steps = [c["step"] for c in run["checkpoints"]]
@@ -79,7 +71,7 @@ def test_it_arrives_with_mha_core_s_circuits_at_the_last_step(fresh_widget, run)
 
 
 def test_the_step_moved_with_the_keyboard_shows_mha_core_s_circuits_there(fresh_widget, run):
-    widget = shown_afresh(fresh_widget)
+    widget = fresh_widget(NAME)
     expect(widget).to_have_attribute("data-state", "live")
     step = widget.locator('input[name="step"]')
     last = assert_shows(widget, run, 600)
@@ -128,27 +120,24 @@ def test_the_steps_asset_fetched_near_the_widget_and_after_a_failure_by_retry(pa
 
 
 def test_at_390_px_everything_fits(fresh_widget, run):
-    widget = shown_afresh(fresh_widget)
+    widget = fresh_widget(NAME)
     page = widget.page
     conftest.resize(page, VIEWPORTS["phone"])
-    try:
-        widget.scroll_into_view_if_needed()
-        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
-        assert widget.locator('input[name="step"]').bounding_box()["width"] >= 200  # room to move it with a thumb
-        for picture in widget.locator('[role="img"]').all():
-            box = picture.bounding_box()
-            assert box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["width"] >= 120, box
-        widget.locator('input[name="step"]').press("PageDown")
-        assert_shows(widget, run, int(widget.locator('input[name="step"]').input_value()))
-        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
-    finally:
-        conftest.resize(page, conftest.VIEWPORT)  # as the module's other tests have it
+    widget.scroll_into_view_if_needed()
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    assert widget.locator('input[name="step"]').bounding_box()["width"] >= 200  # room to move it with a thumb
+    for picture in widget.locator('[role="img"]').all():
+        box = picture.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["width"] >= 120, box
+    widget.locator('input[name="step"]').press("PageDown")
+    assert_shows(widget, run, int(widget.locator('input[name="step"]').input_value()))
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
 
 
 def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(fresh_widget, run,
                                                                                   axe_source):  # noqa: F811
     found, selector = [], f'[data-mha-widget="{NAME}"]'
-    widget = shown_afresh(fresh_widget)
+    widget = fresh_widget(NAME)
     page = widget.page
 
     def check(state):
@@ -160,8 +149,7 @@ def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_pho
         assert_shows(widget, run, 0)
         check("at step 0")
     finally:
-        look(page, "light", "desktop")  # as the module's other tests have it
-        conftest.resize(page, conftest.VIEWPORT)
+        look(page, "light", "desktop")  # the scheme the module's other tests have (shared_page restores the size)
     assert not found, "\n".join(found)
 
 
@@ -186,8 +174,7 @@ def finished_run(page) -> tuple[dict, int]:
 def test_the_readers_run_once_it_ends_and_the_step_following_the_training_slider(fresh_widget, run,
                                                                                  axe_source):  # noqa: F811
     """The widgets mounted afresh: no run of the reader's before this one."""
-    training = fresh_widget("training")
-    training.scroll_into_view_if_needed()  # as a reader comes to it: its asset, every checkpoint, is fetched
+    training = fresh_widget("training")  # in view, as a reader comes to it: its asset, every checkpoint, is fetched
     expect(training).to_have_attribute("data-checkpoints", str(len(run["checkpoints"])))
     page = training.page
     widget = page.locator('[data-mha-widget="circuits"]')

@@ -214,13 +214,10 @@ def test_the_skeleton_fails_and_the_solution_shows(shared):
     expect(exercise.locator("[data-output=solution]")).to_be_visible()
     assert exercise.locator("[data-output=solution] code").text_content() == EXERCISES["attention"].solution
     conftest.resize(page, {"width": 390, "height": 844})  # too narrow: the solution scrolls in a box Tab reaches
-    try:
-        scrolling = exercise.locator("[data-output=solution]").evaluate("""s => [s, ...s.querySelectorAll("*")]
-          .filter(e => ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
-          .map(e => [e.tagName, e.tabIndex])""")
-        assert scrolling == [["PRE", 0]], scrolling
-    finally:
-        conftest.resize(page, conftest.VIEWPORT)  # as the module's other tests have it
+    scrolling = exercise.locator("[data-output=solution]").evaluate("""s => [s, ...s.querySelectorAll("*")]
+      .filter(e => ["auto", "scroll"].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
+      .map(e => [e.tagName, e.tabIndex])""")
+    assert scrolling == [["PRE", 0]], scrolling
 
 
 def test_before_python_is_ready_run_says_what_it_waits_for(page, exercise_url):

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from conftest import WORKER, hold_worker, on_widget_page, release_worker, resize, wait_ready
+from conftest import WORKER, hold_worker, on_widget_page, resize, wait_ready
 from sitevisit.page import show_sentence
 from tests.helpers import READ, SENTENCE, check_layout, heatmap, tokens_of
 from tests.oracles import rule_rows
@@ -333,7 +333,7 @@ def expect_stale(widget, line: str | None) -> None:
 
 
 def test_an_edit_before_python_shows_the_example_marked_as_such_then_its_own_patterns(page, site_url, heads_path):
-    held = hold_worker(page)
+    release = hold_worker(page)
     widget = open_widget(page, site_url, heads_path)
     example = widget.evaluate(READ)
     expect_stale(widget, None)
@@ -345,7 +345,7 @@ def test_an_edit_before_python_shows_the_example_marked_as_such_then_its_own_pat
     assert widget.evaluate(READ) == example  # the example still, and said to be
     assert field.input_value() == SENTENCE
     assert page.locator("html").get_attribute("data-mha-runtime") != "ready"
-    release_worker(page, held)
+    release()
     expect(widget).to_have_attribute("data-state", "live")
     expect_stale(widget, None)
     check_layout(widget.evaluate(READ), tokens_of(SENTENCE))
@@ -355,14 +355,14 @@ def test_an_edit_before_python_shows_the_example_marked_as_such_then_its_own_pat
 
 
 def test_a_shared_link_shows_the_example_labelled_until_its_sentence_is_computed(page, site_url, heads_path):
-    held = hold_worker(page)
+    release = hold_worker(page)
     widget = open_widget(page, site_url, heads_path, "?sentence=a%20b%20c%20a%20b&head=content&ablate=1")
     expect(widget.locator('textarea[name="sentence"]')).to_have_value("a b c a b")
     expect(widget).to_have_attribute("data-head", "content")
     expect_stale(widget, EXAMPLE_SHOWN + WAITING)
     example = mha_core.head_patterns(widget.evaluate("root => JSON.parse(root.querySelector('[data-heads-data]').content.textContent).sentence"))
     check_layout(widget.evaluate(READ), example["tokens"])
-    release_worker(page, held)
+    release()
     expect(widget).to_have_attribute("data-state", "live")
     expect_stale(widget, None)
     check_layout(widget.evaluate(READ), ["a", "b", "c", "a", "b"])
@@ -411,15 +411,12 @@ LABELS = """root => [...root.querySelectorAll("table [data-token-index]")].map(e
 def test_a_64_token_heatmap_fits_the_content_column_on_a_desktop(live_widget):
     widget = live_widget("heads")
     resize(widget.page, {"width": 1280, "height": 800})
-    try:
-        text = " ".join(f"w{i % 40}" for i in range(64))
-        show_sentence(widget, text)
-        check_layout(widget.evaluate(READ), tokens_of(text))
-        fit = widget.evaluate(FIT)
-        assert fit["scroll"] <= fit["client"], fit  # nothing hidden in a horizontal scroll
-        assert fit["tableRight"] <= fit["columnRight"] + 0.5 and fit["pageWidth"] <= 1280, fit
-    finally:
-        resize(widget.page, conftest.VIEWPORT)  # the shared page as the other tests have it
+    text = " ".join(f"w{i % 40}" for i in range(64))
+    show_sentence(widget, text)
+    check_layout(widget.evaluate(READ), tokens_of(text))
+    fit = widget.evaluate(FIT)
+    assert fit["scroll"] <= fit["client"], fit  # nothing hidden in a horizontal scroll
+    assert fit["tableRight"] <= fit["columnRight"] + 0.5 and fit["pageWidth"] <= 1280, fit
 
 
 @pytest.fixture

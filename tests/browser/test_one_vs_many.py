@@ -154,24 +154,21 @@ def test_at_390_px_everything_fits_and_works(fresh_widget):
     widget = fresh_widget(NAME)
     page = widget.page
     conftest.resize(page, VIEWPORTS["phone"])
-    try:
-        widget.scroll_into_view_if_needed()
-        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
-        for control in widget.locator("form input, form select").all():
-            box = control.bounding_box()
-            assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
-        for slider in widget.locator('input[type="range"]').all():
-            assert slider.bounding_box()["width"] >= 200  # room to move it with a thumb
-        panels = [p.bounding_box() for p in widget.locator(".mha-ovm__panel").all()]
-        assert panels[0]["y"] + panels[0]["height"] <= panels[1]["y"]  # one above the other
-        widget.locator('input[name="subject"]').press("PageUp")
-        answered(widget)
-        widget.locator('input[name="heads"][value="3"]').press("ArrowLeft")  # 2 heads: the longer words
-        expect(widget).to_have_attribute("data-heads", "2")
-        answered(widget)
-        assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
-    finally:
-        page.set_viewport_size({"width": 1200, "height": 900})
+    widget.scroll_into_view_if_needed()
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    for control in widget.locator("form input, form select").all():
+        box = control.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    for slider in widget.locator('input[type="range"]').all():
+        assert slider.bounding_box()["width"] >= 200  # room to move it with a thumb
+    panels = [p.bounding_box() for p in widget.locator(".mha-ovm__panel").all()]
+    assert panels[0]["y"] + panels[0]["height"] <= panels[1]["y"]  # one above the other
+    widget.locator('input[name="subject"]').press("PageUp")
+    answered(widget)
+    widget.locator('input[name="heads"][value="3"]').press("ArrowLeft")  # 2 heads: the longer words
+    expect(widget).to_have_attribute("data-heads", "2")
+    answered(widget)
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
 
 
 def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_phone(fresh_widget,
@@ -196,6 +193,5 @@ def test_no_serious_accessibility_violation_in_light_and_dark_on_desktop_and_pho
         expect(widget).to_have_attribute("data-state", "error")
         check("error")
     finally:
-        look(page, "light", "desktop")  # as the module's other tests have it
-        conftest.resize(page, conftest.VIEWPORT)
+        look(page, "light", "desktop")  # the scheme the module's other tests have (shared_page restores the size)
     assert not found, "\n".join(found)

@@ -195,16 +195,8 @@ def test_scrub_and_select_heads(page, training_url, run):
     assert run["checkpoints"][0]["roles"][1] == [None, None] and "induction" in run["checkpoints"][-1]["roles"][1]
 
 
-def training_afresh(fresh_widget):
-    """The training widget mounted afresh at its defaults on the module's page, its Python ready (no run of an
-    earlier test's is shown or goes on), scrolled into view as a reader comes to it: its asset is fetched."""
-    widget = fresh_widget("training")
-    widget.scroll_into_view_if_needed()
-    return widget
-
-
 def test_knock_out_the_previous_token_head(fresh_widget, run):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     wait_loaded(widget, run)
     widget.locator('input[name="step"]').fill(str(len(run["checkpoints"]) - 1))
     roles = run["checkpoints"][-1]["roles"]
@@ -238,7 +230,7 @@ def test_knock_out_the_previous_token_head(fresh_widget, run):
 
 
 def test_the_readers_own_text(fresh_widget, run):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     wait_loaded(widget, run)
     widget.locator('input[name="step"]').fill(str(len(run["checkpoints"]) - 1))
     induction = run["checkpoints"][-1]["roles"][1].index("induction")
@@ -280,7 +272,7 @@ def test_the_readers_own_text(fresh_widget, run):
 
 
 def test_train_it_yourself_then_stop_then_again(fresh_widget):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     widget.locator('select[name="n_heads"]').select_option("3")
     widget.locator('button[name="train"]').press("Enter")  # from the keyboard: the focus must stay in sight
     expect(widget).to_have_attribute("data-state", "training")
@@ -316,7 +308,7 @@ PERIODS = f"{TRAIN_RANGES['min_period'][0]} to {TrainConfig().vocab}"
 
 
 def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(fresh_widget):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     shown_step = widget.locator('[data-output="step"]').get_attribute("data-value")
     shown_run = widget.locator('[data-output="run"]').text_content()
     widget.locator('input[name="min_period"]').fill("1")
@@ -388,7 +380,7 @@ def expect_settled(widget, run_shown: str) -> None:
 
 
 def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(fresh_widget, run):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     page = widget.page
     page.evaluate(RECORD_CALLS)
     start_training(widget)
@@ -509,7 +501,7 @@ def wait_done(widget, timeout=600_000) -> None:
 def test_one_layer_against_two(fresh_widget, run):
     """The experiment sets Layers to 1 and trains: no induction head forms, and the loss on the repeats stays
     high, against the recorded two-layer run drawn beside it."""
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     widget.locator('button[name="experiment"][value="one-layer"]').click()
     expect(widget.locator('select[name="n_layers"]')).to_have_value("1")
     expect(widget.locator('select[name="lr"]')).to_have_value(str(run["config"]["lr"]))
@@ -528,7 +520,7 @@ def test_one_layer_against_two(fresh_widget, run):
 
 
 def test_the_layers_control_trains_a_one_layer_model(fresh_widget):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     widget.locator('select[name="n_layers"]').select_option("1")
     widget.locator('button[name="train"]').click()
     expect(widget).to_have_attribute("data-state", "training")
@@ -540,7 +532,7 @@ def test_the_layers_control_trains_a_one_layer_model(fresh_widget):
 
 
 def test_blocks_of_fixed_length(fresh_widget):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     widget.locator('button[name="experiment"][value="fixed-block"]').click()
     expect(widget.locator('input[name="min_period"]')).to_have_value("8")
     expect(widget.locator('input[name="max_period"]')).to_have_value("8")
@@ -558,7 +550,7 @@ def test_knock_out_an_induction_head(fresh_widget, run):
     induction head, and the form shows that run's settings; the other keeps most of the loss on the repeats
     away. The readout says what changes (the losses; no pattern, as no later layer reads the head) and is
     cleared while another head is selected."""
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     widget.locator('button[name="train"]').click()  # a reader's run, stopped at once
     expect(widget).to_have_attribute("data-state", "training")
     widget.locator('button[name="stop"]').click()
@@ -601,7 +593,7 @@ def test_knock_out_an_induction_head(fresh_widget, run):
 
 
 def test_a_learning_rate_that_diverges(fresh_widget):
-    widget = training_afresh(fresh_widget)
+    widget = fresh_widget("training")
     widget.locator('button[name="experiment"][value="diverge"]').click()
     expect(widget.locator('select[name="lr"]')).to_have_value("1.0")
     expect(widget.locator('[data-output="run-error"]')).to_have_text(re.compile(
