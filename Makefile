@@ -55,8 +55,13 @@ java:
 # Three workers on a 2-core machine: the browser tests wait on Python's starts, throttled links and timers as
 # much as they compute, so a third keeps both cores busy. Each file runs in one worker, handed out in the order
 # tests/conftest.py gives them (not reordered by their number of tests).
+# Before them the site is built (make build) beside the test requirements' install, which keeps one core busy:
+# on a fresh clone that first build fetches and computes into .cache/ for most of a minute, which the tests'
+# own builds then reuse. The engines follow one at a time (apt-get runs one at a time).
 TEST_WORKERS ?= 3
-test: $(VENV)/.test chromium engines java
+test: $(VENV)/.site
+	@$(MAKE) --no-print-directory -j2 build $(VENV)/.test
+	@$(MAKE) --no-print-directory chromium engines java
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The quick loop: mha_core's tests but for the comparisons with transformers' model and tokenizer (marked
