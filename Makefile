@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve test test-core build fetch bench chromium engines java
+.PHONY: serve test test-core build fetch bench browsers chromium engines java
 
 $(VENV)/.site: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 		  apt-get install -y -qq firefox-esr webkit2gtk-driver xvfb; } || \
 		$(PY) -m sitevisit.engines >/dev/null
 
+# The test requirements, then every engine the tests drive, one at a time (apt-get runs one at a time).
+browsers: $(VENV)/.test
+	@$(MAKE) --no-print-directory chromium engines java
+
 # Java runs the Nu Html Checker (tests/site/test_markup.py): root installs Debian's with apt-get, anyone else is told.
 java:
 	@command -v java >/dev/null || \
@@ -57,11 +61,10 @@ java:
 # tests/conftest.py gives them (not reordered by their number of tests).
 # Before them the site is built (make build) beside the test requirements' install, which keeps one core busy:
 # on a fresh clone that first build fetches and computes into .cache/ for most of a minute, which the tests'
-# own builds then reuse. The engines follow one at a time (apt-get runs one at a time).
+# own builds then reuse.
 TEST_WORKERS ?= 3
 test: $(VENV)/.site
-	@$(MAKE) --no-print-directory -j2 build $(VENV)/.test
-	@$(MAKE) --no-print-directory chromium engines java
+	@$(MAKE) --no-print-directory -j2 build browsers
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The quick loop: mha_core's tests but for the comparisons with transformers' model and tokenizer (marked
