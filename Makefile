@@ -45,7 +45,7 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 		  apt-get install -y -qq firefox-esr webkit2gtk-driver xvfb; } || \
 		$(PY) -m sitevisit.engines >/dev/null
 
-# The test requirements, then every engine the tests drive, one at a time (apt-get runs one at a time).
+# The test requirements, then the engines the tests drive and Java, one at a time (apt-get runs one at a time).
 browsers: $(VENV)/.test
 	@$(MAKE) --no-print-directory chromium engines java
 
