@@ -264,3 +264,30 @@ def circuits_expected(run: dict, step: int, prev: int | None = None) -> dict:
             "ov_levels": {b: levels(full_ov[b]) for b in h},
             "qk_levels": levels(np.where(np.tri(len(qk), dtype=bool), qk, np.nan)),
             "positions": circuits.position_losses(params, display_tokens(config), config).tolist()}
+
+
+# ---------------------------------------------------------------- colours as drawn on the page
+
+def rgba(css: str) -> tuple[float, float, float, float]:
+    """(r, g, b, alpha), r, g and b from 0 to 255, of a computed colour "rgb(r, g, b)", "rgba(r, g, b, a)" or
+    "color(srgb r g b / a)" (what a color-mix() computes to, r, g and b from 0 to 1)."""
+    parts = [float(x) for x in re.findall(r"[\d.]+", css)]
+    scale = 255 if css.startswith("color(srgb") else 1
+    return (*(p * scale for p in parts[:3]), parts[3] if len(parts) > 3 else 1.0)
+
+
+def over(css: str, under: str) -> str:
+    """The opaque colour "rgb(r, g, b)" that colour css (its alpha composited) makes drawn over the opaque under."""
+    *top, alpha = rgba(css)
+    return "rgb({}, {}, {})".format(*(round(alpha * t + (1 - alpha) * b) for t, b in zip(top, rgba(under)[:3])))
+
+
+def contrast(fg: str, under: str) -> float:
+    """WCAG contrast of colour fg drawn over the opaque colour under (fg's alpha composited)."""
+    drawn, base = rgba(over(fg, under))[:3], rgba(under)[:3]
+
+    def luminance(rgb):
+        linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    a, b = sorted((luminance(drawn), luminance(base)), reverse=True)
+    return (a + 0.05) / (b + 0.05)

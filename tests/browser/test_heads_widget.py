@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 import conftest
 from conftest import WORKER, hold_worker, on_widget_page, resize, wait_ready
 from sitevisit.page import show_sentence
-from tests.helpers import READ, SENTENCE, check_layout, heatmap, tokens_of
+from tests.helpers import READ, SENTENCE, check_layout, contrast, heatmap, over, tokens_of
 from tests.oracles import rule_rows
 from mha_core.views.heads import WORDS
 
@@ -515,27 +515,6 @@ def test_labels_in_other_scripts_are_upright_and_whole(live_widget, text):
 
 # ---------------------------------------------------------------- accessibility of the heatmap
 
-def rgba(css: str) -> tuple[float, float, float, float]:
-    """(r, g, b, alpha), r, g and b from 0 to 255, of a computed colour "rgb(r, g, b)", "rgba(r, g, b, a)" or
-    "color(srgb r g b / a)" (what a color-mix() computes to, r, g and b from 0 to 1)."""
-    parts = [float(x) for x in re.findall(r"[\d.]+", css)]
-    scale = 255 if css.startswith("color(srgb") else 1
-    return (*(p * scale for p in parts[:3]), parts[3] if len(parts) > 3 else 1.0)
-
-
-def contrast(fg: str, under: str) -> float:
-    """WCAG contrast of colour fg drawn over the opaque colour under (fg's alpha composited)."""
-    *top, alpha = rgba(fg)
-    base = rgba(under)[:3]
-    drawn = [alpha * t + (1 - alpha) * b for t, b in zip(top, base)]
-
-    def luminance(rgb):
-        linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
-        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-    a, b = sorted((luminance(drawn), luminance(base)), reverse=True)
-    return (a + 0.05) / (b + 0.05)
-
-
 RAMP = """root => {
   const data = JSON.parse(root.querySelector("[data-heads-data]").content.textContent);
   const probe = document.createElement("i");
@@ -583,8 +562,7 @@ def test_masked_cells_and_cells_of_weight_0_look_different(page, site_url, heads
     expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
     masked, page_colour = widget.evaluate("""root => [getComputedStyle(root.querySelector('td[data-masked]')).backgroundColor,
                                                       getComputedStyle(document.body).backgroundColor]""")
-    *top, alpha = rgba(masked)
-    drawn = "rgb({}, {}, {})".format(*(round(alpha * t + (1 - alpha) * b) for t, b in zip(top, rgba(page_colour)[:3])))
+    drawn = over(masked, page_colour)
     zero = widget.evaluate(RAMP)[0]  # the ramp's colour for a weight of 0
     assert contrast(zero, drawn) >= 1.5, (scheme, zero, drawn, masked)
 

@@ -1,6 +1,6 @@
 // A head's attention pattern drawn on a canvas: row i the query token i, column j the key token j (j ≤ i), each
-// cell as dark as its weight, the tokens written along both edges. rows[i] holds query i's i + 1 weights, each
-// a byte (round(255 · w): the build's patterns and real_model_pattern's alike).
+// cell as strongly coloured as its weight, the tokens written along both edges. rows[i] holds query i's i + 1
+// weights, each a byte (round(255 · w): the build's patterns and real_model_pattern's alike).
 import { fillIn } from "../runtime/dom.js";
 
 const MAX_SIDE = 520; // CSS pixels of the matrix and its labels
