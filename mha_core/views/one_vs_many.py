@@ -113,6 +113,17 @@ def _summary(r: dict, outputs: dict) -> str:
             f"so “{text['many-verb']}”.")
 
 
+def _verdict(outputs: dict) -> dict:
+    """Each panel's reading of the verb's number in one line, shown beside the controls: on a phone the panels
+    are a screen or more below the sliders. Its value: the two verbs, one head's first."""
+    def side(name):
+        kind, width = outputs[f"{name}-label"]["text"].split(", ", 1)
+        return (f"{kind[0].lower() + kind[1:]} ({width}) {outputs[f'{name}-number']['text']}, "
+                f"so “{outputs[f'{name}-verb']['text']}”")
+    return {"text": f"The subject's number at “{TOKENS[VERB]}”: {side('one')}; {side('many')}.",
+            "value": "|".join(outputs[f"{name}-verb"]["text"] for name in LAYERS)}
+
+
 def fixed() -> dict:
     """What no control changes: the sentence with each token's role, each relationship's name and words."""
     return {"tokens": list(TOKENS), "roles": roles(), "verb": VERB, "block_size": D_CONTENT,
@@ -129,6 +140,7 @@ def one_vs_many_view(subject=1.0, clause=1.0, previous=1.0, wide: bool = False, 
     outputs = {f"share-{rel}": fraction(share) for rel, share in zip(RELATIONSHIPS, r["shares"])}
     outputs |= _layer("one", r["one"], r["d_model"], ONE_TITLE, ONE_NOTE)
     outputs |= _layer("many", r["many"], r["d_model"], many_title(r["groups"]), many_note(r["groups"]))
+    outputs["verdict"] = _verdict(outputs)
     outputs["summary"] = _summary(r, outputs)
     return {"data": {"wide": "true" if wide else "false", "heads": str(r["many"]["n_heads"]),
                      "alone": alone}, "outputs": outputs,

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 import conftest
 from conftest import hold_python
+from mha_core.views.one_vs_many import one_vs_many_view
 from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look, look  # noqa: F401 (a fixture)
 from tests.helpers import one_vs_many_expected, one_vs_many_form, one_vs_many_outputs
 
@@ -133,12 +134,15 @@ def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(fresh_w
     expect(error).to_be_visible()
     expect(error).to_contain_text("give at least one relationship some weight")
     assert one_vs_many_outputs(widget) == before
-    results = widget.locator("[data-results]")
-    expect(results).to_have_attribute("data-stale", "true")  # the old numbers, marked as not the sliders' answer
+    results = widget.locator("[data-results]")  # the panels and the line beside the controls
+    expect(results).to_have_count(2)
+    for shown in results.all():
+        expect(shown).to_have_attribute("data-stale", "true")  # the old numbers, marked as not the sliders' answer
     widget.locator('input[name="clause"]').press("ArrowRight")
     answered(widget)
     expect(error).to_be_hidden()
-    expect(results).to_have_attribute("data-stale", "false")
+    for shown in results.all():
+        expect(shown).to_have_attribute("data-stale", "false")
 
 
 def test_a_keyboard_user_sees_where_the_focus_is(fresh_widget):
@@ -163,8 +167,13 @@ def test_at_390_px_everything_fits_and_works(fresh_widget):
         assert slider.bounding_box()["width"] >= 200  # room to move it with a thumb
     panels = [p.bounding_box() for p in widget.locator(".mha-ovm__panel").all()]
     assert panels[0]["y"] + panels[0]["height"] <= panels[1]["y"]  # one above the other
-    widget.locator('input[name="subject"]').press("PageUp")
+    first, verdict = widget.locator('input[name="subject"]'), widget.locator('[data-output="verdict"]')
+    first.press("PageUp")
     answered(widget)
+    # The verdict is read as the sliders move: the first slider and it fit in the screen below Material's header.
+    header = page.locator(".md-header").bounding_box()["height"]
+    assert verdict.bounding_box()["y"] + verdict.bounding_box()["height"] - first.bounding_box()["y"] <= 844 - header
+    expect(verdict).to_have_text(one_vs_many_view(**one_vs_many_form(widget))["outputs"]["verdict"]["text"])
     widget.locator('input[name="heads"][value="3"]').press("ArrowLeft")  # 2 heads: the longer words
     expect(widget).to_have_attribute("data-heads", "2")
     answered(widget)

@@ -49,6 +49,8 @@ def test_the_verb_agrees_with_the_number_it_reads():
     out = one_vs_many_view(1, 1, 1)["outputs"]
     assert (out["one-verb"]["text"], out["many-verb"]["text"]) == ("were", "was")
     assert "so “were”" in out["summary"] and "so “was”" in out["summary"]
+    assert out["verdict"] == {"text": "The subject's number at “was”: one head (d_k = 18) −0.04, so “were”; three heads "
+                                      "(d_k = 18 each) +1.00, so “was”.", "value": "were|was"}
 
 
 def test_the_label_says_how_wide_each_head_is():
@@ -64,6 +66,7 @@ def test_two_heads_say_which_two_relationships_share_one():
     assert out["many-note"] == "Block 1 holds the subject and the previous token, half each; block 2 holds only the clause; block 3 is empty."
     assert (out["many-subject"]["text"], out["many-clause"]["text"], out["many-previous"]["text"]) == ("0.50", "1.00", "0.50")
     assert (out["many-number"]["text"], out["many-verb"]["text"]) == ("0.00", "was or were?")
+    assert out["verdict"]["text"].endswith("; two heads (d_k = 18 each) 0.00, so “was or were?”.")
     assert ("the subject and the previous token share one softmax and arrive at 0.50 and 0.50; the clause arrives whole "
             "(1.00) in a block of its own: number 0.00, so “was or were?”.") in out["summary"]
     three = one_vs_many_view(1, 1, 1)["outputs"]
