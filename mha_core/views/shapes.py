@@ -110,6 +110,16 @@ def shapes_display(report: dict) -> dict:
     return shown
 
 
+def totals_line(shown: dict, n_layers: int) -> str:
+    """shapes_display's totals in one sentence, shown under the check: on a phone the table that ends with them
+    is a few screens below the controls."""
+    totals = shown["totals"]
+    line = (f"This layer: {totals['params']['text']} parameters ({totals['params_bytes']['text']}), KV cache "
+            f"{totals['kv_cache']['text']}, {totals['flops']['text']} per forward pass")
+    whole = f"; the KV cache of all {shown['n_layers']}: {totals['kv_cache_model']['text']}"
+    return line + (whole if n_layers > 1 else "") + "."
+
+
 @declared_as(shape_report)
 def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4,
                 n_layers=1) -> dict:
@@ -123,6 +133,7 @@ def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, 
             {"outputs": {"suggestion": {"text": s["text"], "data": {"name": s["name"], "value": s["value"]}}}}
             for s in check["suggestions"]]},
         "results": {"data": {"stale": "false" if check["ok"] else "true"}},
+        "totals": {"data": {"stale": "false" if check["ok"] else "true"}},
     }
     if not check["ok"]:
         return {"outputs": outputs}
@@ -133,4 +144,5 @@ def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, 
     for p in shown["params"]:
         outputs[f"param-{p['name']}"] = {"outputs": {"shape": p["shape"], "numel": p["numel"]}}
     outputs |= shown["totals"] | {"kind": shown["kind"], "n_layers": shown["n_layers"]}
+    outputs["totals"]["text"] = totals_line(shown, n_layers)
     return {"outputs": outputs}

@@ -9,7 +9,7 @@ from pathlib import Path
 import mha_core
 import pytest
 from mha_core.presets import PRESETS
-from mha_core.views.shapes import shapes_display
+from mha_core.views.shapes import shapes_display, shapes_view
 from playwright.sync_api import expect
 
 import conftest
@@ -97,6 +97,8 @@ def test_number_fields_and_sliders_recompute_in_the_browser(fresh_widget):
     n.press("ArrowRight")
     expect(number(widget, "seq_len")).to_have_value("2048")
     assert_shows(widget, **{**config, "n_heads": 8, "seq_len": 2048})
+    expect(widget.locator('[data-output="totals"]')).to_have_text(
+        shapes_view(**{**config, "n_heads": 8, "seq_len": 2048})["outputs"]["totals"]["text"])
     n.press("Home")  # the whole range in a few steps: 1 ... 131,072
     expect(number(widget, "seq_len")).to_have_value("1")
     n.press("End")
@@ -273,7 +275,7 @@ def test_junk_in_the_url_is_ignored_with_a_note(page, site_url, shapes_path):
 def expect_stale(widget, stale: bool):
     """The check, its suggestions and the results are marked (or not) as not matching the form; marked ones
     are told apart by a dashed rule and a label, with their text at full strength (no fading)."""
-    for name in ("check", "suggestions", "results"):
+    for name in ("check", "suggestions", "totals", "results"):
         expect(widget.locator(f'[data-output="{name}"]')).to_have_attribute("data-stale", str(stale).lower())
     look = widget.evaluate("""root => {
       const results = root.querySelector('[data-output="results"]'), check = root.querySelector('[data-output="check"]');
@@ -438,6 +440,11 @@ def test_labelled_and_usable_on_a_phone_in_both_schemes(browser, site_url, shape
             expect(merged.locator(f'[data-output="{field}"]')).to_be_visible()
         contrast = widget.evaluate(CONTRAST, '[data-output="check"]')
         assert contrast >= 4.5, f"{scheme}: contrast {contrast:.1f} of the check message"
+        # The totals are read as a slider moves: the first slider and their line fit in the screen below the header.
+        totals, first = widget.locator('[data-output="totals"]'), widget.locator('input[type="range"]').first
+        expect(totals).to_have_text(shapes_view(**form_config(widget))["outputs"]["totals"]["text"])
+        header = page.locator(".md-header").bounding_box()["height"]
+        assert totals.bounding_box()["y"] + totals.bounding_box()["height"] - first.bounding_box()["y"] <= 844 - header
         context.close()
 
 

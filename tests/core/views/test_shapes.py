@@ -88,10 +88,18 @@ def test_the_view_fills_every_slot_from_the_display():
         assert row["outputs"]["layout"] == t["note"] and row["outputs"]["op"] == {"title": t["op"]}
     assert view["params"] == shown["totals"]["params"] and view["kind"] == "grouped-query"
     assert view["n_layers"] == "6 layers"
+    totals = {name: shown["totals"][name]["text"] for name in ("params", "params_bytes", "kv_cache", "flops",
+                                                                  "kv_cache_model")}
+    assert view["totals"] == {"data": {"stale": "false"}, "text": (
+        "This layer: {params} parameters ({params_bytes}), KV cache {kv_cache}, {flops} per forward pass; the KV "
+        "cache of all 6 layers: {kv_cache_model}.").format(**totals)}
+    one = shapes_view(**{**args, "n_layers": 1})["outputs"]["totals"]["text"]
+    assert one == view["totals"]["text"].split("; the KV cache of all")[0] + "."  # a layer's totals, and no more
 
 
 def test_a_configuration_that_does_not_fit_fills_the_check_and_marks_the_results_stale():
     view = shapes_view(512, 6, 10, 2)["outputs"]
-    assert sorted(view) == ["check", "results", "suggestions"]
+    assert sorted(view) == ["check", "results", "suggestions", "totals"]
     assert view["check"]["data"]["ok"] == "false" and view["results"]["data"]["stale"] == "true"
+    assert view["totals"] == {"data": {"stale": "true"}}  # the last that fitted stays, marked
     assert view["suggestions"]["rows"][0] == {"outputs": {"suggestion": {"text": "h = 4", "data": {"name": "n_heads", "value": "4"}}}}
