@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import expect
 
-from conftest import LOCAL_HOSTS, follow_link, hold_python, wait_ready, watched_page
+from conftest import LOCAL_HOSTS, PageLog, follow_link, hold_python, resize, wait_ready, watched_page
 from sitebuild import serving
 from sitevisit.site import pages_with
 from tests.helpers import ask, check_answered
@@ -23,6 +23,22 @@ NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTime
 CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2,
            "training": "Mary gave John a book; Mary gave", "one-vs-many": "Home",
            "circuits": "Home", "real-model": "prose", "exercise": None}
+
+
+# What of a widget reaches past its content box (its padding is its margin inside the frame), as
+# "tag.class left..right (box left..right)": elements inside a box that scrolls sideways aside; 3 px allowed for
+# what draws a little past its line (a native control's margin, an inline code's padding at a line break).
+OUT_OF_BOX = """root => {
+  const r = root.getBoundingClientRect(), s = getComputedStyle(root);
+  const left = r.left + parseFloat(s.borderLeftWidth) + parseFloat(s.paddingLeft) - 3;
+  const right = r.right - parseFloat(s.borderRightWidth) - parseFloat(s.paddingRight) + 3;
+  const scrolled = (el) => { for (let p = el.parentElement; p !== root; p = p.parentElement)
+    if (getComputedStyle(p).overflowX !== "visible") return true; return false; };
+  return [...root.querySelectorAll("*")].filter((el) => { const b = el.getBoundingClientRect();
+    return b.width && b.height && (b.left < left || b.right > right) && !scrolled(el); })
+    .map((el) => { const b = el.getBoundingClientRect();
+      return `${el.tagName.toLowerCase()}.${el.classList[0] ?? ""} ${Math.round(b.left)}..${Math.round(b.right)} (box ${Math.round(left)}..${Math.round(right)})`; });
+}"""
 
 
 def site_pages(site) -> list[str]:
@@ -97,6 +113,23 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(shared_page, brow
     assert sorted(live) == ["circuits"] + ["exercise"] * 5 + ["heads", "memory", "one-vs-many", "real-model", "shapes",
                                                               "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
+
+
+def test_every_widget_stays_inside_its_frame_on_a_phone_and_a_desktop(browser, built_site, site_url):
+    """Every widget of every page, as built (Python held back), at 390 px on a phone and at 1280 px: nothing
+    reaches into the frame's padding or past it, but what scrolls sideways in a box of its own."""
+    found = []
+    with watched_page(browser, PageLog(), {"width": 390, "height": 844}, is_mobile=True, has_touch=True) as page:
+        hold_python(page)
+        for path in pages_with(built_site, "data-mha-widget="):
+            page.goto(site_url + path)
+            for viewport in ({"width": 390, "height": 844}, {"width": 1280, "height": 844}):
+                resize(page, viewport)
+                for widget in page.locator("[data-mha-widget]").all():
+                    widget.scroll_into_view_if_needed()  # laid out (content-visibility)
+                    found += [f"{path} {widget.get_attribute('data-mha-widget')} at {viewport['width']} px: {out}"
+                              for out in widget.evaluate(OUT_OF_BOX)]
+    assert not found, "\n".join(found)
 
 
 def test_the_csp_blocks_what_the_site_does_not_use_and_the_violation_is_seen(page, page_log, site_url):
