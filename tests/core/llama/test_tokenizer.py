@@ -1,7 +1,7 @@
 """tokenizer.py against transformers' tokenizer loaded from the same GGUF: the same ids on the 15,000 lines of
 CPython's pydoc_data/topics.py and on unusual texts; the pre-tokenizer's classes against Hugging Face's own
 regular expression on every assigned character of Unicode's first two planes; the texts the real model's page
-shows; decoding; refusals."""
+shows, and each token as the real model's widget reads it; decoding; refusals."""
 from __future__ import annotations
 
 import unicodedata
@@ -11,6 +11,7 @@ import pydoc_data.topics
 import pytest
 
 from mha_core.llama.tokenizer import byte_alphabet, pre_tokenize
+from mha_core.views.real_model import token_texts
 from sitebuild.widgets import widget_module
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # man ZWJ woman ZWJ girl ZWJ boy
@@ -64,6 +65,18 @@ def test_the_real_model_page_s_texts_tokenize_and_decode_as_transformers(gguf_pa
         ids = tokenizer.encode(text)
         assert ids == reference(text)["input_ids"]
         assert [tokenizer.decode([i]) for i in ids] == [reference.decode([i]) for i in ids]
+
+
+@pytest.mark.transformers
+def test_the_real_model_widget_reads_each_token_as_transformers_decodes_it_alone(tokenizer, reference):
+    """The tokens the real model's widget shows (mha_core.views.real_model.token_texts)."""
+    text = "Tokens read as text: a café,\n\tindented; 注意 and 🍕 (cut in bytes)."
+    ids = tokenizer.encode(text)
+    assert ids == reference(text)["input_ids"]
+    shown = token_texts(tokenizer, ids)
+    assert shown == [reference.decode([i]) for i in ids]
+    assert shown[:5] == ["To", "kens", " read", " as", " text"] and "\n" in shown and " café" in shown
+    assert "\ufffd" in shown  # a token holding part of a character's bytes (注, 🍕) reads as U+FFFD
 
 
 def test_the_pre_tokenizer_classes_every_character_as_hugging_face_s_regex():

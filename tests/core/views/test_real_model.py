@@ -1,7 +1,6 @@
 """The real model's view: each head's four scores as the numbers given (4 decimals; where no query counts, 0,
-said as none), its cell's colour, its label; the tokens as the reader reads them (as transformers' tokenizer
-decodes each alone, and as ours does); the strongest heads and the note on a cut text, counted here from the
-definitions; refusals."""
+said as none), its cell's colour, its label; the strongest heads and the note on a cut text, counted here from
+the definitions; refusals. (The tokens as the reader reads them, against transformers: llama/test_tokenizer.py.)"""
 from __future__ import annotations
 
 import math
@@ -10,8 +9,7 @@ import numpy as np
 import pytest
 
 from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_LAYERS, load_text, pattern_words,
-                                       progress_text, real_model_view, token_texts)
-from sitebuild.assets import fetch_model
+                                       progress_text, real_model_view)
 
 RNG = np.random.default_rng(5)
 SCORES = {kind: RNG.uniform(0, 1, (N_LAYERS, N_HEADS)) for kind in KINDS}
@@ -64,24 +62,6 @@ def test_a_pattern_s_weights_progress_and_the_model_s_size_in_words():
     assert progress_text(0, 1) == "Layer 1 of 30, 1 token\u2026"
     assert progress_text(29, 1234) == "Layer 30 of 30, 1,234 tokens\u2026"
     assert load_text(98_400_000) == "Load the model (98 MB)"
-
-
-@pytest.mark.transformers
-def test_tokens_read_as_transformers_decodes_each_alone():
-    from transformers import AutoTokenizer
-
-    from mha_core.llama import read_gguf, tokenizer_from_gguf
-
-    path = fetch_model()
-    ours = tokenizer_from_gguf(read_gguf(path))
-    theirs = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    text = "Tokens read as text: a café,\n\tindented; 注意 and 🍕 (cut in bytes)."
-    ids = ours.encode(text)
-    assert ids == theirs(text)["input_ids"]
-    shown = token_texts(ours, ids)
-    assert shown == [theirs.decode([i]) for i in ids]
-    assert shown[:5] == ["To", "kens", " read", " as", " text"] and "\n" in shown and " café" in shown
-    assert "\ufffd" in shown  # a token holding part of a character's bytes (注, 🍕) reads as U+FFFD
 
 
 @pytest.mark.parametrize("change, message", [
