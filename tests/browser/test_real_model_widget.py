@@ -33,6 +33,23 @@ COLOURED = """root => {
   return [...root.querySelectorAll("[data-layer][data-head]")].map((el) => [Number(el.dataset[key]),
                                                                            getComputedStyle(el).backgroundColor]);
 }"""
+# A pattern canvas's masked key: going up its last column from the bottom, past the last query's own key (the
+# diagonal), the next query's later key. (r, g, b, alpha from 0 to 255)
+MASKED_PIXEL = """canvas => {
+  const ctx = canvas.getContext("2d"), x = canvas.width - 1, pixel = (y) => [...ctx.getImageData(x, y, 1, 1).data];
+  const own = pixel(canvas.height - 1).join();
+  for (let y = canvas.height - 2; y > 0; y--) if (pixel(y).join() !== own) return pixel(y - 1);
+  return null;
+}"""
+# A CSS colour as the browser computes it (an rgb() or rgba() the tests read), given as var(--name) of el.
+COMPUTED = """([el, colour]) => {
+  const probe = document.createElement("i");
+  probe.style.color = colour;
+  el.parentElement.append(probe);
+  const computed = getComputedStyle(probe).color;
+  probe.remove();
+  return computed;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +109,24 @@ def test_the_strongest_head_stands_out_from_the_weakest_in_both_schemes(page, si
     (low, weakest), (high, strongest) = min(cells := widget.evaluate(COLOURED)), max(cells)
     assert low < 0.05 and high > 0.9, (low, high)
     assert contrast(over(strongest, page_colour), over(weakest, page_colour)) >= 3, (scheme, weakest, strongest)
+
+
+@pytest.mark.before_python
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_pattern_draws_a_masked_key_apart_from_a_weight_of_0(page, site_url, widget_path, scheme):
+    """A later key, which no query may attend to, in a grey of its own: 1.5:1 or more from a weight of 0 (the
+    pattern's empty colour) on the page, in both schemes, as the heads widget draws its masked cells."""
+    page.emulate_media(color_scheme=scheme)
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    widget.locator('[data-layer="18"][data-head="6"]').click()
+    canvas = widget.locator("[data-pattern] canvas")
+    expect(canvas).to_have_attribute("aria-label", re.compile("strongest key"))
+    page_colour = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    r, g, b, a = canvas.evaluate(MASKED_PIXEL)
+    assert a, "no later key drawn: the last column is one colour from the last query up to the labels"
+    masked = over(f"rgba({r}, {g}, {b}, {a / 255})", page_colour)
+    zero = over(page.evaluate(COMPUTED, [canvas.element_handle(), "var(--mha-rm-empty)"]), page_colour)
+    assert contrast(masked, zero) >= 1.5, (scheme, masked, zero)
 
 
 @pytest.mark.before_python

@@ -1,6 +1,7 @@
 // A head's attention pattern drawn on a canvas: row i the query token i, column j the key token j (j ≤ i), each
-// cell as strongly coloured as its weight, the tokens written along both edges. rows[i] holds query i's i + 1
-// weights, each a byte (round(255 · w): the build's patterns and real_model_pattern's alike).
+// cell as strongly coloured as its weight (a later key, masked, in a grey of its own, as the heads widget draws
+// it), the tokens written along both edges. rows[i] holds query i's i + 1 weights, each a byte (round(255 · w):
+// the build's patterns and real_model_pattern's alike).
 import { fillIn } from "../runtime/dom.js";
 
 const MAX_SIDE = 520; // CSS pixels of the matrix and its labels
@@ -33,8 +34,14 @@ export function drawPattern(canvas, rows, tokens, drawn) {
   ctx.scale(ratio, ratio);
   const style = getComputedStyle(canvas);
   const ink = style.getPropertyValue("--mha-rm-ink").trim() || "#3f51b5";
-  ctx.fillStyle = style.getPropertyValue("--mha-rm-empty").trim() || "#eee";
-  ctx.fillRect(labels, labels, cell * n, cell * n);
+  const empty = style.getPropertyValue("--mha-rm-empty").trim() || "#eee";
+  const masked = style.getPropertyValue("--mha-rm-masked").trim() || "#bbb";
+  for (let i = 0; i < n; i++) { // query i's keys: its own and the earlier ones, then the later ones, masked
+    ctx.fillStyle = empty;
+    ctx.fillRect(labels, labels + i * cell, (i + 1) * cell, cell);
+    ctx.fillStyle = masked;
+    ctx.fillRect(labels + (i + 1) * cell, labels + i * cell, (n - i - 1) * cell, cell);
+  }
   ctx.fillStyle = ink;
   for (let i = 0; i < n; i++) {
     for (let j = 0; j <= i; j++) {
