@@ -31,11 +31,16 @@ def roles() -> list[str]:
     return [role.get(j, "none") for j in range(len(TOKENS))]
 
 
+def heads_and_width(n_heads: int, d_k: int, d_model: int) -> tuple[str, str]:
+    """("One head", "d_k = 18"), ("One wide head", "d_k = 54 = d_model"), ("Three heads", "d_k = 18 each")."""
+    if n_heads > 1:
+        return f"{COUNTS[n_heads].capitalize()} heads", f"d_k = {d_k} each"
+    return ("One wide head", f"d_k = {d_k} = d_model") if d_k == d_model else ("One head", f"d_k = {d_k}")
+
+
 def label(n_heads: int, d_k: int, d_model: int) -> str:
     """"One head, d_k = 18", "One wide head, d_k = 54 = d_model", "Three heads, d_k = 18 each"."""
-    if n_heads > 1:
-        return f"{COUNTS[n_heads].capitalize()} heads, d_k = {d_k} each"
-    return f"One wide head, d_k = {d_k} = d_model" if d_k == d_model else f"One head, d_k = {d_k}"
+    return ", ".join(heads_and_width(n_heads, d_k, d_model))
 
 
 def and_join(words) -> str:
@@ -113,12 +118,12 @@ def _summary(r: dict, outputs: dict) -> str:
             f"so “{text['many-verb']}”.")
 
 
-def _verdict(outputs: dict) -> dict:
+def _verdict(r: dict, outputs: dict) -> dict:
     """Each panel's reading of the verb's number in one line, shown beside the controls: on a phone the panels
     are a screen or more below the sliders. Its value: the two verbs, one head's first."""
     def side(name):
-        kind, width = outputs[f"{name}-label"]["text"].split(", ", 1)
-        return (f"{kind[0].lower() + kind[1:]} ({width}) {outputs[f'{name}-number']['text']}, "
+        heads, width = heads_and_width(r[name]["n_heads"], r[name]["d_k"], r["d_model"])
+        return (f"{heads[0].lower() + heads[1:]} ({width}) {outputs[f'{name}-number']['text']}, "
                 f"so “{outputs[f'{name}-verb']['text']}”")
     return {"text": f"The subject's number at “{TOKENS[VERB]}”: {side('one')}; {side('many')}.",
             "value": "|".join(outputs[f"{name}-verb"]["text"] for name in LAYERS)}
@@ -140,7 +145,7 @@ def one_vs_many_view(subject=1.0, clause=1.0, previous=1.0, wide: bool = False, 
     outputs = {f"share-{rel}": fraction(share) for rel, share in zip(RELATIONSHIPS, r["shares"])}
     outputs |= _layer("one", r["one"], r["d_model"], ONE_TITLE, ONE_NOTE)
     outputs |= _layer("many", r["many"], r["d_model"], many_title(r["groups"]), many_note(r["groups"]))
-    outputs["verdict"] = _verdict(outputs)
+    outputs["verdict"] = _verdict(r, outputs)
     outputs["summary"] = _summary(r, outputs)
     return {"data": {"wide": "true" if wide else "false", "heads": str(r["many"]["n_heads"]),
                      "alone": alone}, "outputs": outputs,

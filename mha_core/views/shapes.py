@@ -110,7 +110,7 @@ def shapes_display(report: dict) -> dict:
     return shown
 
 
-def totals_line(shown: dict, n_layers: int) -> str:
+def _totals_line(shown: dict, n_layers: int) -> str:
     """shapes_display's totals in one sentence, shown under the check: on a phone the table that ends with them
     is a few screens below the controls."""
     totals = shown["totals"]
@@ -144,5 +144,5 @@ def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, 
     for p in shown["params"]:
         outputs[f"param-{p['name']}"] = {"outputs": {"shape": p["shape"], "numel": p["numel"]}}
     outputs |= shown["totals"] | {"kind": shown["kind"], "n_layers": shown["n_layers"]}
-    outputs["totals"]["text"] = totals_line(shown, n_layers)
+    outputs["totals"]["text"] = _totals_line(shown, n_layers)
     return {"outputs": outputs}

@@ -182,6 +182,22 @@ def open_widget(page, url: str, name: str):
     return widget
 
 
+def open_in_scheme(page, url: str, name: str, scheme: str):
+    """open_widget for a reader whose system asks for scheme ("light" or "dark": Material picks its palette from
+    prefers-color-scheme as the page loads); returns (the widget, the page's background colour)."""
+    page.emulate_media(color_scheme=scheme)
+    widget = open_widget(page, url, name)
+    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
+    return widget, page.evaluate("getComputedStyle(document.body).backgroundColor")
+
+
+def on_one_screen(page, top, bottom) -> bool:
+    """Whether the elements top and bottom (locators) fit together on the page's screen below Material's header."""
+    header = page.locator(".md-header").bounding_box()["height"]
+    end = bottom.bounding_box()
+    return end["y"] + end["height"] - top.bounding_box()["y"] <= page.viewport_size["height"] - header
+
+
 def status(page):
     """The page's runtime status line (the first widget's)."""
     return page.locator("[data-mha-status]").first

@@ -557,11 +557,8 @@ def test_the_focus_ring_and_the_selected_row_show_on_every_cell_colour(page, sit
 def test_masked_cells_and_cells_of_weight_0_look_different(page, site_url, heads_path, scheme):
     """The masked grey, drawn on the page, stands apart from the ramp's colour for a weight of 0 in both schemes
     (in dark, a faint grey on a dark page was as dark as viridis' purple)."""
-    page.emulate_media(color_scheme=scheme)
-    widget = open_widget(page, site_url, heads_path)
-    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
-    masked, page_colour = widget.evaluate("""root => [getComputedStyle(root.querySelector('td[data-masked]')).backgroundColor,
-                                                      getComputedStyle(document.body).backgroundColor]""")
+    widget, page_colour = conftest.open_in_scheme(page, site_url + heads_path, "heads", scheme)
+    masked = widget.locator("td[data-masked]").first.evaluate("td => getComputedStyle(td).backgroundColor")
     drawn = over(masked, page_colour)
     zero = widget.evaluate(RAMP)[0]  # the ramp's colour for a weight of 0
     assert contrast(zero, drawn) >= 1.5, (scheme, zero, drawn, masked)

@@ -101,11 +101,8 @@ def load(widget) -> None:
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_strongest_head_stands_out_from_the_weakest_in_both_schemes(page, site_url, widget_path, scheme):
     """The atlas's highest score against its lowest, as drawn on the page: 3:1 or more (WCAG's contrast for the
-    parts of a graphic) in both schemes; on the dark one the primary indigo was 2:1 against a score of 0."""
-    page.emulate_media(color_scheme=scheme)
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
-    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
-    page_colour = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    parts of a graphic) in both schemes."""
+    widget, page_colour = conftest.open_in_scheme(page, site_url + widget_path(NAME), NAME, scheme)
     (low, weakest), (high, strongest) = min(cells := widget.evaluate(COLOURED)), max(cells)
     assert low < 0.05 and high > 0.9, (low, high)
     assert contrast(over(strongest, page_colour), over(weakest, page_colour)) >= 3, (scheme, weakest, strongest)
@@ -116,12 +113,10 @@ def test_the_strongest_head_stands_out_from_the_weakest_in_both_schemes(page, si
 def test_the_pattern_draws_a_masked_key_apart_from_a_weight_of_0(page, site_url, widget_path, scheme):
     """A later key, which no query may attend to, in a grey of its own: 1.5:1 or more from a weight of 0 (the
     pattern's empty colour) on the page, in both schemes, as the heads widget draws its masked cells."""
-    page.emulate_media(color_scheme=scheme)
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    widget, page_colour = conftest.open_in_scheme(page, site_url + widget_path(NAME), NAME, scheme)
     widget.locator('[data-layer="18"][data-head="6"]').click()
     canvas = widget.locator("[data-pattern] canvas")
     expect(canvas).to_have_attribute("aria-label", re.compile("strongest key"))
-    page_colour = page.evaluate("getComputedStyle(document.body).backgroundColor")
     r, g, b, a = canvas.evaluate(MASKED_PIXEL)
     assert a, "no later key drawn: the last column is one colour from the last query up to the labels"
     masked = over(f"rgba({r}, {g}, {b}, {a / 255})", page_colour)
