@@ -33,8 +33,9 @@ def find_chromium(playwright, headless_shell: bool = False) -> str:
                        f"the system's (as root: `apt-get install {package}`), or set CHROMIUM to a Chromium")
 
 
-def launch_chromium(playwright, headless_shell: bool = False):
-    return playwright.chromium.launch(executable_path=find_chromium(playwright, headless_shell), args=CHROMIUM_ARGS)
+def launch_chromium(playwright, headless_shell: bool = False, extra_args: list[str] = ()):
+    return playwright.chromium.launch(executable_path=find_chromium(playwright, headless_shell),
+                                      args=[*CHROMIUM_ARGS, *extra_args])
 
 
 @contextlib.contextmanager

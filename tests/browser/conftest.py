@@ -1,15 +1,16 @@
 """Browser tests: the real site, built once per test run (tests/conftest.py), served on 127.0.0.1 under a
 sub-path (as GitHub Pages serves a project), driven in Chromium's headless shell by Playwright.
 
-Fixtures: built_site (the output folder) and site_url (its base URL), from tests/conftest.py; browser (one
-per session); widget_path (widget_path(name): the first page holding that widget); page (a fresh context per
-test that fails the test on any page error, console error, Content-Security-Policy violation or request that
-leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test provokes; in a test marked
-before_python, which checks what a reader sees before Python is ready, Python is held back throughout, so that
-no start races what it checks); shared_page ((page, log): one page of a fresh context a test module shares,
-checked the same way test by test); live_widget (live_widget(name): that widget on the shared page, with Python
-ready) and fresh_widget (the same, mounted afresh). What a revisit restored from the memory a first start kept
-must do is test_kept_memory.py's alone (a reload elsewhere may restore it as well).
+Fixtures: built_site (the output folder) and site_url (its base URL), from tests/conftest.py; browser (one per
+session and kind, see BASELINE_WASM); widget_path (widget_path(name): the first page holding that widget);
+page (a fresh context per test that fails the test on any page error, console error, Content-Security-Policy
+violation or request that leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test
+provokes; in a test marked before_python, which checks what a reader sees before Python is ready, Python is
+held back throughout, so that no start races what it checks); shared_page ((page, log): one page of a fresh
+context a test module shares, checked the same way test by test); live_widget (live_widget(name): that widget
+on the shared page, with Python ready) and fresh_widget (the same, mounted afresh). What a revisit restored
+from the memory a first start kept must do is test_kept_memory.py's alone (a reload elsewhere may restore it
+as well).
 Tests wait on the data-* markers, never on sleeps. They never skip: a missing Chromium is a failure.
 """
 from __future__ import annotations
@@ -30,15 +31,35 @@ expect.set_options(timeout=READY_TIMEOUT_MS)  # a page reload restarts Python: s
 LOCAL_HOSTS = {"127.0.0.1"}
 
 
+# A test module marked `computes` (its tests keep Python computing for seconds: training, the real model) runs
+# in a Chromium as a reader's, whose V8 recompiles hot WebAssembly with its optimizing compiler. The others run
+# V8's baseline compiler only (each function compiled once, quickly), where the optimizing compiles of a Python start
+# would cost more CPU than they save (2.5 CPU-s a start against 3.5).
+BASELINE_WASM = ["--js-flags=--liftoff-only"]
+
+
 @pytest.fixture(scope="session")
-def browser():
+def chromiums():
+    """chromiums(optimizing): the session's Chromium of that kind, launched on first use."""
     with sync_playwright() as p:
-        try:
-            b = launch_chromium(p, headless_shell=True)
-        except RuntimeError as e:
-            pytest.fail(str(e), pytrace=False)
-        yield b
-        b.close()
+        launched = {}
+
+        def chromium(optimizing: bool):
+            if optimizing not in launched:
+                try:
+                    launched[optimizing] = launch_chromium(p, headless_shell=True,
+                                                           extra_args=[] if optimizing else BASELINE_WASM)
+                except RuntimeError as e:
+                    pytest.fail(str(e), pytrace=False)
+            return launched[optimizing]
+        yield chromium
+        for b in launched.values():
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(request, chromiums):
+    return chromiums(optimizing=request.node.get_closest_marker("computes") is not None)
 
 
 class PageLog:

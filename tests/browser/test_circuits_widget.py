@@ -20,6 +20,8 @@ from mha_core.training import eval_batch
 from mha_core.views.training import decode_params
 from tests.helpers import circuits_expected, png_indices
 
+pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
+
 NAME = "circuits"
 READ = """root => ({
   step: root.querySelector('input[name="step"]').value,

@@ -19,6 +19,8 @@ from sitebuild.assets import fetch_model
 from sitebuild.widgets import widget_module
 from tests.helpers import contrast, over
 
+pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
+
 NAME = "real-model"
 LOAD_TIMEOUT_MS = 180_000  # 98 MB from localhost, checked, then 30 layers, on a loaded 2-core machine
 MODEL_FILE = re.compile(r"/assets/widgets/real_model/model/[^/]+\.gguf$")
