@@ -33,7 +33,7 @@ def find_chromium(playwright, headless_shell: bool = False) -> str:
                        f"the system's (as root: `apt-get install {package}`), or set CHROMIUM to a Chromium")
 
 
-def launch_chromium(playwright, headless_shell: bool = False, extra_args: list[str] = ()):
+def launch_chromium(playwright, headless_shell: bool = False, extra_args: tuple[str, ...] = ()):
     return playwright.chromium.launch(executable_path=find_chromium(playwright, headless_shell),
                                       args=[*CHROMIUM_ARGS, *extra_args])
 

@@ -33,9 +33,9 @@ LOCAL_HOSTS = {"127.0.0.1"}
 
 # A test module marked `computes` (its tests keep Python computing for seconds: training, the real model) runs
 # in a Chromium as a reader's, whose V8 recompiles hot WebAssembly with its optimizing compiler. The others run
-# V8's baseline compiler only (each function compiled once, quickly), where the optimizing compiles of a Python start
-# would cost more CPU than they save (2.5 CPU-s a start against 3.5).
-BASELINE_WASM = ["--js-flags=--liftoff-only"]
+# V8's baseline compiler only (each function compiled once, quickly), where the optimizing compiles of a Python
+# start would cost more CPU than they save (2.5 CPU-s a start against 3.5).
+BASELINE_WASM = ("--js-flags=--liftoff-only",)
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +48,7 @@ def chromiums():
             if optimizing not in launched:
                 try:
                     launched[optimizing] = launch_chromium(p, headless_shell=True,
-                                                           extra_args=[] if optimizing else BASELINE_WASM)
+                                                           extra_args=() if optimizing else BASELINE_WASM)
                 except RuntimeError as e:
                     pytest.fail(str(e), pytrace=False)
             return launched[optimizing]

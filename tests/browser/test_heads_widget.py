@@ -529,9 +529,7 @@ SHADOW_COLOURS = r"rgba?\([^)]*\)"
 @pytest.mark.before_python
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_focus_ring_and_the_selected_row_show_on_every_cell_colour(page, site_url, heads_path, scheme):
-    page.emulate_media(color_scheme=scheme)
-    widget = open_widget(page, site_url, heads_path)
-    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate" if scheme == "dark" else "default")
+    widget, _ = conftest.open_in_scheme(page, site_url + heads_path, "heads", scheme)
     widget.locator('button[data-head="averaged"]').focus()
     page.keyboard.press("Tab")  # into the grid, by keyboard: its one cell in the tab order
     page.keyboard.press("ArrowDown")
