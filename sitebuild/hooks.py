@@ -2,7 +2,7 @@
 
     on_config          the widgets' names and the policy for overrides/main.html (config.extra.mha)
     on_page_markdown   each fact marker replaced by the number it names (facts.py), each widget marker rendered
-                       (widgets.py)
+                       (widgets.py); the page's widgets, for overrides/main.html (page.meta["mha_widgets"])
     on_files           the widgets' scripts and assets, their styles joined in one file, the runtime's config.js,
                        the mha_core wheel
                        (compiled to bytecode when the site hosts Python),
@@ -57,7 +57,8 @@ def on_config(config):
 def on_page_markdown(markdown: str, page, config, files) -> str:
     try:
         markdown = facts.expand(markdown, page.file.src_uri)
-        return widgets.expand_markers(markdown, widgets.template_env(), page.file.src_uri)
+        markdown, page.meta["mha_widgets"] = widgets.expand_markers(markdown, widgets.template_env(), page.file.src_uri)
+        return markdown
     except BuildError as e:
         raise PluginError(str(e)) from None
 

@@ -99,8 +99,9 @@ def render_widget(env: jinja2.Environment, name: str, values: dict, index: int) 
     return "\n".join(line for line in html.splitlines() if line.strip())
 
 
-def expand_markers(markdown: str, env: jinja2.Environment, page: str) -> str:
-    """Replace each marker line outside code fences by its widget or figure; errors name page and line."""
+def expand_markers(markdown: str, env: jinja2.Environment, page: str) -> tuple[str, list[str]]:
+    """(markdown with each marker line outside code fences replaced by its widget or figure, the names of the
+    widgets it holds, each once); errors name page and line."""
     lines, used, fenced = markdown.split("\n"), [], False
     for i, line in enumerate(lines):
         if FENCE.match(line):
@@ -121,4 +122,4 @@ def expand_markers(markdown: str, env: jinja2.Environment, page: str) -> str:
                 raise BuildError(f"{page}:{i + 1}: {e}") from None
         elif not fenced and re.search(r"<!--\s*(widget|figure)", INLINE_CODE.sub("", line)):
             raise BuildError(f"{page}:{i + 1}: a widget marker must stand alone on its line: {line.strip()!r}")
-    return "\n".join(lines)
+    return "\n".join(lines), list(dict.fromkeys(used))

@@ -152,8 +152,9 @@ def test_the_csp_blocks_what_the_site_does_not_use_and_the_violation_is_seen(pag
 
 def test_moving_between_pages_mounts_the_widgets(shared_page, site_url, shapes_path, heads_path):
     """Instant navigation: the footer's link brings the next page into the same document, whose widgets mount
-    and use the Python already running; a full reload mounts them afresh and starts Python again. (The module's
-    page: one with Python running moves on to the first page by the site's link, as a reader does.)"""
+    (three of a kind the first page has none of, their modules loaded then) and use the Python already running; a
+    full reload mounts them afresh and starts Python again. (The module's page: one with Python running moves on to
+    the first page by the site's link, as a reader does.)"""
     page, _ = shared_page
     if page.url.startswith(site_url) and page.locator("html").get_attribute("data-mha-runtime") == "ready":
         follow_link(page, site_url + shapes_path)

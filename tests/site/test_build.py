@@ -115,7 +115,8 @@ def test_bad_markers_fail_with_a_clear_message(marker, message):
 def test_markers_become_widgets_outside_code_fences_only():
     page = ("# T\n\n<!-- widget: shapes d_model=64 n_heads=4 -->\n\n```\n<!-- widget: shapes -->\n```\n"
             "Write `<!-- widget: shapes -->` on a line of its own.\n")
-    text = widgets.expand_markers(page, widgets.template_env(), "page.md")
+    text, names = widgets.expand_markers(page, widgets.template_env(), "page.md")
+    assert names == ["shapes"]
     widget = text.split("\n\n")[1]
     assert widget.startswith('<div class="mha-shapes" id="mha-shapes-1" data-mha-widget="shapes"')
     assert "\n\n" not in widget.strip() and 'data-value="16640"' in widget  # 4·64² + 4·64

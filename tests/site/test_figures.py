@@ -160,7 +160,8 @@ def test_figure_markers_fail_clearly():
         widgets.expand_markers("text\n<!-- figure: nope -->", env, "page.md")
     with pytest.raises(BuildError, match="must stand alone on its line"):
         widgets.expand_markers("see <!-- figure: block --> here", env, "page.md")
-    assert widgets.expand_markers("```\n<!-- figure: block -->\n```", env, "page.md").count("<svg") == 0
-    rendered = widgets.expand_markers("<!-- figure: block -->", env, "page.md")
+    assert widgets.expand_markers("```\n<!-- figure: block -->\n```", env, "page.md")[0].count("<svg") == 0
+    rendered, names = widgets.expand_markers("<!-- figure: block -->", env, "page.md")
+    assert names == []
     assert rendered.startswith('<figure class="mha-figure mha-fig" data-mha-figure="block">')
     assert "\n\n" not in rendered  # one raw HTML block for Markdown

@@ -74,20 +74,26 @@ def test_every_page_has_a_sealed_csp_and_loads_nothing_from_elsewhere(plain_site
     assert len(policies) == 1  # instant navigation keeps the first page's policy: every page has the same
 
 
-def test_every_page_loads_every_widgets_modules_and_their_styles_in_one_stylesheet(plain_site):
-    """Instant navigation brings a widget page in without a new document: its widgets must be known already.
-    (The runtime starts Python only near a widget: tests/browser/test_site.py.) Their styles come in one file, each
-    widget's as it is written, the runtime's first."""
+MODULE = re.compile(r'<script type="module" src="[./]*assets/widgets/(\w+)/\1\.js">')
+
+
+def test_each_page_loads_its_widgets_modules_and_every_widgets_style_in_one_stylesheet(plain_site):
+    """A page loads the runtime, the module that loads the widgets' modules a page brought in by instant navigation
+    holds (widgets/widgets.js), and the modules of its own widgets, no other; every widget's style, in one file (a
+    page brought in without a new document finds its widgets' styles there), each widget's as it is written, the
+    runtime's first. (The runtime starts Python only near a widget, and the modules mount the widgets on a page
+    brought in: tests/browser/test_site.py.)"""
     site = plain_site
-    names = set()
-    for page in pages(site):
-        names |= set(re.findall(r'data-mha-widget="(\w+)"', page.read_text(encoding="utf-8")))
-    assert {"shapes", "heads"} <= names
+    loaded = set()
     for page in pages(site):
         html = page.read_text(encoding="utf-8")
-        for asset in ["runtime/bridge.js", "widgets.css"] + [f"{n}/{n}.js" for n in names]:
+        held = {name.replace("-", "_") for name in re.findall(r'data-mha-widget="([\w-]+)"', html)}
+        assert set(MODULE.findall(html)) == held, page
+        loaded |= held
+        for asset in ["runtime/bridge.js", "widgets.js", "widgets.css"]:
             assert f"assets/widgets/{asset}" in html, (page, asset)
         assert html.count('rel="stylesheet"') == 6, page  # Material's two, Temml's, docs/stylesheets' two, the widgets'
+    assert loaded == set(widgets.names())  # (every widget is on some page)
     joined = (site / "assets" / "widgets" / "widgets.css").read_text(encoding="utf-8")
     styles = ["runtime/common.css"] + [f"{n}/{n}.css" for n in sorted(widgets.names())]
     at = [joined.index((widgets.WIDGETS / style).read_text(encoding="utf-8")) for style in styles]

@@ -58,3 +58,11 @@ def test_each_module_imports_only_its_folder_and_the_shared_ones(module):
 
 def test_shared_folders_are_not_widgets():
     assert not set(COMMON) & set(widgets.names())
+
+
+@pytest.mark.parametrize("name", widgets.names())
+def test_each_widget_s_root_names_its_module(name):
+    """widgets/widgets.js finds the module of a root of a page brought in by instant navigation from its
+    data-mha-widget: the widget's folder, "-" for "_"."""
+    template = (WIDGETS / name / f"{name}.html.j2").read_text(encoding="utf-8")
+    assert re.findall(r'data-mha-widget="([^"]+)"', template) == [name.replace("_", "-")]
