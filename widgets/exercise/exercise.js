@@ -32,9 +32,11 @@ function plainEditor(textarea, onChange) {
   return { code: () => textarea.value, setCode: (text) => (textarea.value = text), focus: () => textarea.focus() };
 }
 
-/** Swap the textarea for the code editor, carrying over its code, selection and focus. */
+/** Swap the textarea for the code editor, carrying over its code, selection and focus. The bundle's evaluation
+ * and the editor's making run as tasks of their own: in one, they held the main thread for 50-70 ms. */
 async function loadEditor(widget) {
   const { createEditor } = await import("./editor.bundle.js");
+  await new Promise((resolve) => setTimeout(resolve));
   const textarea = widget.textarea;
   const focused = document.activeElement === textarea;
   const [from, to] = [textarea.selectionStart, textarea.selectionEnd];
