@@ -4,7 +4,7 @@
 import { eachPage } from "./runtime/page.js";
 
 /** The URL of the module that mounts root (a [data-mha-widget] element). */
-export function widgetModule(root) {
+function widgetModule(root) {
   const name = root.dataset.mhaWidget.replaceAll("-", "_");
   return new URL(`./${name}/${name}.js`, import.meta.url).href;
 }

@@ -33,7 +33,7 @@ function plainEditor(textarea, onChange) {
 }
 
 /** Swap the textarea for the code editor, carrying over its code, selection and focus. The bundle's evaluation
- * and the editor's making run as tasks of their own: in one, they held the main thread for 50-70 ms. */
+ * and the editor's making run as tasks of their own: together they take the main thread for 50-70 ms. */
 async function loadEditor(widget) {
   const { createEditor } = await import("./editor.bundle.js");
   await new Promise((resolve) => setTimeout(resolve));
