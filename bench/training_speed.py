@@ -158,7 +158,9 @@ WATCH = """() => {
   window.__bench = { longTasks: [], inductionAt: null, clickAt: null };
   new PerformanceObserver((list) => {
     const clickAt = window.__bench.clickAt;
-    for (const e of list.getEntries()) if (clickAt !== null && e.startTime + e.duration > clickAt) window.__bench.longTasks.push(e.duration);
+    for (const e of list.getEntries()) {
+      if (clickAt !== null && e.startTime + e.duration > clickAt) window.__bench.longTasks.push(e.duration);
+    }
   }).observe({ type: "longtask" });
   new MutationObserver(() => {
     if (window.__bench.inductionAt !== null || root.dataset.run !== "reader") return;

@@ -152,7 +152,7 @@ def test_the_csp_blocks_what_the_site_does_not_use_and_the_violation_is_seen(pag
 
 def test_moving_between_pages_mounts_the_widgets(shared_page, site_url, shapes_path, heads_path):
     """Instant navigation: the footer's link brings the next page into the same document, whose widgets mount
-    (three of a kind the first page has none of, their modules loaded then) and use the Python already running; a
+    (three of them of kinds the first page lacks, their modules loaded then) and use the Python already running; a
     full reload mounts them afresh and starts Python again. (The module's page: one with Python running moves on to
     the first page by the site's link, as a reader does.)"""
     page, _ = shared_page
