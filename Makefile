@@ -45,9 +45,11 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 		  apt-get install -y -qq firefox-esr webkit2gtk-driver xvfb; } || \
 		$(PY) -m sitevisit.engines >/dev/null
 
-# The test requirements, then the engines the tests drive and Java, one at a time (apt-get runs one at a time).
+# The test requirements, then the engines the tests drive and Java, one after another: apt-get holds a lock, and
+# under `make -j` (as make test calls this) a single sub-make would run the three at once.
 browsers: $(VENV)/.test
-	@$(MAKE) --no-print-directory chromium engines java
+	@$(MAKE) --no-print-directory chromium && $(MAKE) --no-print-directory engines && \
+		$(MAKE) --no-print-directory java
 
 # Java runs the Nu Html Checker (tests/site/test_markup.py): root installs Debian's with apt-get, anyone else is told.
 java:
