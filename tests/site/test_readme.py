@@ -1,6 +1,7 @@
 """Every command README.md shows, run as written in a copy of the repository (its .venv and .cache those of
 this checkout; /tmp/ stands for a fresh temporary folder, and servers get a free port): the two set-up
-commands, the quick test loop, building and serving by hand, mha_core installed into a clean venv and its example run there.
+commands, the quick test loop, building and serving by hand, mha_core installed into a clean venv and its example run there,
+and what `make test` installs on a machine without the browsers (with stand-ins for apt-get).
 `make test` is what .ci/run runs; `make bench` and Playwright's browser download are not run here, but the
 table of figures must be the one bench/figures.py makes from what the benchmarks measured."""
 from __future__ import annotations
@@ -227,3 +228,48 @@ def test_mha_core_installs_into_a_clean_venv_with_numpy_only_and_the_example_hol
     (elsewhere / "example.txt").write_text(block, encoding="utf-8")
     examples = run(f"{python} -m doctest -v example.txt", elsewhere).stdout
     assert re.search(r"^[1-9]\d* passed and 0 failed\.$", examples, re.M), examples
+
+
+# Stand-ins for a machine without the browsers or Java, as root: apt-get holds dpkg's lock while it runs (a second
+# one at the same time fails, as Debian's does) and "installs" by leaving a mark; python3 -m sitevisit.chromium or
+# sitevisit.engines finds its engine once marked.
+FAKE_APT_GET = """#!/bin/sh
+mkdir "$FAKE/dpkg-lock" 2>/dev/null || { echo "E: Could not get lock /var/lib/dpkg/lock-frontend" >&2; exit 100; }
+[ "$1" = install ] && for arg in "$@"; do case $arg in -*|install) ;; *) touch "$FAKE/installed/$arg";; esac; done
+sleep 0.5
+rmdir "$FAKE/dpkg-lock"
+"""
+FAKE_PYTHON = """#!/bin/sh
+case "$2" in sitevisit.chromium) test -e "$FAKE/installed/chromium-headless-shell";;
+             sitevisit.engines) test -e "$FAKE/installed/firefox-esr" && test -e "$FAKE/installed/webkit2gtk-driver";;
+             *) exit 2;; esac
+"""
+FAKE_ID = "#!/bin/sh\necho 0\n"
+
+
+def test_make_test_installs_what_is_missing_with_one_apt_get_at_a_time(tmp_path):
+    """`make -j2 … browsers`, as make test calls it, on a machine missing Chromium, Firefox, WebKitGTK and Java:
+    every package is installed, and no apt-get runs beside another (dpkg's lock would refuse it)."""
+    (tmp_path / "installed").mkdir()
+    bin_ = tmp_path / "bin"  # the only PATH: no java, whatever this machine has
+    bin_.mkdir()
+    for name, text in {"apt-get": FAKE_APT_GET, "python": FAKE_PYTHON, "id": FAKE_ID}.items():
+        (bin_ / name).write_text(text)
+        (bin_ / name).chmod(0o755)
+    for tool in ("mkdir", "rmdir", "sleep", "touch"):
+        (bin_ / tool).symlink_to(shutil.which(tool))
+    for name in ("Makefile", "requirements.txt", "requirements-test.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    # The requirements, then what installing them and the engines' npm packages leaves, each older than the next.
+    made = ["requirements.txt", "requirements-test.txt", ".venv/.site", ".venv/.test", "engines/package-lock.json",
+            "engines/node_modules/.package-lock.json"]
+    for when, name in enumerate(made):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+        os.utime(tmp_path / name, (1e9 + when,) * 2)
+    done = subprocess.run([shutil.which("make"), "-j2", "browsers", f"PY={bin_ / 'python'}", "ENGINES_JS=engines"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(bin_), "FAKE": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in (tmp_path / "installed").iterdir()) == [
+        "chromium", "chromium-headless-shell", "default-jre-headless", "firefox-esr", "webkit2gtk-driver", "xvfb"]
