@@ -9,7 +9,7 @@
                        Temml's css and font and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
     on_post_page       each formula typeset into MathML by Temml (typeset.py), once Material's search has indexed
                        the page with the formula's TeX (typeset, its text would be each symbol twice: MathML and
-                       TeX); the code blocks' spans that draw as plain text taken out (highlight.py)
+                       TeX); the code blocks lightened and sized (highlight.py)
     on_post_build      the formulas of the search index made readable text (typeset.py); without a site address,
                        a sitemap for http://127.0.0.1:8000/ (serving.py), so instant navigation works there; every
                        page's Content-Security-Policy sealed with the site's inline-script hashes
@@ -86,7 +86,7 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
 
 def on_post_page(output: str, page, config) -> str:
     try:
-        return highlight.plain_tokens(typeset.typeset(output, assets.temml_module(), page.file.src_uri))
+        return highlight.code_blocks(typeset.typeset(output, assets.temml_module(), page.file.src_uri))
     except BuildError as e:
         raise PluginError(str(e)) from None
 

@@ -5,8 +5,13 @@
 // matchMedia("(hover)") once), so never on a phone, and it takes the tab stop back whenever the block's
 // overflow changes there: a code block is kept focusable while it overflows, and left unnamed, as Material
 // leaves it (its code is its content). document$ emits on every page Material shows.
-const BOXES = { ".arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
+// A code block is skipped by the browser while it is away from the screen (SKIPPED: docs/stylesheets/docs.css's
+// content-visibility), and its ResizeObserver gets no size until it comes near: Tab would pass it by meanwhile. So
+// the code blocks are measured once the page is idle, one at a time (the query lays out that block alone), and
+// again after the window resizes.
+const BOXES = { "div.arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
   ".mha-heads__scroll--grid": "Attention weights" };
+const SKIPPED = ".md-typeset > .highlight";
 
 function update(box, name) {
   const overflows = box.scrollWidth > box.clientWidth + 1;
@@ -23,14 +28,33 @@ function update(box, name) {
   }
 }
 
+let skipped = []; // [box, name] of the page shown in a SKIPPED block
+let measuring = 0; // the latest pass of measureWhenIdle: an earlier one stops
+const whenIdle = window.requestIdleCallback ?? ((fn) => setTimeout(fn, 0));
+
+function measureWhenIdle() {
+  const pass = ++measuring;
+  const queue = [...skipped];
+  const next = () => {
+    if (pass !== measuring || !queue.length) return;
+    update(...queue.shift());
+    whenIdle(next);
+  };
+  whenIdle(next);
+}
+
+window.addEventListener("resize", measureWhenIdle);
+
 document$.subscribe(({ body }) => {
+  skipped = [];
   for (const [selector, name] of Object.entries(BOXES)) {
     for (const box of body.querySelectorAll(`.md-content ${selector}`)) {
-      if (getComputedStyle(box).display === "inline") continue; // inline math wraps with the text
+      if (box.closest(SKIPPED)) skipped.push([box, name]);
       const sized = new ResizeObserver(() => update(box, name));
       sized.observe(box);
       if (box.firstElementChild) sized.observe(box.firstElementChild); // content that grows in a box that does not
       if (!name) new MutationObserver(() => update(box, name)).observe(box, { attributeFilter: ["tabindex"] });
     }
   }
+  measureWhenIdle();
 });

@@ -9,6 +9,7 @@ import json
 import re
 from urllib.parse import urlsplit
 
+import pytest
 from playwright.sync_api import expect
 
 from conftest import LOCAL_HOSTS, PageLog, follow_link, hold_python, resize, wait_ready, watched_page
@@ -220,6 +221,36 @@ def search_worker(page):
         return "/workers/search-on-demand.js?material=search." in worker.url
     found = [w for w in page.workers if is_search(w)]
     return found[0] if found else page.wait_for_event("worker", is_search)
+
+
+# Each code block of the page: [its content skipped by content-visibility now, its height, its top from the article's].
+CODE_BLOCKS = """() => [...document.querySelectorAll(".md-typeset > .highlight")].map((b) => [
+  !b.firstElementChild.checkVisibility({ contentVisibilityAuto: true }), b.getBoundingClientRect().height,
+  b.getBoundingClientRect().top - b.parentElement.getBoundingClientRect().top])"""
+NOT_SKIPPED = ".md-typeset > .highlight { content-visibility: visible !important; }"
+
+
+def test_code_blocks_away_from_the_screen_are_skipped_at_the_place_and_height_they_are_laid_out(browser, site_url):
+    """On a phone and a desktop, a code block far below the screen is not laid out yet (docs.css) but already has
+    the height it has once laid out (from its number of lines), and once each is laid out every block is where and
+    as tall as the page would lay it out at once: nothing moves as a block comes in."""
+    for viewport in ({"width": 390, "height": 844}, {"width": 1280, "height": 800}):
+        log = PageLog()
+        with watched_page(browser, log, viewport=viewport) as page:
+            page.goto(site_url + "mechanism/")
+            before = page.evaluate(CODE_BLOCKS)
+            assert len(before) > 5 and sum(skipped for skipped, *_ in before) > 3, before
+            blocks = page.locator(".md-typeset > .highlight")
+            for i, (_, height, _) in enumerate(before):
+                blocks.nth(i).scroll_into_view_if_needed()
+                page.wait_for_function(f"() => !({CODE_BLOCKS})()[{i}][0]", polling="raf")
+                assert page.evaluate(CODE_BLOCKS)[i][1] == pytest.approx(height, abs=1), (viewport, i)
+            laid_out = [place for _, *place in page.evaluate(CODE_BLOCKS)]
+            page.add_style_tag(content=NOT_SKIPPED)
+            page.wait_for_function(f"() => ({CODE_BLOCKS})().every(([skipped]) => !skipped)", polling="raf")
+            at_once = [place for _, *place in page.evaluate(CODE_BLOCKS)]
+            assert laid_out == [pytest.approx(place, abs=1) for place in at_once], viewport
+        log.check()
 
 
 def test_search_builds_its_index_at_the_first_search(page, site_url, heads_path):

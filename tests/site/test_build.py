@@ -267,15 +267,15 @@ def test_the_server_ignores_a_client_that_hangs_up_and_reports_other_errors(caps
 
 # ---------------------------------------------------------------- the code blocks
 
-def test_the_code_blocks_lose_only_the_spans_that_draw_as_plain_text():
+def test_the_code_blocks_lose_only_the_spans_that_draw_as_plain_text_and_carry_their_number_of_lines():
     block = ('<div class="highlight"><pre><span></span><code><span class="k">def</span><span class="w"> </span>'
              '<span class="nf">f</span><span class="p">(</span><span class="n">x</span><span class="p">):</span>\n'
              '<span class="hll">    <span class="k">return</span> <span class="n">x</span> <span class="ow">is</span> '
              '<span class="kc">None</span>\n</span></code></pre></div>')
     outside = '<p><span class="n">n</span></p>'
-    done = highlight.plain_tokens(outside + block)
+    done = highlight.code_blocks(outside + block)
     assert done == outside + block.replace('<span class="w"> </span>', " ").replace('<span class="n">x</span>', "x").replace(
-        '<span class="kc">None</span>', "None")
+        '<span class="kc">None</span>', "None").replace('class="highlight">', 'class="highlight" style="--mha-lines: 2">')
     assert re.sub(r"<[^>]+>", "", done) == re.sub(r"<[^>]+>", "", outside + block)  # the same text
 
 
