@@ -1,11 +1,18 @@
-"""Lighthouse on every page of the site, in its default mode (a phone: a Moto G Power's screen, a 4× slower CPU
+"""Lighthouse on every page of the site, in its mobile mode (a phone: a Moto G Power's screen, a mid-tier phone's CPU
 and a slow 4G link, simulated from one unthrottled load), the site built with its address and served as GitHub
 Pages serves it (text gzip'd, connections kept open, Cache-Control max-age=600). Lighthouse is pinned by
 bench/npm/package-lock.json (`npm ci --prefix bench/npm`, which `make bench` runs); every run is made in one whole
 Chromium (sitevisit/chromium.py's), started once (a reader's browser is running already), each run in a fresh tab
 with the site's cache and storage cleared (Lighthouse's default).
 
-    python bench/lighthouse.py [--runs 3] [--pages / mechanism ...]
+    python bench/lighthouse.py [--runs 3] [--pages / mechanism ...] [--cpu-slowdown 4]
+
+The phone's CPU is this machine's, slowed down. Lighthouse's default slowdown, 4×, makes a mid-tier phone of a
+desktop whose benchmarkIndex (Lighthouse's measure of a machine's speed) is 1,500 or more; on a slower machine it
+makes a slower phone, and Lighthouse's documentation advises a lower slowdown there (docs/throttling.md,
+"Calibrating the CPU slowdown"). So the machine's benchmarkIndex is measured first (the median of three Lighthouse
+runs on the home page), and under 1,533 the slowdown is the one Lighthouse's calculator gives for it; each page's
+line prints the benchmarkIndex of its own runs. --cpu-slowdown sets the slowdown instead.
 
 Prints, per page, the median of the runs of each category's score and of the main metrics (First and Largest
 Contentful Paint, Speed Index, Total Blocking Time, Cumulative Layout Shift, the number of DOM elements), and
@@ -70,22 +77,47 @@ def browser(chrome: str):
             process.wait(timeout=30)
 
 
-def run_lighthouse(url: str, out: Path, port: int) -> dict:
-    """One Lighthouse run on url in the Chromium at port, its reports written to out.report.{json,html}: the
-    report, as a dict."""
-    subprocess.run([str(LIGHTHOUSE), url, f"--port={port}", "--output=json", "--output=html", f"--output-path={out}",
-                    "--quiet"], check=True)
+# Lighthouse's CPU slowdown calculator (linked from its docs/throttling.md): a machine's benchmarkIndex -> the
+# slowdown that turns it into a mid-tier phone, linear between these points; from the last on, Lighthouse's default.
+CALCULATOR = ((150, 1), (800, 2), (1300, 3), (1533, 4))
+
+
+def cpu_slowdown(benchmark_index: float) -> float:
+    """The CPU slowdown that turns a machine of that benchmarkIndex into Lighthouse's mid-tier phone, at most
+    Lighthouse's default."""
+    if not benchmark_index >= CALCULATOR[0][0]:
+        raise ValueError(f"benchmarkIndex {benchmark_index}: under {CALCULATOR[0][0]}, this machine is too slow "
+                         "to emulate Lighthouse's phone")
+    if benchmark_index >= CALCULATOR[-1][0]:
+        return CALCULATOR[-1][1]
+    (x0, y0), (x1, y1) = next(pair for pair in zip(CALCULATOR, CALCULATOR[1:]) if benchmark_index < pair[1][0])
+    return y0 + (benchmark_index - x0) * (y1 - y0) / (x1 - x0)
+
+
+def run_lighthouse(url: str, out: Path, port: int, slowdown: float, *options: str) -> dict:
+    """One Lighthouse run on url in the Chromium at port, the CPU slowed down by slowdown, its reports written to
+    out.report.{json,html}: the report, as a dict."""
+    subprocess.run([str(LIGHTHOUSE), url, f"--port={port}", f"--throttling.cpuSlowdownMultiplier={slowdown:.2f}",
+                    "--output=json", "--output=html", f"--output-path={out}", "--quiet", *options], check=True)
     report = json.loads(out.with_name(out.name + ".report.json").read_text(encoding="utf-8"))
     if error := report.get("runtimeError"):
         raise RuntimeError(f"Lighthouse on {url}: {error['code']}: {error['message']}")
     return report
 
 
+def calibrate(url: str, port: int, runs: int = 3) -> tuple[float, float]:
+    """(this machine's benchmarkIndex, the median of runs Lighthouse runs on url; the CPU slowdown it calls for)."""
+    reports = [run_lighthouse(url, OUT / f"calibration-{i + 1}", port, 4, "--only-categories=performance")
+               for i in range(runs)]
+    index = statistics.median(report["environment"]["benchmarkIndex"] for report in reports)
+    return index, cpu_slowdown(index)
+
+
 def figures_of(report: dict) -> dict[str, float]:
-    """{category: score out of 100, metric audit: its value in METRICS' unit} of one report."""
+    """{category: score out of 100, metric audit: its value in METRICS' unit, "benchmarkIndex"} of one report."""
     scores = {name: report["categories"][name]["score"] * 100 for name in TARGETS}
-    return scores | {audit: report["audits"][audit]["numericValue"] * factor
-                     for audit, (_, _, factor) in METRICS.items()}
+    metrics = {audit: report["audits"][audit]["numericValue"] * factor for audit, (_, _, factor) in METRICS.items()}
+    return scores | metrics | {"benchmarkIndex": report["environment"]["benchmarkIndex"]}
 
 
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -95,16 +127,17 @@ def medians(runs: list[dict[str, float]]) -> dict[str, float]:
 def page_line(page: str, figures: dict[str, float]) -> str:
     scores = " ".join(f"{figures[name]:5.0f}" for name in TARGETS)
     metrics = ", ".join(f"{name} {form.format(figures[audit])}" for audit, (name, form, _) in METRICS.items())
-    return f"  {page or '/':24} {scores}   {metrics}"
+    return f"  {page or '/':24} {scores}   {metrics}, benchmarkIndex {figures['benchmarkIndex']:.0f}"
 
 
-def check(pages: dict[str, dict[str, float]], runs: int) -> None:
-    """Two figures: performance on every page, and the three other categories on every page."""
+def check(pages: dict[str, dict[str, float]], runs: int, slowdown: str) -> None:
+    """Two figures: performance on every page (and the phone's CPU: slowdown), and the three other categories on
+    every page."""
     what = f"Lighthouse 12, mobile, every page served gzip'd (median of {runs} runs)"
     perf = {page: figures["performance"] for page, figures in pages.items()}
     low = min(perf, key=perf.get)
     FIGURES.check(f"{what}: performance", f"lowest {perf[low]:.0f} ({low or '/'}); " +
-                  ", ".join(f"{page or '/'} {score:.0f}" for page, score in perf.items()),
+                  ", ".join(f"{page or '/'} {score:.0f}" for page, score in perf.items()) + f"; {slowdown}",
                   f"≥ {TARGETS['performance']} on every page", perf[low] >= TARGETS["performance"])
     others = [name for name in TARGETS if name != "performance"]
     missed = [f"{page or '/'} {name} {figures[name]:.0f}" for page, figures in pages.items() for name in others
@@ -117,9 +150,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="Lighthouse runs per page (the median is kept)")
     parser.add_argument("--pages", nargs="+", help="only these pages (e.g. / mechanism): a partial run, not kept")
+    parser.add_argument("--cpu-slowdown", type=float, help="the CPU slowdown, in place of the calibrated one "
+                        "(Lighthouse's default: 4): a run not kept")
     args = parser.parse_args()
     if args.runs < 1:
         raise ValueError(f"--runs must be at least 1, got {args.runs}")
+    if args.cpu_slowdown is not None and not args.cpu_slowdown >= 1:
+        raise ValueError(f"--cpu-slowdown must be at least 1 (no slowdown), got {args.cpu_slowdown}")
     if not LIGHTHOUSE.exists():
         raise SystemExit("Lighthouse is not installed: npm ci --prefix bench/npm")
     server, base = serve(None, caching=GITHUB_PAGES_CACHING, compress=True)
@@ -135,17 +172,24 @@ def main() -> int:
         chrome = find_chromium(playwright)
     version = subprocess.run([str(LIGHTHOUSE), "--version"], capture_output=True, text=True).stdout.strip()
     print(f"Lighthouse {version} in {chrome}, {args.runs} runs a page; load average before: {os.getloadavg()[0]:.1f}")
-    print(f"  {'page':24} {'  '.join(name[:4] for name in TARGETS)}   medians")
     kept = {}
     with browser(chrome) as port:
+        if args.cpu_slowdown:
+            slowdown, FIGURES.whole = args.cpu_slowdown, False
+            how = f"CPU slowed down {slowdown:.2f}× (--cpu-slowdown)"
+        else:
+            index, slowdown = calibrate(base, port)
+            how = f"CPU slowed down {slowdown:.2f}× for this machine's benchmarkIndex {index:.0f}"
+        print(how)
+        print(f"  {'page':24} {'  '.join(name[:4] for name in TARGETS)}   medians", flush=True)
         for page in pages:
-            runs = [figures_of(run_lighthouse(base + page, OUT / f"{page.strip('/') or 'index'}-{i + 1}", port))
-                    for i in range(args.runs)]
+            runs = [figures_of(run_lighthouse(base + page, OUT / f"{page.strip('/') or 'index'}-{i + 1}", port,
+                                              slowdown)) for i in range(args.runs)]
             kept[page] = medians(runs)
             print(page_line(page, kept[page]), flush=True)
     server.shutdown()
     print(f"load average after: {os.getloadavg()[0]:.1f}; reports in {OUT.relative_to(ROOT)}/")
-    check(kept, args.runs)
+    check(kept, args.runs, how)
     return 0
 
 

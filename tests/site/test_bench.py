@@ -1,8 +1,11 @@
-"""bench/ stands on its own: what it shares with the tests comes from sitevisit/, never from tests/."""
+"""bench/: it stands on its own (what it shares with the tests comes from sitevisit/, never from tests/), and the
+arithmetic it applies to what it measures is right."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,3 +25,14 @@ def test_bench_and_sitevisit_import_nothing_from_tests():
     files = sorted((ROOT / "bench").glob("*.py")) + sorted((ROOT / "sitevisit").rglob("*.py"))
     assert len(files) > 5
     assert [f.relative_to(ROOT).as_posix() for f in files if "tests" in imported(f)] == []
+
+
+def test_lighthouse_s_cpu_slowdown_is_its_calculator_s_up_to_its_default():
+    """Lighthouse's calculator (docs/throttling.md): 150 -> 1x, 800 -> 2x, 1300 -> 3x, 1533 -> 4x, its default,
+    kept for a faster machine; a machine under 150 is refused."""
+    from bench.lighthouse import cpu_slowdown
+    assert [round(cpu_slowdown(index), 2) for index in (150, 475, 800, 1050, 1300, 1416.5, 1533, 2000, 5000)] == \
+        [1, 1.5, 2, 2.5, 3, 3.5, 4, 4, 4]
+    for index in (149, -1, float("nan")):
+        with pytest.raises(ValueError, match="too slow"):
+            cpu_slowdown(index)
