@@ -130,14 +130,14 @@ def page_line(page: str, figures: dict[str, float]) -> str:
     return f"  {page or '/':24} {scores}   {metrics}, benchmarkIndex {figures['benchmarkIndex']:.0f}"
 
 
-def check(pages: dict[str, dict[str, float]], runs: int, slowdown: str) -> None:
-    """Two figures: performance on every page (and the phone's CPU: slowdown), and the three other categories on
-    every page."""
+def check(pages: dict[str, dict[str, float]], runs: int, cpu: str) -> None:
+    """Two figures: performance on every page (with cpu, how the phone's CPU was made), and the three other
+    categories on every page."""
     what = f"Lighthouse 12, mobile, every page served gzip'd (median of {runs} runs)"
     perf = {page: figures["performance"] for page, figures in pages.items()}
     low = min(perf, key=perf.get)
     FIGURES.check(f"{what}: performance", f"lowest {perf[low]:.0f} ({low or '/'}); " +
-                  ", ".join(f"{page or '/'} {score:.0f}" for page, score in perf.items()) + f"; {slowdown}",
+                  ", ".join(f"{page or '/'} {score:.0f}" for page, score in perf.items()) + f"; {cpu}",
                   f"≥ {TARGETS['performance']} on every page", perf[low] >= TARGETS["performance"])
     others = [name for name in TARGETS if name != "performance"]
     missed = [f"{page or '/'} {name} {figures[name]:.0f}" for page, figures in pages.items() for name in others
@@ -153,10 +153,10 @@ def main() -> int:
     parser.add_argument("--cpu-slowdown", type=float, help="the CPU slowdown, in place of the calibrated one "
                         "(Lighthouse's default: 4): a run not kept")
     args = parser.parse_args()
-    if args.runs < 1:
-        raise ValueError(f"--runs must be at least 1, got {args.runs}")
+    if args.runs < 1:  # (parser.error exits before anything is kept in bench/figures.json)
+        parser.error(f"--runs must be at least 1, got {args.runs}")
     if args.cpu_slowdown is not None and not args.cpu_slowdown >= 1:
-        raise ValueError(f"--cpu-slowdown must be at least 1 (no slowdown), got {args.cpu_slowdown}")
+        parser.error(f"--cpu-slowdown must be at least 1 (no slowdown), got {args.cpu_slowdown}")
     if not LIGHTHOUSE.exists():
         raise SystemExit("Lighthouse is not installed: npm ci --prefix bench/npm")
     server, base = serve(None, caching=GITHUB_PAGES_CACHING, compress=True)
@@ -165,7 +165,7 @@ def main() -> int:
     if args.pages:
         wanted = [page.strip("/") + "/" if page.strip("/") else "" for page in args.pages]
         if unknown := sorted(set(wanted) - set(pages)):
-            raise ValueError(f"--pages: no such page {unknown}; the pages: {['/' if p == '' else p for p in pages]}")
+            parser.error(f"--pages: no such page {unknown}; the pages: {['/' if p == '' else p for p in pages]}")
         pages, FIGURES.whole = wanted, False
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
@@ -176,11 +176,11 @@ def main() -> int:
     with browser(chrome) as port:
         if args.cpu_slowdown:
             slowdown, FIGURES.whole = args.cpu_slowdown, False
-            how = f"CPU slowed down {slowdown:.2f}× (--cpu-slowdown)"
+            cpu = f"CPU slowed down {slowdown:.2f}× (--cpu-slowdown)"
         else:
             index, slowdown = calibrate(base, port)
-            how = f"CPU slowed down {slowdown:.2f}× for this machine's benchmarkIndex {index:.0f}"
-        print(how)
+            cpu = f"CPU slowed down {slowdown:.2f}× for this machine's benchmarkIndex {index:.0f}"
+        print(cpu)
         print(f"  {'page':24} {'  '.join(name[:4] for name in TARGETS)}   medians", flush=True)
         for page in pages:
             runs = [figures_of(run_lighthouse(base + page, OUT / f"{page.strip('/') or 'index'}-{i + 1}", port,
@@ -189,7 +189,7 @@ def main() -> int:
             print(page_line(page, kept[page]), flush=True)
     server.shutdown()
     print(f"load average after: {os.getloadavg()[0]:.1f}; reports in {OUT.relative_to(ROOT)}/")
-    check(kept, args.runs, how)
+    check(kept, args.runs, cpu)
     return 0
 
 

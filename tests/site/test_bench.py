@@ -1,8 +1,10 @@
-"""bench/: it stands on its own (what it shares with the tests comes from sitevisit/, never from tests/), and the
-arithmetic it applies to what it measures is right."""
+"""bench/: it stands on its own (what it shares with the tests comes from sitevisit/, never from tests/), the
+arithmetic it applies to what it measures is right, and a bad argument is refused before anything is kept."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,12 @@ def test_lighthouse_s_cpu_slowdown_is_its_calculator_s_up_to_its_default():
     for index in (149, -1, float("nan")):
         with pytest.raises(ValueError, match="too slow"):
             cpu_slowdown(index)
+
+
+@pytest.mark.parametrize("argument", [["--runs", "0"], ["--cpu-slowdown", "0.5"], ["--cpu-slowdown", "nan"]])
+def test_lighthouse_refuses_a_bad_argument_and_keeps_the_figures(argument):
+    kept = (ROOT / "bench" / "figures.json").read_bytes()
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "lighthouse.py"), *argument],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and f"error: {argument[0]} must be at least 1" in done.stderr, done.stderr
+    assert (ROOT / "bench" / "figures.json").read_bytes() == kept
