@@ -155,8 +155,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.runs < 1:  # (parser.error exits before anything is kept in bench/figures.json)
         parser.error(f"--runs must be at least 1, got {args.runs}")
-    if args.cpu_slowdown is not None and not args.cpu_slowdown >= 1:
-        parser.error(f"--cpu-slowdown must be at least 1 (no slowdown), got {args.cpu_slowdown}")
+    if args.cpu_slowdown is not None:
+        if not args.cpu_slowdown >= 1:
+            parser.error(f"--cpu-slowdown must be at least 1 (no slowdown), got {args.cpu_slowdown}")
+        FIGURES.whole = False
     if not LIGHTHOUSE.exists():
         raise SystemExit("Lighthouse is not installed: npm ci --prefix bench/npm")
     server, base = serve(None, caching=GITHUB_PAGES_CACHING, compress=True)
@@ -175,7 +177,7 @@ def main() -> int:
     kept = {}
     with browser(chrome) as port:
         if args.cpu_slowdown:
-            slowdown, FIGURES.whole = args.cpu_slowdown, False
+            slowdown = args.cpu_slowdown
             cpu = f"CPU slowed down {slowdown:.2f}× (--cpu-slowdown)"
         else:
             index, slowdown = calibrate(base, port)
