@@ -256,15 +256,15 @@ def come_back(page) -> None:
     navigation: the page's widgets are mounted afresh, at their defaults, served by the same Python."""
     url = address(page)
     away, back = ("prev", "next") if page.locator("a.md-footer__link--prev").count() else ("next", "prev")
-    moved_on(page, lambda: page.locator(f"a.md-footer__link--{away}").click())
-    page.locator(f"a.md-footer__link--{back}").click()
+    for link in (away, back):
+        moved_on(page, lambda: page.locator(f"a.md-footer__link--{link}").click())
     expect(page).to_have_url(url)
-    expect(page.locator("[data-mha-widget]").first).to_have_attribute("data-mounted", "true")
 
 
 def moved_on(page, follow) -> None:
     """follow() a link of the page's; return once the next page's content is in (every widget left is gone) and
-    its widgets are mounted."""
+    its widgets are mounted. Material pushes the link's URL before it fetches the page, and scrolls the page it
+    brought in to its top before the widgets mount: a test that scrolled earlier would see its scroll undone."""
     page.evaluate("() => document.querySelectorAll('[data-mha-widget]').forEach(w => { w.dataset.testLeft = 'true'; })")
     follow()
     expect(page.locator("[data-test-left]")).to_have_count(0)
