@@ -2,7 +2,7 @@
 sub-path (as GitHub Pages serves a project), driven in Chromium's headless shell by Playwright.
 
 Fixtures: built_site (the output folder) and site_url (its base URL), from tests/conftest.py; browser (one per
-session and kind, see BASELINE_WASM); widget_path (widget_path(name): the first page holding that widget);
+session and kind, see BASELINE_COMPILERS); widget_path (widget_path(name): the first page holding that widget);
 page (a fresh context per test that fails the test on any page error, console error, Content-Security-Policy
 violation or request that leaves 127.0.0.1; `page_log.allow(pattern)` accepts the console errors a test
 provokes; in a test marked before_python, which checks what a reader sees before Python is ready, Python is
@@ -32,10 +32,10 @@ LOCAL_HOSTS = {"127.0.0.1"}
 
 
 # A test module marked `computes` (its tests keep Python computing for seconds: training, the real model) runs
-# in a Chromium as a reader's, whose V8 recompiles hot WebAssembly with its optimizing compiler. The others run
-# V8's baseline compiler only (each function compiled once, quickly), where the optimizing compiles of a Python
-# start would cost more CPU than they save (2.5 CPU-s a start against 3.5).
-BASELINE_WASM = ("--js-flags=--liftoff-only",)
+# in a Chromium as a reader's, whose V8 recompiles hot code with its optimizing compiler. The others run V8's
+# baseline compilers only: WebAssembly compiled once, quickly (Liftoff), and JavaScript never by TurboFan. Their
+# pages live for seconds, where the optimizing compiles would cost more CPU than they save.
+BASELINE_COMPILERS = ("--js-flags=--liftoff-only --no-opt",)
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +48,7 @@ def chromiums():
             if optimizing not in launched:
                 try:
                     launched[optimizing] = launch_chromium(p, headless_shell=True,
-                                                           extra_args=() if optimizing else BASELINE_WASM)
+                                                           extra_args=() if optimizing else BASELINE_COMPILERS)
                 except RuntimeError as e:
                     pytest.fail(str(e), pytrace=False)
             return launched[optimizing]
