@@ -62,7 +62,7 @@ java:
 # much as they compute, so a third keeps both cores busy. Each file runs in one worker, handed out in the order
 # tests/conftest.py gives them (not reordered by their number of tests).
 # Before them the site is built (make build) beside the test requirements' install, which keeps one core busy:
-# on a fresh clone that first build fetches and computes into .cache/ for most of a minute, which the tests'
+# on a fresh clone that first build fetches and computes into .cache/ for about half a minute, which the tests'
 # own builds then reuse.
 TEST_WORKERS ?= 3
 test: $(VENV)/.site

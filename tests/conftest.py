@@ -50,7 +50,7 @@ def pytest_unconfigure(config):
 
 # The folders in the order their files run (a file goes with the longest folder it is in; others run last):
 # mha_core's many short files first, as they need no site and keep both cores busy while the sites are built
-# (for most of a minute where .cache/ is still empty: `make test` fills it first); then the longest files, so
+# (for about half a minute where .cache/ is still empty: `make test` fills it first); then the longest files, so
 # that no worker ends alone on one (`make test` hands files out in this order, as workers come free); the real
 # model against transformers before the build's checks; the README's commands, which build in the same
 # .cache/, once the sites are built.
