@@ -11,7 +11,7 @@ import gzip
 import re
 from urllib.parse import urlsplit
 
-from conftest import READY_TIMEOUT_MS, change_batch, open_widget, status, wait_ready, watched_page
+from conftest import READY_TIMEOUT_MS, change_batch, moved_on, open_widget, status, wait_ready, watched_page
 from playwright.sync_api import expect
 
 from sitevisit.network import PYTHON_FILES, throttled_site
@@ -134,16 +134,21 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
 
 
 # The page's timers that write its URL (their code calls history.replaceState) counted as scheduled, and kept as
-# pending until they have run or been cleared: a test waits for the write the reader's pause would make.
+# pending until they have run or been cleared: a test waits for the write the reader's pause would make. While
+# __urlWrites.held is an array, a timer that fires is held there (as if the pause outlasted what the test does
+# meanwhile) until RELEASE_URL_WRITES runs it.
 URL_WRITES_WATCHED = """(() => {
   const [schedule, clear] = [window.setTimeout, window.clearTimeout];
-  const writes = window.__urlWrites = { scheduled: 0, pending: new Set() };
+  const writes = window.__urlWrites = { scheduled: 0, pending: new Set(), held: null };
   window.setTimeout = function (fn, ...rest) {
     if (typeof fn !== "function" || !String(fn).includes("replaceState")) return schedule.call(this, fn, ...rest);
     writes.scheduled++;
     const id = schedule.call(this, (...args) => {
-      writes.pending.delete(id);
-      fn(...args);
+      const write = () => {
+        writes.pending.delete(id);
+        fn(...args);
+      };
+      writes.held ? writes.held.push(write) : write();
     }, ...rest);
     writes.pending.add(id);
     return id;
@@ -172,6 +177,27 @@ def test_a_change_just_before_a_link_is_followed_stays_out_of_the_next_pages_url
     expect(page.locator('[data-mha-widget="heads"]')).to_have_attribute("data-mounted", "true")
     page.wait_for_function("() => window.__urlWrites.scheduled > 0 && window.__urlWrites.pending.size === 0")
     assert page.url == site_url + heads_path
+
+
+RELEASE_URL_WRITES = "() => { const held = window.__urlWrites.held; window.__urlWrites.held = null; held.forEach(w => w()); }"
+
+
+def test_a_change_just_before_the_reader_leaves_and_comes_back_stays_out_of_the_new_widget_s_url(page, site_url,
+                                                                                                shapes_path):
+    """A widget left behind (its page replaced by instant navigation) writes nothing into the URL, even once the
+    reader is back on its page with a new widget at its defaults: the URL is the new widget's."""
+    page.add_init_script(URL_WRITES_WATCHED)
+    shapes = open_widget(page, site_url + shapes_path, "shapes")
+    wait_ready(page)
+    defaults = form_config(shapes)
+    page.evaluate("() => { window.__urlWrites.held = []; }")
+    change_batch(shapes, defaults["batch"] + 1)
+    page.wait_for_function("() => window.__urlWrites.held.length > 0")  # the left widget's write, due now
+    for link in ("next", "prev"):
+        moved_on(page, lambda: page.locator(f"a.md-footer__link--{link}").click())
+    page.evaluate(RELEASE_URL_WRITES)
+    expect(page).to_have_url(site_url + shapes_path)
+    assert form_config(shapes) == defaults
 
 
 def test_a_widget_away_from_the_screen_is_mounted_but_not_rendered_until_near(page, site_url, heads_path):

@@ -27,13 +27,16 @@ const URL_DELAY_MS = 250;
 
 /** Write the query search() gives into the page's URL once the reader pauses: browsers throttle frequent
  * writes, and replaceState lays out the page, which costs tens of milliseconds right after a redraw and
- * little once the frame is drawn. timers: an object that holds the pending write (one per widget). A reader
- * who has moved to another page meanwhile (instant navigation changes the URL at the click) keeps its URL. */
-export function keepInURL(timers, search) {
-  clearTimeout(timers.urlTimer);
+ * little once the frame is drawn. w: the widget ({root}), which holds its pending write. A reader who has
+ * moved to another page meanwhile (instant navigation changes the URL at the click, then replaces the
+ * widgets) keeps that page's URL, and so does one who came back to a new copy of this one. */
+export function keepInURL(w, search) {
+  clearTimeout(w.urlTimer);
   const page = location.pathname;
-  timers.urlTimer = setTimeout(() => {
-    if (location.pathname === page) history.replaceState(history.state, "", search() + location.hash);
+  w.urlTimer = setTimeout(() => {
+    if (w.root.isConnected && location.pathname === page) {
+      history.replaceState(history.state, "", search() + location.hash);
+    }
   }, URL_DELAY_MS);
 }
 
