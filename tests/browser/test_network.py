@@ -11,7 +11,7 @@ import gzip
 import re
 from urllib.parse import urlsplit
 
-from conftest import READY_TIMEOUT_MS, change_batch, moved_on, open_widget, status, wait_ready, watched_page
+from conftest import READY_TIMEOUT_MS, change_batch, come_back, open_widget, status, wait_ready, watched_page
 from playwright.sync_api import expect
 
 from sitevisit.network import PYTHON_FILES, throttled_site
@@ -193,8 +193,7 @@ def test_a_change_just_before_the_reader_leaves_and_comes_back_stays_out_of_the_
     page.evaluate("() => { window.__urlWrites.held = []; }")
     change_batch(shapes, defaults["batch"] + 1)
     page.wait_for_function("() => window.__urlWrites.held.length > 0")  # the left widget's write, due now
-    for link in ("next", "prev"):
-        moved_on(page, lambda: page.locator(f"a.md-footer__link--{link}").click())
+    come_back(page)
     page.evaluate(RELEASE_URL_WRITES)
     expect(page).to_have_url(site_url + shapes_path)
     assert form_config(shapes) == defaults
