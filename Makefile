@@ -7,8 +7,12 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: serve test test-core build fetch bench browsers chromium engines java
 
+# A new venv's pip is the one its Python shipped (23.2 with Python 3.11), whose resolver takes about twice as long
+# over the test requirements.
+PIP_VERSION := 26.3
+
 $(VENV)/.site: requirements.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q pip==$(PIP_VERSION); }
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
@@ -45,9 +49,9 @@ engines: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 		  apt-get install -y -qq firefox-esr webkit2gtk-driver xvfb; } || \
 		$(PY) -m sitevisit.engines >/dev/null
 
-# The test requirements, then the engines the tests drive and Java, one after another: apt-get holds a lock, and
-# under `make -j` (as make test calls this) a single sub-make would run the three at once.
-browsers: $(VENV)/.test
+# The test requirements and the engines' npm packages, then the engines the tests drive and Java, one after another:
+# apt-get holds a lock, and under `make -j` (as make test calls this) a single sub-make would run the three at once.
+browsers: $(VENV)/.test $(ENGINES_JS)/node_modules/.package-lock.json
 	@$(MAKE) --no-print-directory chromium && $(MAKE) --no-print-directory engines && \
 		$(MAKE) --no-print-directory java
 
