@@ -30,6 +30,12 @@ def trimmed() -> dict[str, bytes]:
     return python_bundle.trimmed(assets.fetch_pyodide(), assets.NUMPY_WHEEL)
 
 
+@pytest.fixture(scope="module")
+def bundled() -> tuple[Path, dict[str, dict]]:
+    """(the folder of the .gz files, the manifest), as the build takes them."""
+    return python_bundle.bundle(assets.fetch_pyodide(), assets.NUMPY_WHEEL, assets.PYODIDE_PINS, CACHE)
+
+
 def stdlib_imports(package: Path) -> set[str]:
     """The top-level standard-library modules package's sources import, anywhere in them (lazy imports too),
     and every module importing the package loads (the imports of those imports)."""
@@ -96,9 +102,9 @@ def test_numpy_keeps_what_import_numpy_loads_and_its_lock_entry_points_at_it(tri
     assert lock["packages"]["numpy"]["sha256"] == hashlib.sha256(wheel).hexdigest()
 
 
-def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(trimmed):
+def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(trimmed, bundled):
     """Trimming and compiling again gives the very bytes the build's bundle holds, each .gz as its manifest says."""
-    folder, manifest = python_bundle.bundle(assets.fetch_pyodide(), assets.NUMPY_WHEEL, assets.PYODIDE_PINS, CACHE)
+    folder, manifest = bundled
     assert python_bundle.trimmed(assets.fetch_pyodide(), assets.NUMPY_WHEEL) == trimmed
     assert set(manifest) == set(trimmed)
     for name, entry in manifest.items():
@@ -109,9 +115,9 @@ def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(trimmed):
     assert python_bundle.packed_for_the_wire(lock) == python_bundle.packed_for_the_wire(lock)
 
 
-def test_the_bundle_on_the_wire_is_smaller_than_gzip_at_its_best(trimmed):
+def test_the_bundle_on_the_wire_is_smaller_than_gzip_at_its_best(trimmed, bundled):
     """What packed_for_the_wire's docstring says: the bundle 4 % smaller than gzip -9 would make it."""
-    _, manifest = python_bundle.bundle(assets.fetch_pyodide(), assets.NUMPY_WHEEL, assets.PYODIDE_PINS, CACHE)
+    _, manifest = bundled
     gzip_9 = sum(len(gzip.compress(data, 9, mtime=0)) for data in trimmed.values())
     assert sum(entry["bytes"] for entry in manifest.values()) < 0.965 * gzip_9
 
