@@ -11,7 +11,8 @@ import gzip
 import re
 from urllib.parse import urlsplit
 
-from conftest import READY_TIMEOUT_MS, change_batch, come_back, open_widget, status, wait_ready, watched_page
+from conftest import (READY_TIMEOUT_MS, change_batch, come_back, moved_on, open_widget, status, wait_ready,
+                      watched_page)
 from playwright.sync_api import expect
 
 from sitevisit.network import PYTHON_FILES, throttled_site
@@ -118,14 +119,13 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     page.on("worker", lambda w: workers.append(w.url))
     shapes = open_widget(page, site_url + shapes_path, "shapes")
     wait_ready(page)
-    page.locator("a.md-footer__link--next").click()  # the shapes page's next page is the heads page
+    moved_on(page, lambda: page.locator("a.md-footer__link--next").click())  # shapes' next page: the heads page
     heads = page.locator('[data-mha-widget="heads"]').first
-    expect(heads).to_be_attached()
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # no new document
     assert page.locator("html").get_attribute("data-mha-runtime") == "ready"
     show_sentence(heads, SENTENCE)
     check_layout(heads.evaluate(READ), tokens_of(SENTENCE))
-    page.go_back()
+    moved_on(page, page.go_back)
     shapes = page.locator('[data-mha-widget="shapes"]').first
     change_batch(shapes, 7)
     assert_shows(shapes, **form_config(shapes))

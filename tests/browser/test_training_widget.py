@@ -386,9 +386,8 @@ def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(f
     page = widget.page
     page.evaluate(RECORD_CALLS)
     start_training(widget)
-    page.locator("a.md-footer__link--prev").click()  # instant navigation to the shapes page
+    conftest.moved_on(page, lambda: page.locator("a.md-footer__link--prev").click())  # to the shapes page
     shapes = page.locator('[data-mha-widget="shapes"]').first
-    expect(shapes).to_be_attached()
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # the same document and worker
     page.wait_for_function("() => window.__mhaCalls.includes('training_stop')")  # the run ends itself
     batch = shapes.locator('input[type="number"][name="batch"]')
@@ -397,7 +396,7 @@ def test_leaving_the_page_mid_run_stops_it_and_coming_back_shows_the_built_run(f
     assert_shows(shapes, **form_config(shapes))  # Python answers this page's widget
     calls = page.evaluate("window.__mhaCalls")
     assert "training_advance" not in calls[calls.index("training_stop"):]
-    page.go_back()
+    conftest.moved_on(page, page.go_back)
     widget = page.locator('[data-mha-widget="training"]')
     expect_settled(widget, "built")
     expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", str(run["steps"]))
