@@ -3,7 +3,8 @@
 slower than the watchdog period reaches ready while bytes keep arriving; a link that stops delivering ends in
 `error` with the reason, and Retry fetches only what is missing; each file is downloaded once in a fresh
 (private-window-like) context and refused by hash when the server's copy is not the one built; a connection
-that asks to save data gets a button, not a download; instant navigation keeps one worker for both widget pages.
+that asks to save data gets a button, not a download; a field changed before the widget's module has run is what
+the widget shows once live; instant navigation keeps one worker for both widget pages.
 (A revisit, restored from the memory the first visit kept: test_kept_memory.py.)"""
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import gzip
 import re
 from urllib.parse import urlsplit
 
-from conftest import (READY_TIMEOUT_MS, change_batch, come_back, moved_on, open_widget, status, wait_ready,
-                      watched_page)
+from conftest import (READY_TIMEOUT_MS, change_batch, come_back, hold_requests, moved_on, open_widget, status,
+                      wait_ready, watched_page)
 from playwright.sync_api import expect
 
 from sitevisit.network import PYTHON_FILES, throttled_site
@@ -132,6 +133,32 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     assert len([w for w in workers if w.endswith("/runtime/worker.js")]) == 1, workers
     assert urlsplit(page.url).path.startswith(MOUNT)
 
+
+
+def test_a_field_changed_before_the_widget_s_module_runs_is_what_it_shows(page, site_url, shapes_path, heads_path):
+    """On a slow link a page reads, and takes input, before its widgets' modules have run: a number typed and a
+    sentence written meanwhile (each field left, as a reader does) are what the widgets compute once live."""
+    release = hold_requests(page, re.compile(r".*/shapes/shapes\.js$"))
+    page.goto(site_url + shapes_path, wait_until="commit")  # the module held: the page is still loading
+    shapes = page.locator('[data-mha-widget="shapes"]').first
+    change_batch(shapes, 3)
+    assert shapes.get_attribute("data-mounted") is None
+    release()
+    wait_ready(page)
+    assert form_config(shapes)["batch"] == 3
+    assert_shows(shapes, **form_config(shapes))
+
+    release = hold_requests(page, re.compile(r".*/heads/heads\.js$"))
+    page.goto(site_url + heads_path, wait_until="commit")
+    heads = page.locator('[data-mha-widget="heads"]').first
+    sentence = heads.locator('textarea[name="sentence"]')
+    sentence.fill(SENTENCE)
+    sentence.press("Tab")
+    assert heads.get_attribute("data-mounted") is None
+    release()
+    wait_ready(page)
+    expect(heads).to_have_attribute("data-state", "live")
+    check_layout(heads.evaluate(READ), tokens_of(SENTENCE))
 
 # The page's timers that write its URL (their code calls history.replaceState) counted as scheduled, and kept as
 # pending until they have run or been cleared: a test waits for the write the reader's pause would make. While

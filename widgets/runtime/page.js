@@ -13,14 +13,31 @@ export function eachPage(fn) {
 
 const mounted = new WeakSet();
 
-/** mount(root) once for each element matching selector, on every page; a mounted root says so (data-mounted). */
+/** The form controls of root that no longer hold the value the page was built with (a control built without one,
+ * as a slider placed at mount, aside). */
+function changedControls(root) {
+  return [...root.querySelectorAll("input, textarea, select")].filter((c) => {
+    if (c.type === "checkbox" || c.type === "radio") return c.checked !== c.defaultChecked;
+    if (c.tagName === "SELECT") return c.selectedIndex !== Math.max(0, [...c.options].findIndex((o) => o.defaultSelected));
+    return (c.tagName === "TEXTAREA" || c.hasAttribute("value")) && c.value !== c.defaultValue;
+  });
+}
+
+/** mount(root) once for each element matching selector, on every page; a mounted root says so (data-mounted).
+ * The page is shown before its modules run (on a slow link, for seconds): a control the reader changed meanwhile,
+ * and that the mount left as the reader left it, is changed again for the widget (its input and change events),
+ * so that what it shows is what its controls hold. */
 export function mountEach(selector, mount) {
   eachPage(() => {
     for (const root of document.querySelectorAll(selector)) {
       if (mounted.has(root)) continue;
       mounted.add(root);
+      const early = changedControls(root);
       mount(root);
       root.dataset.mounted = "true";
+      for (const control of changedControls(root).filter((c) => early.includes(c))) {
+        for (const type of ["input", "change"]) control.dispatchEvent(new Event(type, { bubbles: true }));
+      }
     }
   });
 }
