@@ -4,6 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8000
 export NO_MKDOCS_2_WARNING := 1
+# pip installs without compiling what it unpacks (most of PyTorch's modules are never imported here): Python
+# compiles a module when it is first imported and keeps it under .venv/pycache, not beside the sources, even
+# where the environment asks it to write no bytecode.
+export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
+export PYTHONDONTWRITEBYTECODE :=
+PIP_INSTALL = $(PY) -m pip install -q --no-compile
 
 .PHONY: serve test test-core build fetch bench browsers chromium engines java
 
@@ -13,11 +19,11 @@ PIP_VERSION := 26.3
 
 $(VENV)/.site: requirements.txt
 	test -x $(PY) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q pip==$(PIP_VERSION); }
-	$(PY) -m pip install -q -r requirements.txt
+	$(PIP_INSTALL) -r requirements.txt
 	touch $@
 
 $(VENV)/.test: $(VENV)/.site requirements-test.txt
-	$(PY) -m pip install -q -r requirements-test.txt
+	$(PIP_INSTALL) -r requirements-test.txt
 	touch $@
 
 serve: $(VENV)/.site
