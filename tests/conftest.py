@@ -48,17 +48,18 @@ def pytest_unconfigure(config):
         shutil.rmtree(shared[0], ignore_errors=True)
 
 
-# The folders in the order their files run (a file goes with the longest folder it is in; others run last):
-# mha_core's many short files first, as they need no site and keep both cores busy while the sites are built
-# (for about half a minute where .cache/ is still empty: `make test` fills it first); then the longest files, so
-# that no worker ends alone on one (`make test` hands files out in this order, as workers come free); the real
-# model against transformers before the build's checks; the README's commands, which build in the same
-# .cache/, once the sites are built.
-FOLDERS = ["tests/core/", "tests/engines/", "tests/browser/", "tests/core/llama/", "tests/site/"]
+# The folders (or files) in the order their files run (a file goes with the longest entry it is in; others run
+# last): mha_core's many short files first, as they need no site and keep both cores busy while the sites are
+# built (for about half a minute where .cache/ is still empty: `make test` fills it first); then the longest
+# files, so that no worker ends alone on one (`make test` hands files out in this order, as workers come free):
+# the README's commands, the other engines, the browser, the real model against transformers; the build's
+# short checks last.
+FOLDERS = ["tests/core/", "tests/site/test_readme.py", "tests/engines/", "tests/browser/", "tests/core/llama/",
+           "tests/site/"]
 
 
 def folder_rank(nodeid: str) -> int:
-    """The place in FOLDERS of the longest folder holding the test nodeid (len(FOLDERS) if none)."""
+    """The place in FOLDERS of the longest entry holding the test nodeid (len(FOLDERS) if none)."""
     held = [folder for folder in FOLDERS if nodeid.startswith(folder)]
     return FOLDERS.index(max(held, key=len)) if held else len(FOLDERS)
 
