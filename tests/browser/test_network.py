@@ -134,7 +134,6 @@ def test_instant_navigation_keeps_one_worker_and_both_widgets_live(page, site_ur
     assert urlsplit(page.url).path.startswith(MOUNT)
 
 
-
 def test_a_field_changed_before_the_widget_s_module_runs_is_what_it_shows(page, site_url, shapes_path, heads_path):
     """On a slow link a page reads, and takes input, before its widgets' modules have run: a number typed and a
     sentence written meanwhile (each field left, as a reader does) are what the widgets compute once live."""
@@ -159,6 +158,7 @@ def test_a_field_changed_before_the_widget_s_module_runs_is_what_it_shows(page, 
     wait_ready(page)
     expect(heads).to_have_attribute("data-state", "live")
     check_layout(heads.evaluate(READ), tokens_of(SENTENCE))
+
 
 # The page's timers that write its URL (their code calls history.replaceState) counted as scheduled, and kept as
 # pending until they have run or been cleared: a test waits for the write the reader's pause would make. While

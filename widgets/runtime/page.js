@@ -13,14 +13,12 @@ export function eachPage(fn) {
 
 const mounted = new WeakSet();
 
-/** The form controls of root that no longer hold the value the page was built with (a control built without one,
- * as a slider placed at mount, aside). */
-function changedControls(root) {
-  return [...root.querySelectorAll("input, textarea, select")].filter((c) => {
-    if (c.type === "checkbox" || c.type === "radio") return c.checked !== c.defaultChecked;
-    if (c.tagName === "SELECT") return c.selectedIndex !== Math.max(0, [...c.options].findIndex((o) => o.defaultSelected));
-    return (c.tagName === "TEXTAREA" || c.hasAttribute("value")) && c.value !== c.defaultValue;
-  });
+/** Whether a form control no longer holds the value the page was built with (a control built without one, as a
+ * slider placed at mount, never has). */
+function changed(c) {
+  if (c.type === "checkbox" || c.type === "radio") return c.checked !== c.defaultChecked;
+  if (c.tagName === "SELECT") return c.selectedIndex !== Math.max(0, [...c.options].findIndex((o) => o.defaultSelected));
+  return (c.tagName === "TEXTAREA" || c.hasAttribute("value")) && c.value !== c.defaultValue;
 }
 
 /** mount(root) once for each element matching selector, on every page; a mounted root says so (data-mounted).
@@ -32,10 +30,10 @@ export function mountEach(selector, mount) {
     for (const root of document.querySelectorAll(selector)) {
       if (mounted.has(root)) continue;
       mounted.add(root);
-      const early = changedControls(root);
+      const early = [...root.querySelectorAll("input, textarea, select")].filter(changed);
       mount(root);
       root.dataset.mounted = "true";
-      for (const control of changedControls(root).filter((c) => early.includes(c))) {
+      for (const control of early.filter(changed)) {
         for (const type of ["input", "change"]) control.dispatchEvent(new Event(type, { bubbles: true }));
       }
     }
