@@ -17,8 +17,10 @@ PIP_INSTALL = $(PY) -m pip install -q --no-compile
 # over the test requirements.
 PIP_VERSION := 26.3
 
-$(VENV)/.site: requirements.txt
-	test -x $(PY) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q pip==$(PIP_VERSION); }
+$(PY):
+	$(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q pip==$(PIP_VERSION)
+
+$(VENV)/.site: requirements.txt | $(PY)
 	$(PIP_INSTALL) -r requirements.txt
 	touch $@
 
@@ -29,10 +31,11 @@ $(VENV)/.test: $(VENV)/.site requirements-test.txt
 serve: $(VENV)/.site
 	$(PY) build.py serve --port $(PORT)
 
-build: $(VENV)/.site
+build: $(VENV)/.site fetch
 	$(PY) build.py --out site
 
-fetch: $(VENV)/.site
+# Fetching needs the venv's Python and pip, not the requirements: under make -j it runs while pip installs them.
+fetch: | $(PY)
 	$(PY) build.py fetch
 
 # The browser tests drive Chromium's headless shell, the benchmarks the whole Chromium (Playwright's own if
@@ -72,10 +75,10 @@ java:
 # much as they compute, so a third keeps both cores busy. Each file runs in one worker, handed out in the order
 # tests/conftest.py gives them (not reordered by their number of tests).
 # Before them the site is built (make build) beside the test requirements' install, which keeps one core busy:
-# on a fresh clone that first build fetches and computes into .cache/ for about half a minute, which the tests'
-# own builds then reuse.
+# on a fresh clone that first build computes into .cache/ for some 20 s, which the tests' own builds then reuse.
+# What it fetches, and the engines' npm packages, come while pip installs the site's requirements.
 TEST_WORKERS ?= 3
-test: $(VENV)/.site
+test:
 	@$(MAKE) --no-print-directory -j2 build browsers
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

@@ -1,4 +1,5 @@
-"""Build the site: fetch the pinned Pyodide, NumPy, Temml and model files into .cache/, then `mkdocs build --strict`.
+"""Build the site: fetch the pinned Pyodide, NumPy, Temml, model and editor packages into .cache/, then
+`mkdocs build --strict`.
 
     python build.py [--out DIR] [--pyodide-cdn] [--site-url URL]   fetch, then build the site into DIR (site/)
     python build.py fetch                                          fetch only (then `mkdocs build` works too)
@@ -18,15 +19,18 @@ os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # before MkDocs Material is i
 
 from sitebuild import ROOT, BuildError  # noqa: E402
 from sitebuild.assets import PYODIDE_CDN, fetch_model, fetch_pyodide, fetch_temml  # noqa: E402
+from sitebuild.editor import installed as install_editor  # noqa: E402
 from sitebuild.serving import PORT, check_port, live  # noqa: E402
 
 
 def fetch(pyodide: bool = True) -> None:
-    """The pinned files into .cache/, each checked (Pyodide's only if the site hosts it)."""
+    """The pinned files into .cache/, each checked (Pyodide's only if the site hosts it), and the exercises'
+    editor's npm packages."""
     if pyodide:
         fetch_pyodide()
     fetch_temml()
     fetch_model()
+    install_editor()
 
 
 def show_mkdocs_log(level: int) -> None:

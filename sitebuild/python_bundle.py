@@ -28,8 +28,6 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import deflate
-
 from sitebuild import cache_lock, kept, node
 
 # Every top-level module Pyodide's start, NumPy's import and mha_core import (recorded from sys.modules after
@@ -127,6 +125,8 @@ def trimmed(source: Path, numpy_wheel: str) -> dict[str, bytes]:
 def packed_for_the_wire(data: bytes) -> bytes:
     """data gzip-compressed by libdeflate at its highest level (the bundle 4 % smaller than with gzip -9); any
     gzip reader decompresses it."""
+    import deflate  # here, not above: fetching imports this module before pip has installed the requirements
+
     return deflate.gzip_compress(data, 12)
 
 

@@ -54,6 +54,13 @@ def test_a_tampered_cached_pyodide_file_stops_the_build(tmp_path):
         assert "was not used" in message
 
 
+def test_fetching_needs_only_python_s_standard_library():
+    """make test fetches while pip installs the requirements: build.py's imports must not need them (-S: no
+    site-packages)."""
+    done = subprocess.run([sys.executable, "-S", "build.py", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and "fetch" in done.stdout, done.stderr[-2000:]
+
+
 def test_a_build_without_the_fetched_files_says_how_to_fetch_them(tmp_path):
     for step in (assets.pyodide_files, assets.temml_files):
         with pytest.raises(BuildError, match=r"is missing: fetch it with `make fetch` \(or `python build.py fetch`\)"):
