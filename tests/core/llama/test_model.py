@@ -1,6 +1,8 @@
 """model.py against transformers' LlamaForCausalLM loaded from the same GGUF (eager attention, float32): the logits
-and every head's attention weights on 21 texts and on the texts the real model's page shows; the heads the model
-is known for; the pieces; refusals.
+and every head's attention weights on six texts and on the texts the real model's page shows; the heads the model
+is known for; the pieces; refusals. To the model a text is its ids: each text here differs in what the forward
+does with them (how many, which rows of the embedding); that the ids are transformers' for texts in every
+script is test_tokenizer.py's to check.
 
 Tolerances, from float32: one rounding is 6e-8 of a value; a dot product of 576 or 1,536 terms summed in another
 order (NumPy's BLAS and PyTorch's kernels block their sums differently) differs by some 1e-6 of its terms, and
@@ -29,31 +31,15 @@ INDUCTION_WORDS = "table orange cloud silver horse paper stone forest candle win
 RANDOM = np.random.default_rng(41).integers(17, 49152, size=24)  # ordinary tokens (0..16 are special)
 
 TEXTS = {
+    "one token": "Hello",  # each head's softmax over one key
     "english": "The quick brown fox jumps over the lazy dog, then rests under an old oak tree.",
     "prose": ("Attention lets every token look back at the tokens before it. Each head computes its own weights, "
               "so one head can follow the previous word while another finds where the current word was seen "
               "before and copies what came next. Stacked in thirty layers, these simple moves add up to a model "
-              "that writes fluent text."),
-    "python": ("def fib(n: int) -> int:\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
-               "    return a\n"),
-    "html and javascript": '<div class="x"><script>const y = [1, 2, 3].map(v => v * 2);</script></div>',
-    "chinese": "注意力机制让每个词都能看到它前面的词。",
-    "japanese": "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。",
-    "korean": "주의 메커니즘은 각 단어가 앞의 단어를 볼 수 있게 합니다.",
-    "emoji": "I love 🍕 and 🎉! Family: 👨‍👩‍👧‍👦, flag: 🏳️‍🌈, thumbs 👍🏽.",
-    "arabic": "الانتباه يسمح لكل كلمة بالنظر إلى الكلمات السابقة.",
-    "russian": "Механизм внимания позволяет каждому слову смотреть на предыдущие слова.",
-    "latex": r"\mathrm{softmax}\left(\frac{QK^\top}{\sqrt{d_k}}\right)V, \quad d_k = 64",
-    "numbers": "3.14159 2718281828 +1-800-555-0199 on 2026-12-04 at 16:20, total $1,234,567.89",
-    "json": '{"name": "SmolLM2", "layers": 30, "heads": [9, 3], "tied": true, "eps": 1e-05}',
-    "markdown": "| head | score |\n|---|---|\n| L18 H6 | 0.89 |\n\n- **bold** and `code`",
-    "whitespace": "a\n\n\n    b\t\tc        d\r\n e",
-    "one token": "Hello",
-    "chat template": "<|im_start|>user\nWhat is attention?<|im_end|>\n<|im_start|>assistant\n",
-    "accents": "Naïve café, façade, Ærøskøbing, São Paulo, Zürich, crème brûlée.",
-    "url and email": "See https://example.org/a/b?q=1&r=two#frag or write to someone@example.com.",
-    "repeated random tokens": np.concatenate([RANDOM, RANDOM]),
-    "14 words repeated": f"{INDUCTION_WORDS} {INDUCTION_WORDS}",
+              "that writes fluent text."),  # 62 tokens: RoPE turns its pairs through many angles
+    "chat template": "<|im_start|>user\nWhat is attention?<|im_end|>\n<|im_start|>assistant\n",  # special tokens
+    "repeated random tokens": np.concatenate([RANDOM, RANDOM]),  # rows from all over the embedding
+    "14 words repeated": f"{INDUCTION_WORDS} {INDUCTION_WORDS}",  # the induction heads' text (below)
 }
 PAGE = widget_module("real_model")  # the texts the real model's page shows (its heads are mha_core's on them)
 
