@@ -4,13 +4,14 @@ shows its math at once, with no script to download or run. The browser lays the 
 reader's math font (temml.css): the pages hold under half the elements and bytes they did with KaTeX's HTML."""
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
 from pathlib import Path
 from xml.etree import ElementTree
 
-from sitebuild import BuildError, node
+from sitebuild import CACHE, BuildError, kept, node
 
 MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
 DELIMITERS = {"span": ("\\(", "\\)"), "div": ("\\[", "\\]")}
@@ -26,14 +27,24 @@ def tex(match: re.Match) -> str:
     return text[len(left):-len(right)]
 
 
+def mathml(formulas: list[dict], temml: Path, doing: str, cache: Path = CACHE) -> list[str]:
+    """Each formula ({"tex", "display"}) as MathML, by typeset.mjs with temml (its temml.mjs); made once for
+    these formulas, this Temml and this script, then kept in cache (a build or a live reload runs no Node for
+    the pages it typeset before)."""
+    request = json.dumps(formulas)
+    key = hashlib.sha256(request.encode() + SCRIPT.read_bytes() + temml.read_bytes()).hexdigest()[:20]
+    made = kept(cache / "typeset" / f"{key}.json",
+                lambda: node(SCRIPT, str(temml), stdin=request, doing=doing).encode())
+    return json.loads(made)
+
+
 def typeset(page: str, temml: Path, where: str) -> str:
     """page (HTML) with every formula typeset by temml (its temml.mjs); where names the page in errors."""
     found = list(MATH.finditer(page))
     if not found:
         return page
     formulas = [{"tex": tex(m), "display": m[1] == "div"} for m in found]
-    done = node(SCRIPT, str(temml), stdin=json.dumps(formulas), doing=f"{where}: typesetting its formulas")
-    typeset_html = iter(json.loads(done))
+    typeset_html = iter(mathml(formulas, temml, doing=f"{where}: typesetting its formulas"))
     return MATH.sub(lambda m: f'<{m[1]} class="arithmatex">{next(typeset_html)}</{m[1]}>', page)
 
 
@@ -87,8 +98,8 @@ def search_previews(index: Path, temml: Path) -> None:
         return
     formulas = [{"tex": html.unescape(m[1] if m[1] is not None else m[2]).strip(), "display": m[2] is not None}
                 for m in found]
-    done = node(SCRIPT, str(temml), stdin=json.dumps(formulas), doing="the search index: typesetting its formulas")
-    previews = iter([preview(ElementTree.fromstring(mathml)) for mathml in json.loads(done)])
+    typeset_xml = mathml(formulas, temml, doing="the search index: typesetting its formulas")
+    previews = iter([preview(ElementTree.fromstring(each)) for each in typeset_xml])
     for doc in data["docs"]:
         for key in ("title", "text"):
             if key in doc:

@@ -301,6 +301,19 @@ def test_formulas_are_typeset_with_their_markup_unescaped_and_a_bad_one_stops_th
         typeset.typeset('<span class="arithmatex">\\(\\frac{1}\\)</span>', assets.temml_module(), "page.md")
 
 
+def test_formulas_typeset_once_are_kept_and_a_changed_one_is_typeset_again(tmp_path, monkeypatch):
+    formulas, temml = [{"tex": "x^2", "display": False}], assets.temml_module()
+    first = typeset.mathml(formulas, temml, "page.md", tmp_path)
+    assert first[0].startswith("<math>") and len(list((tmp_path / "typeset").iterdir())) == 1
+
+    def no_node(*args, **kwargs):
+        raise AssertionError("Node ran for formulas already typeset")
+    monkeypatch.setattr(typeset, "node", no_node)
+    assert typeset.mathml(formulas, temml, "page.md", tmp_path) == first
+    with pytest.raises(AssertionError, match="Node ran"):
+        typeset.mathml([{"tex": "x^3", "display": False}], temml, "page.md", tmp_path)
+
+
 def test_the_search_index_shows_formulas_as_text_with_sub_and_sup(tmp_path):
     """Search previews show the index's text: each formula there becomes text with the <sub> and <sup> that
     Material's search keeps, its markup escaped, in titles too; code, and the rest of the index, left as written."""
