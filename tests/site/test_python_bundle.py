@@ -103,9 +103,9 @@ def test_numpy_keeps_what_import_numpy_loads_and_its_lock_entry_points_at_it(tri
 
 
 def test_the_bundle_is_reproducible_and_decompresses_to_its_manifest(trimmed, bundled):
-    """Trimming and compiling again gives the very bytes the build's bundle holds, each .gz as its manifest says."""
+    """Trimming and compiling again (trimmed, here) gives the very bytes the build's bundle holds (made by another
+    compile), each .gz as its manifest says."""
     folder, manifest = bundled
-    assert python_bundle.trimmed(assets.fetch_pyodide(), assets.NUMPY_WHEEL) == trimmed
     assert set(manifest) == set(trimmed)
     for name, entry in manifest.items():
         packed = (folder / entry["path"]).read_bytes()
