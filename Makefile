@@ -9,6 +9,9 @@ export NO_MKDOCS_2_WARNING := 1
 # where the environment asks it to write no bytecode.
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 export PYTHONDONTWRITEBYTECODE :=
+# One OpenBLAS thread for NumPy, in the build and the tests: their matrices are small, and a second thread spins
+# more than it computes, the more so beside the tests' three workers on two cores.
+export OPENBLAS_NUM_THREADS := 1
 PIP_INSTALL = $(PY) -m pip install -q --no-compile
 
 .PHONY: serve test test-core build fetch bench browsers chromium engines java
