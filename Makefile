@@ -34,10 +34,10 @@ $(VENV)/.test: $(VENV)/.site requirements-test.txt
 serve: $(VENV)/.site
 	$(PY) build.py serve --port $(PORT)
 
-build: $(VENV)/.site fetch
+build: $(VENV)/.site
 	$(PY) build.py --out site
 
-# Fetching needs the venv's Python and pip, not the requirements: under make -j it runs while pip installs them.
+# Fetching needs the venv's Python and pip, not the requirements: make test runs it while pip installs them.
 fetch: | $(PY)
 	$(PY) build.py fetch
 
@@ -79,10 +79,11 @@ java:
 # tests/conftest.py gives them (not reordered by their number of tests).
 # Before them the site is built (make build) beside the test requirements' install, which keeps one core busy:
 # on a fresh clone that first build computes into .cache/ for some 20 s, which the tests' own builds then reuse.
-# What it fetches, and the engines' npm packages, come while pip installs the site's requirements.
+# What it fetches (make fetch: the build then finds it all in .cache/), and the engines' npm packages, come while
+# pip installs the site's requirements.
 TEST_WORKERS ?= 3
 test:
-	@$(MAKE) --no-print-directory -j2 build browsers
+	@$(MAKE) --no-print-directory -j2 fetch build browsers
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The quick loop: mha_core's tests but for the comparisons with transformers' model and tokenizer (marked
