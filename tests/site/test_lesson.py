@@ -362,3 +362,46 @@ def test_the_knock_out_question_s_answer_holds():
     ablated = np.array(mha_core.head_patterns(sentence, ablate=["previous_token"])["heads"]["induction"])
     assert intact[8, 2] > 0.9 and intact[9, 3] > 0.9  # the second "cat" and "sat" read the tokens after their first
     assert all(ablated[i, i] > 0.9 for i in (7, 8, 9))
+
+
+def test_pytorch_fuses_attention_on_a_cpu_too():
+    """The shapes page's fused kernels: the pinned torch, on this CPU, runs its flash kernel for SDPA with or
+    without a mask, and the unfused steps (a softmax of its own) when dropout is asked for."""
+    import torch
+    import torch.nn.functional as F
+
+    q = torch.randn(1, 4, 16, 8)
+
+    def kernels(**kw):
+        with torch.profiler.profile() as prof:
+            F.scaled_dot_product_attention(q, q, q, **kw)
+        return {e.key for e in prof.key_averages()}
+
+    flash = "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert flash in kernels(is_causal=True)
+    assert flash in kernels(attn_mask=torch.ones(16, 16, dtype=torch.bool).tril())
+    steps = kernels(dropout_p=0.5)
+    assert flash not in steps and "aten::_scaled_dot_product_attention_math" in steps
+
+
+def test_the_toy_unembeds_with_no_norm_and_the_real_model_with_one():
+    """The block figure's caption: the attention-only toy's logits are its last residual stream times W_U, and it
+    has no norm's weights; the real model's unembed normalises first (its output_norm), as mha_core.llama runs it."""
+    from mha_core.llama.model import rms_norm, unembed
+    from mha_core.model import TrainConfig, init_params, run_with_cache
+
+    config = TrainConfig()
+    params = init_params(config, 0)
+    logits, cache = run_with_cache(params, np.array([[5, 7, 9, 5, 7]]), config)
+    np.testing.assert_allclose(logits, cache["hook_resid_final"] @ params["W_U"], rtol=1e-12)
+    assert not any("norm" in name or name.startswith("ln") for name in params)
+
+    from mha_core.llama import llama_config, read_gguf, tensor, tensor_rows
+    from sitebuild.assets import fetch_model
+
+    gguf = read_gguf(fetch_model())
+    resid = np.random.default_rng(0).standard_normal((2, llama_config(gguf).d_model)).astype(np.float32) * 3
+    W_E = tensor_rows(gguf, "token_embd.weight", np.arange(8))  # [8, d_model], tied: W_U = W_Eᵀ
+    normed = rms_norm(resid, tensor(gguf, "output_norm.weight"), llama_config(gguf).eps)
+    np.testing.assert_allclose(unembed(gguf, resid)[:, :8], normed @ W_E.T, rtol=1e-4, atol=1e-4)
+    assert not np.allclose(resid @ W_E.T, normed @ W_E.T, atol=0.1)
