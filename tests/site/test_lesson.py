@@ -271,6 +271,11 @@ def test_the_worked_question_s_answer_holds():
         w = steps[f"weights_{head}"]
         assert np.allclose(w[:, 0], w[:, 2])
     assert np.allclose(steps["out"][0], steps["out"][2])
+    # with a causal mask the first "the" reads only itself, the second all three: their rows differ
+    for head in range(2):
+        q, k, v = (steps[f"{m}_{head}"] for m in "qkv")
+        masked = mha_core.scaled_dot_product_attention(q, k, v, causal=True)[0]  # [n, d_k]
+        assert not np.allclose(masked[0], masked[2])
 
 
 # ---------------------------------------------------------------- the review's corrections, computed
@@ -405,3 +410,22 @@ def test_the_toy_unembeds_with_no_norm_and_the_real_model_with_one():
     normed = rms_norm(resid, tensor(gguf, "output_norm.weight"), llama_config(gguf).eps)
     np.testing.assert_allclose(unembed(gguf, resid)[:, :8], normed @ W_E.T, rtol=1e-4, atol=1e-4)
     assert not np.allclose(resid @ W_E.T, normed @ W_E.T, atol=0.1)
+
+
+def test_the_clause_s_nouns_are_shrunk_by_the_average_as_why_heads_says():
+    """The clause's nouns, from the sentence itself (committee +1, members −1, rules −1), averaged over all its
+    tokens, and one head giving the subject and the clause half each: the numbers why-heads quotes."""
+    import importlib.util
+    from mha_core import one_vs_many as ovm
+
+    spec = importlib.util.spec_from_file_location("ovm_facts", ROOT / "widgets/one_vs_many/facts.py")
+    facts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(facts)
+    f = {k: v.replace("\u2212", "-") for k, v in facts.facts().items()}
+    clause = ovm.TOKENS[2:-1]  # after the subject, before the verb
+    nouns = [{"committee": 1, "members": -1, "rules": -1}[t] for t in clause if t in ("committee", "members", "rules")]
+    assert [int(x) for x in re.split(r", | and ", f["ovm_clause_nouns"])] == nouns
+    assert int(f["ovm_clause_sum"]) == sum(nouns) and f["ovm_clause_tokens"] == str(len(clause))
+    assert float(f["ovm_clause_mean"]) == sum(nouns) / len(clause)
+    assert float(f["ovm_pair_number"]) == pytest.approx(0.5 * 1 + 0.5 * sum(nouns) / len(clause), abs=0.005)
+    assert 0 < float(f["ovm_pair_number"])  # still singular

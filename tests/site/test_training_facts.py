@@ -98,6 +98,8 @@ def test_knock_outs_quoted_are_what_the_widget_measures(run, facts):
     both = repeat_loss([[1, 0], [1, 1]])
     assert facts["ko_both_induction_repeat"] == f"{both:.2f}"
     assert repeat_loss([[1, best]]) < both / 2 and repeat_loss([[1, 1 - best]]) < both / 2  # the other does most of it
+    assert facts["ko_induction_other_head"] == f"L1 H{1 - best}"
+    assert facts["ko_induction_other_repeat"] == f"{repeat_loss([[1, 1 - best]]):.2f}"
     assert facts["ko_prev_repeat"] == f"{repeat_loss([[0, 0]]):.2f}"
 
 
