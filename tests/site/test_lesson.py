@@ -50,6 +50,10 @@ TERMS = {
     "nats": (r"\bnats?\b", False, "nats"),
     "learning rate": (r"\blearning rates?\b", False, "learning-rate"),
     "Adam": (r"\bAdam\b", True, "adam"),
+    "feed-forward": (r"\bfeed-forward\b", False, "feed-forward"),
+    "MLP": (r"\bMLPs?\b", True, "feed-forward"),
+    "RMSNorm": (r"\bRMSNorm\b", True, "rmsnorm"),
+    "K-composition": (r"\bK-composition\b", True, "k-composition"),
 }
 
 DEFINITION = re.compile(r"\*\*([^*]+)\*\*\{#([a-z0-9-]+)\}")
