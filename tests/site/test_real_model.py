@@ -167,6 +167,7 @@ def test_the_induction_heads_found_depend_on_the_text(gguf):
         patterns = np.stack([p for _, _, p in run_layers(gguf, ids)])
         masks.append(head_scores(patterns, ids)["induction"] >= facts.ROLE_MIN)
     f = facts.facts()
+    assert (facts.CACHE / f"real-model-spread-{facts.spread_key(widget)}.json").exists()  # kept: a rebuild reruns nothing
     counts = sorted(int(m.sum()) for m in masks[1:])
     assert [int(x) for x in re.split(r", | and ", f["rm_spread_counts"])] == counts
     assert f["rm_spread_texts"] == str(len(facts.SPREAD_SEEDS))

@@ -130,7 +130,7 @@ SPREAD_SEEDS = (1, 2, 3, 4)  # other random-word texts, made as the page's (widg
 
 def spread_key(w) -> str:
     digest = hashlib.sha256(f"{w.MODEL_SHA256} seeds={SPREAD_SEEDS} n={w.N_RANDOM}".encode())
-    digest.update(Path(w.__file__).read_bytes())
+    digest.update(Path(w.__file__).read_bytes() + Path(__file__).read_bytes())  # repeated_text's and this code
     digest.update(sources_key(ROOT, ROOT / "mha_core" / "llama" / "__init__.py").encode())
     return digest.hexdigest()[:20]
 
