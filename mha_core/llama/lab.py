@@ -11,7 +11,7 @@ A run is recorded layer by layer, so that everything after it reads the record a
               "patterns": each layer's [h, n, n]}
 
     for record in recorded_run(gguf, tokens): ...         one layer a step (a caller reports progress between them)
-    predictions(gguf, record)                              loss on every token, top-5, mean loss
+    predictions(gguf, record, lens_at=None)                loss on every token, top-5, mean loss (and a lens)
     recorded_run(gguf, tokens, knocked=[(17, 3)], hide_first=False, clean=record)
                                                            a knock-out, from the first knocked layer of clean on
     logit_attribution(gguf, record, position, token)       the logit split into embedding, heads and MLPs
@@ -66,8 +66,9 @@ def _complete(args: dict) -> None:
 
 def _position_fits(args: dict) -> None:
     n = len(args["record"]["tokens"])
-    if "position" in args and args["position"] >= n:
-        raise Invalid(f"position must be at most {n - 1} (the text has {n} tokens), got {args['position']}.")
+    for name in ("position", "lens_at"):
+        if args.get(name) is not None and args[name] >= n:
+            raise Invalid(f"{name} must be at most {n - 1} (the text has {n} tokens), got {args[name]}.")
     if args.get("token") is not None and args["token"] >= llama_config(args["gguf"]).d_vocab:
         raise Invalid(f"token must be an id below {llama_config(args['gguf']).d_vocab}, got {args['token']}.")
 
@@ -184,16 +185,22 @@ def token_losses(log_probs: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     return losses
 
 
-@arguments(_complete, gguf=Model(), record=Record())
-def predictions(gguf, record) -> dict:
+@arguments(_complete, _position_fits, gguf=Model(), record=Record(), lens_at=Maybe(Whole(0, 2**31)))
+def predictions(gguf, record, lens_at=None) -> dict:
     """What the model predicts after each token of a whole record: {losses [n] (NaN at 0), mean_loss (over
     tokens 1..n−1; NaN for one token), top_ids [n, TOP], top_probabilities [n, TOP]}; the logits [n, V] come
-    from one pass over the unembedding, UNEMBED_ROWS rows at a time."""
-    log_probs = log_softmax(unembed(gguf, record["resid"][-1]))  # [n, d_model] -> [n, V]
-    losses = token_losses(log_probs, record["tokens"])
-    ids, probabilities = top_k(log_probs, TOP)
-    return {"losses": losses, "mean_loss": float(np.mean(losses[1:])) if len(losses) > 1 else float("nan"),
-            "top_ids": ids, "top_probabilities": probabilities}
+    from one pass over the unembedding, UNEMBED_ROWS rows at a time. lens_at: a position whose logit lens
+    (logit_lens's) rides along in the same pass, as "lens"."""
+    n = len(record["tokens"])
+    rows = record["resid"][-1] if lens_at is None else np.concatenate([record["resid"][-1], _lens_rows(record, lens_at)])
+    log_probs = log_softmax(unembed(gguf, rows))  # [n (+ n_layers + 1), d_model] -> [n (+ n_layers + 1), V]
+    losses = token_losses(log_probs[:n], record["tokens"])
+    ids, probabilities = top_k(log_probs[:n], TOP)
+    out = {"losses": losses, "mean_loss": float(np.mean(losses[1:])) if n > 1 else float("nan"),
+           "top_ids": ids, "top_probabilities": probabilities}
+    if lens_at is not None:
+        out["lens"] = _lens(log_probs[n:])
+    return out
 
 
 # ---------------------------------------------------------------- which parts wrote a logit
@@ -224,14 +231,21 @@ def logit_attribution(gguf, record, position: int, token: int) -> dict:
             "logit": float(record["resid"][-1][position] @ direction)}
 
 
+def _lens_rows(record, position: int) -> np.ndarray:
+    return np.stack([resid[position] for resid in record["resid"]])  # [n_layers + 1, d_model]
+
+
+def _lens(log_probs: np.ndarray) -> dict:
+    ids, probabilities = top_k(log_probs, 1)  # [n_layers + 1, 1] each
+    return {"top_ids": ids[:, 0], "top_probabilities": probabilities[:, 0]}
+
+
 @arguments(_complete, _position_fits, gguf=Model(), record=Record(), position=Whole(0, 2**31))
 def logit_lens(gguf, record, position: int) -> dict:
     """Each residual stream at position (the embedding, then after each layer: [n_layers + 1, d_model]) through
     the final norm and the unembedding, as if the model ended there: {top_ids [n_layers + 1], top_probabilities
     [n_layers + 1]}; the last is the model's own prediction. One pass over the unembedding for all the rows."""
-    rows = np.stack([resid[position] for resid in record["resid"]])  # [n_layers + 1, d_model]
-    ids, probabilities = top_k(log_softmax(unembed(gguf, rows)), 1)  # [n_layers + 1, 1] each
-    return {"top_ids": ids[:, 0], "top_probabilities": probabilities[:, 0]}
+    return _lens(log_softmax(unembed(gguf, _lens_rows(record, position))))
 
 
 # ---------------------------------------------------------------- heads as a reader writes them
