@@ -128,11 +128,7 @@ def clean_view(gguf, tokenizer, state: dict) -> dict:
     """The view of a whole clean run (state: ids, n_given, record, predictions, tokens)."""
     scores = head_scores(np.stack(state["record"]["patterns"]), state["ids"])  # {kind: [n_layers, h]}
     at = lab_at(gguf, tokenizer, state, default_position(len(state["ids"])), state["predictions"]["lens"])
-    view = real_model_view(state["tokens"], scores, state["n_given"], losses=losses_of(state["predictions"]), at=at)
-    sets = head_sets(scores)
-    view["data"] |= sets["data"]
-    view["outputs"]["sets"] = sets["words"]
-    return view
+    return real_model_view(state["tokens"], scores, state["n_given"], losses=losses_of(state["predictions"]), at=at)
 
 
 def losses_of(preds: dict) -> list:
@@ -140,35 +136,44 @@ def losses_of(preds: dict) -> list:
     return [None if np.isnan(v) else float(v) for v in preds["losses"]]
 
 
-def top_at(tokenizer, preds: dict, position: int) -> dict:
-    ids = [int(i) for i in preds["top_ids"][position]]
-    return {"ids": ids, "tokens": token_texts(tokenizer, ids),
-            "probabilities": [float(p) for p in preds["top_probabilities"][position]]}
+def top_at(tokenizer, top_ids, top_probabilities) -> dict:
+    """One position's predictions ([TOP] ids and probabilities) in words, as position_view takes them."""
+    ids = [int(i) for i in top_ids]
+    return {"ids": ids, "tokens": token_texts(tokenizer, ids), "probabilities": [float(p) for p in top_probabilities]}
 
 
-def lab_at(gguf, tokenizer, state: dict, position: int, lens=None) -> dict:
-    """What position_view shows at position: the clean run's predictions, the attribution of the next token's
-    logit (at the last position, of the top prediction's); the knocked run's predictions too when state holds
-    a finished knock-out; lens (logit_lens's at position), if given, in words."""
-    record, preds, ids = state["record"], state["predictions"], state["ids"]
+def position_numbers(gguf, record: dict, preds: dict, position: int) -> dict:
+    """What position_view shows at position, as plain numbers (the build keeps them in its cache): position,
+    target (the next token of the text; at the last position the top prediction), the top ids and probabilities
+    there, and the attribution of target's logit {embed, heads [30][9], mlps [30], logit}."""
+    ids = record["tokens"]
     target = int(ids[position + 1]) if position + 1 < len(ids) else int(preds["top_ids"][position][0])
     attribution = logit_attribution(gguf, record, position, target)
-    at = {"position": position, "predictions": top_at(tokenizer, preds, position),
-          "target": {"id": target, "text": tokenizer.decode([target])},
-          "attribution": {"embed": attribution["embed"], "heads": attribution["heads"].tolist(),
-                          "mlps": attribution["mlps"].tolist(), "logit": attribution["logit"]}}
+    return {"position": position, "target": target, "top_ids": preds["top_ids"][position].tolist(),
+            "top_probabilities": preds["top_probabilities"][position].tolist(),
+            "attribution": {"embed": attribution["embed"], "heads": attribution["heads"].tolist(),
+                            "mlps": attribution["mlps"].tolist(), "logit": attribution["logit"]}}
+
+
+def at_words(tokenizer, numbers: dict, lens=None, knocked=None) -> dict:
+    """position_numbers' numbers with their tokens in words, as position_view takes them; lens (logit_lens's
+    {top_ids, top_probabilities}) and knocked (a knocked run's predictions, as predictions gives them), if given."""
+    at = {"position": numbers["position"], "attribution": numbers["attribution"],
+          "predictions": top_at(tokenizer, numbers["top_ids"], numbers["top_probabilities"]),
+          "target": {"id": numbers["target"], "text": tokenizer.decode([numbers["target"]])}}
     if lens is not None:
-        at["lens"] = lens_words(tokenizer, lens)
-    knock = state.get("knock")
-    if knock and knock.get("predictions") is not None:
-        at["knocked"] = top_at(tokenizer, knock["predictions"], position)
+        at["lens"] = top_at(tokenizer, lens["top_ids"], lens["top_probabilities"])
+    if knocked is not None:
+        at["knocked"] = top_at(tokenizer, knocked["top_ids"][numbers["position"]],
+                               knocked["top_probabilities"][numbers["position"]])
     return at
 
 
-def lens_words(tokenizer, lens: dict) -> dict:
-    """logit_lens's {top_ids, top_probabilities} -> {ids, tokens, probabilities}, as position_view takes it."""
-    ids = [int(i) for i in lens["top_ids"]]
-    return {"ids": ids, "tokens": token_texts(tokenizer, ids), "probabilities": [float(p) for p in lens["top_probabilities"]]}
+def lab_at(gguf, tokenizer, state: dict, position: int, lens=None) -> dict:
+    """at_words at position of state's finished run, with the knocked run's predictions when one has finished."""
+    knock = state.get("knock")
+    numbers = position_numbers(gguf, state["record"], state["predictions"], position)
+    return at_words(tokenizer, numbers, lens, knock["predictions"] if knock else None)
 
 
 def _finished(run: int) -> dict:
@@ -214,7 +219,8 @@ def real_model_lens(run: int, position: int) -> dict:
     state = _finished(run)
     model = _model()
     lens = logit_lens(model["embedding"], state["record"], _position(state, position))
-    return {"data": {"lens-position": str(position)}, "outputs": {"lens": lens_rows(**lens_words(model["tokenizer"], lens))}}
+    rows = lens_rows(**top_at(model["tokenizer"], lens["top_ids"], lens["top_probabilities"]))
+    return {"data": {"lens-position": str(position)}, "outputs": {"lens": rows}}
 
 
 KNOCKS = itertools.count(1)
@@ -264,8 +270,9 @@ def _knocked_view(state: dict, record: dict) -> dict:
     knock["predictions"] = predictions(model["embedding"], record)
     view = knockout_view(state["tokens"], losses_of(state["predictions"]), losses_of(knock["predictions"]),
                          knock["heads"], knock["hide_first"])
-    view["outputs"]["predictions-knocked"] = prediction_rows(**top_at(model["tokenizer"], knock["predictions"],
-                                                                      knock["position"]))
+    knocked = knock["predictions"]
+    view["outputs"]["predictions-knocked"] = prediction_rows(**top_at(
+        model["tokenizer"], knocked["top_ids"][knock["position"]], knocked["top_probabilities"][knock["position"]]))
     return view
 
 

@@ -163,25 +163,25 @@ run = Declared(run, recorded_run.args, recorded_run.relations)
 
 # ---------------------------------------------------------------- what the model predicts
 
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """[..., V] -> [..., V]: log-probabilities, x − max − ln Σ exp(x − max)."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+def log_normalizer(logits: np.ndarray) -> np.ndarray:
+    """[m, V] -> [m]: ln Σ exp(logits) per row (max + ln Σ exp(x − max)), so that ln p(t) = logits[t] − it."""
+    top = logits.max(axis=-1)  # [m]
+    return top + np.log(np.exp(logits - top[:, None]).sum(axis=-1))
 
 
-def top_k(log_probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """[n, V] -> (ids [n, k], probabilities [n, k]), the most likely first."""
-    ids = np.argpartition(-log_probs, k, axis=-1)[:, :k]  # [n, k], unordered
-    order = np.argsort(-np.take_along_axis(log_probs, ids, axis=-1), axis=-1, kind="stable")
-    ids = np.take_along_axis(ids, order, axis=-1)  # [n, k]
-    return ids, np.exp(np.take_along_axis(log_probs, ids, axis=-1))
+def top_k(logits: np.ndarray, normalizer: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """[m, V] logits and their [m] log_normalizer -> (ids [m, k], probabilities [m, k]), the most likely first."""
+    ids = np.argpartition(logits, -k, axis=-1)[:, -k:]  # [m, k], unordered
+    order = np.argsort(-np.take_along_axis(logits, ids, axis=-1), axis=-1, kind="stable")
+    ids = np.take_along_axis(ids, order, axis=-1)  # [m, k]
+    return ids, np.exp(np.take_along_axis(logits, ids, axis=-1) - normalizer[:, None])
 
 
-def token_losses(log_probs: np.ndarray, tokens: np.ndarray) -> np.ndarray:
-    """[n, V] log-probabilities at each position, tokens [n] -> [n] losses in nats: loss[i] = −ln p(token i |
-    tokens 0..i−1) for i ≥ 1, NaN at 0 (nothing predicts the first token)."""
+def token_losses(logits: np.ndarray, normalizer: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """[n, V] logits at each position, their [n] log_normalizer, tokens [n] -> [n] losses in nats: loss[i] =
+    −ln p(token i | tokens 0..i−1) for i ≥ 1, NaN at 0 (nothing predicts the first token)."""
     losses = np.full(len(tokens), np.nan)
-    losses[1:] = -log_probs[np.arange(len(tokens) - 1), tokens[1:]]
+    losses[1:] = normalizer[:-1] - logits[np.arange(len(tokens) - 1), tokens[1:]]
     return losses
 
 
@@ -193,13 +193,14 @@ def predictions(gguf, record, lens_at=None) -> dict:
     (logit_lens's) rides along in the same pass, as "lens"."""
     n = len(record["tokens"])
     rows = record["resid"][-1] if lens_at is None else np.concatenate([record["resid"][-1], _lens_rows(record, lens_at)])
-    log_probs = log_softmax(unembed(gguf, rows))  # [n (+ n_layers + 1), d_model] -> [n (+ n_layers + 1), V]
-    losses = token_losses(log_probs[:n], record["tokens"])
-    ids, probabilities = top_k(log_probs[:n], TOP)
+    logits = unembed(gguf, rows)  # [n (+ n_layers + 1), d_model] -> [n (+ n_layers + 1), V]
+    normalizer = log_normalizer(logits)  # [n (+ n_layers + 1)]
+    losses = token_losses(logits[:n], normalizer[:n], record["tokens"])
+    ids, probabilities = top_k(logits[:n], normalizer[:n], TOP)
     out = {"losses": losses, "mean_loss": float(np.mean(losses[1:])) if n > 1 else float("nan"),
            "top_ids": ids, "top_probabilities": probabilities}
     if lens_at is not None:
-        out["lens"] = _lens(log_probs[n:])
+        out["lens"] = _lens(logits[n:], normalizer[n:])
     return out
 
 
@@ -235,8 +236,8 @@ def _lens_rows(record, position: int) -> np.ndarray:
     return np.stack([resid[position] for resid in record["resid"]])  # [n_layers + 1, d_model]
 
 
-def _lens(log_probs: np.ndarray) -> dict:
-    ids, probabilities = top_k(log_probs, 1)  # [n_layers + 1, 1] each
+def _lens(logits: np.ndarray, normalizer: np.ndarray) -> dict:
+    ids, probabilities = top_k(logits, normalizer, 1)  # [n_layers + 1, 1] each
     return {"top_ids": ids[:, 0], "top_probabilities": probabilities[:, 0]}
 
 
@@ -245,7 +246,8 @@ def logit_lens(gguf, record, position: int) -> dict:
     """Each residual stream at position (the embedding, then after each layer: [n_layers + 1, d_model]) through
     the final norm and the unembedding, as if the model ended there: {top_ids [n_layers + 1], top_probabilities
     [n_layers + 1]}; the last is the model's own prediction. One pass over the unembedding for all the rows."""
-    return _lens(log_softmax(unembed(gguf, _lens_rows(record, position))))
+    logits = unembed(gguf, _lens_rows(record, position))  # [n_layers + 1, V]
+    return _lens(logits, log_normalizer(logits))
 
 
 # ---------------------------------------------------------------- heads as a reader writes them

@@ -299,6 +299,32 @@ def head_sets(scores: dict) -> dict:
                                                                           f"heads of the same layers (seed {CONTROL_SEED})."}
 
 
+def predictions_outputs(tokens: list[str], position: int, predictions: dict) -> dict:
+    """position-words and predictions (prediction_rows) at position."""
+    return {"position-words": f"After {quoted(tokens[position])} (token {position}) the model predicts:",
+            "predictions": prediction_rows(**predictions)}
+
+
+class Predictions:
+    """{ids, tokens, probabilities}: one position's TOP predictions, the most likely first."""
+
+    def check(self, name: str, value) -> dict:
+        if not isinstance(value, dict) or set(value) != {"ids", "tokens", "probabilities"} or not (
+                len(value["ids"]) == len(value["tokens"]) == len(value["probabilities"]) == TOP):
+            raise Invalid(f"{name} must hold ids, tokens and probabilities, {TOP} of each, got {shown(value)}.")
+        return value
+
+
+@arguments(tokens=ListOf(Text(MAX_TOKEN_CHARS, blank=True), MAX_TOKENS), predictions=ListOf(Predictions(), MAX_TOKENS))
+def predictions_views(tokens, predictions) -> list[dict]:
+    """For a page's text, read without the model: each position's view of its predictions ({data: {position},
+    outputs: {position-words, predictions}}), predictions[i] those after token i."""
+    if len(predictions) != len(tokens):
+        raise Invalid(f"predictions must hold one entry a token ({len(tokens)}), got {len(predictions)}.")
+    return [{"data": {"position": str(p)}, "outputs": predictions_outputs(tokens, p, given)}
+            for p, given in enumerate(predictions)]
+
+
 class LabAt:
     """What the lab shows at one position (position_view's at): {position, predictions {ids, tokens,
     probabilities} (TOP each), target {id, text}, attribution {embed, heads [30][9], mlps [30], logit}, lens
@@ -325,8 +351,7 @@ def position_view(tokens, at: dict) -> dict:
     if p >= len(tokens):
         raise Invalid(f"at's position must be below the {len(tokens)} tokens, got {p}.")
     following = "the token that follows in the text" if p + 1 < len(tokens) else "the model's top prediction"
-    outputs = {"position-words": f"After {quoted(tokens[p])} (token {p}) the model predicts:",
-               "predictions": prediction_rows(**at["predictions"]),
+    outputs = {**predictions_outputs(tokens, p, at["predictions"]),
                "attribution": attribution_words(at["target"]["text"], p, at["attribution"]),
                "attribution-target": f"{quoted(at['target']['text'])}, {following}",
                **attribution_slots(at["attribution"])}
@@ -370,7 +395,8 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
     """The atlas for a text's tokens (as read, at most MAX_TOKENS) and every head's scores {kind: [30, 9]};
     n_given is how many tokens the whole text had (more than len(tokens) when it was cut). With losses (one a
     token, None at 0) and at (position_view's: a position's predictions, attribution and lens), also what the
-    model predicts: each token's data-loss, mean-loss, and the position's slots; no head knocked out."""
+    model predicts: each token's data-loss, mean-loss, and the position's slots; no head knocked out; the
+    one-click sets (head_sets: data-set-KIND, data-set-KIND-control, and sets in words)."""
     if not tokens or n_given < len(tokens):
         raise Invalid(f"n_given must be at least the {len(tokens)} tokens shown, and tokens not empty.")
     outputs = {"tokens": token_rows(tokens), "best": best_heads(scores),
@@ -380,9 +406,11 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
             outputs[f"head-{layer}-{head}"] = head_slot(layer, head, scores)
     data = {"n-tokens": str(len(tokens)), "cut": str(n_given > len(tokens)).lower()}
     if losses is not None:
+        sets = head_sets(scores)
         outputs |= {"tokens": loss_rows(tokens, losses), "mean-loss": mean_loss_slot(losses),
-                    "mean-loss-knocked": {"text": "", "value": "", "hidden": True}, "knocked": ""}
-        data["knocked"] = "false"
+                    "mean-loss-knocked": {"text": "", "value": "", "hidden": True}, "knocked": "",
+                    "sets": sets["words"]}
+        data |= {"knocked": "false", **sets["data"]}
         for name, slot in position_view.fn(tokens, at)["outputs"].items() if at is not None else ():
             if name.startswith("head-"):
                 head = outputs[name]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
+from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
 from mha_core.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
@@ -52,9 +52,11 @@ def shown(page) -> dict:
     for h in heads:
         for kind in KINDS:
             scores[kind][int(h["layer"]), int(h["head"])] = float(h[f"score-{KIND_NAMES[kind]}"])
-    tokens = [html.unescape(t) for t in re.findall(r'<li data-token-index="\d+">([^<]*)</li>', page)]
+    rows = re.findall(r'<li ([^>]*data-token-index="\d+"[^>]*)>([^<]*)</li>', page)
+    tokens = [html.unescape(t) for _, t in rows]
+    losses = [float(dict(ATTR.findall(attrs)).get("loss", "nan")) for attrs, _ in rows]
     text = html.unescape(re.search(r'<textarea [^>]*name="text"[^>]*>([^<]*)</textarea>', page).group(1))
-    return {"scores": scores, "tokens": tokens, "text": text}
+    return {"scores": scores, "tokens": tokens, "text": text, "losses": np.array(losses)}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +75,28 @@ def test_the_page_s_tokens_are_mha_core_s(shown, ours, gguf):
     """mha_core's tokenizer and heads are transformers' on the page's texts (tests/core/llama)."""
     tokenizer = tokenizer_from_gguf(gguf)
     assert shown["tokens"] == [tokenizer.decode([i]) for i in ours["ids"]]  # nothing added, each as read
+
+
+def test_the_page_s_losses_predictions_and_attribution_are_mha_core_s(page, shown, ours, gguf):
+    """Each token's data-loss, mean-loss's data-value, the picked position's predictions and every head's
+    data-logit-attribution are mha_core.llama.lab's on the text the page shows."""
+    record = lab.run(gguf, ours["ids"])
+    expected = lab.predictions(gguf, record)
+    np.testing.assert_allclose(shown["losses"], expected["losses"], rtol=0, atol=1e-4)  # NaN at 0 on both
+    mean = float(re.search(r'data-output="mean-loss" data-value="([^"]+)"', page).group(1))
+    assert mean == pytest.approx(np.mean(shown["losses"][1:]), abs=1e-4)
+    position = int(re.search(r'data-mha-widget="real-model"[^>]* data-position="(\d+)"', page).group(1))
+    predictions = [dict(ATTR.findall(a)) for a in re.findall(r'<li data-output="prediction" ([^>]*)>', page)]
+    assert [int(p["rank"]) for p in predictions] == [1, 2, 3, 4, 5]
+    assert [int(p["token-id"]) for p in predictions] == expected["top_ids"][position].tolist()
+    np.testing.assert_allclose([float(p["probability"]) for p in predictions], expected["top_probabilities"][position],
+                               atol=1e-4)
+    heads = [dict(ATTR.findall(attrs)) for attrs in HEAD.findall(page)]
+    shown_heads = np.zeros((30, 9))
+    for h in heads:
+        shown_heads[int(h["layer"]), int(h["head"])] = float(h["logit-attribution"])
+    attribution = lab.logit_attribution(gguf, record, position, ours["ids"][position + 1])
+    np.testing.assert_allclose(shown_heads, attribution["heads"], rtol=0, atol=1e-4)
 
 
 def test_the_patterns_asset_holds_each_head_s_weights(plain_site, ours):
@@ -129,3 +153,38 @@ def test_each_claim_the_page_makes_in_words_holds():
     text = widget.texts()["repeated"]
     words = text.split()
     assert len(words) == 2 * widget.N_RANDOM and words[:widget.N_RANDOM] == words[widget.N_RANDOM:]
+
+
+def test_what_the_page_states_about_predictions_and_knock_outs_is_computed(gguf):
+    """The lesson's facts on the repeated words and the prose are mha_core.llama.lab's, recomputed here from the
+    texts: the loss per token in each copy, the induction set and its control knocked out, the first token hidden;
+    and they say what the page says of them (in-context learning; the induction heads matter, a control far less;
+    hiding the first token raises the loss)."""
+    facts, widget = load("facts"), load("widget")
+    stated = facts.facts()
+    tokenizer = tokenizer_from_gguf(gguf)
+    n = widget.N_RANDOM
+    ids = tokenizer.encode(widget.texts()["repeated"])
+    clean = lab.run(gguf, ids)
+
+    def second_copy(record):
+        return float(np.mean(lab.predictions(gguf, record)["losses"][n + 1:]))
+
+    induction = lab.parse_heads(stated["rm_induction_set"].replace(" and ", ", ").replace(", ", " "))
+    control = lab.parse_heads(stated["rm_control_set"].replace(" and ", ", ").replace(", ", " "))
+    assert sorted(l for l, _ in control) == sorted(l for l, _ in induction) and not set(control) & set(induction)
+    first = float(np.mean(lab.predictions(gguf, clean)["losses"][1:n]))
+    numbers = {"rm_first_copy_loss": first, "rm_second_copy_loss": second_copy(clean),
+               "rm_induction_knocked_loss": second_copy(lab.run(gguf, ids, knocked=induction, clean=clean)),
+               "rm_control_knocked_loss": second_copy(lab.run(gguf, ids, knocked=control, clean=clean))}
+    prose_ids = tokenizer.encode(widget.TEXTS["prose"])
+    prose = lab.run(gguf, prose_ids)
+    numbers["rm_prose_loss"] = lab.predictions(gguf, prose)["mean_loss"]
+    numbers["rm_prose_hidden_loss"] = lab.predictions(gguf, lab.run(gguf, prose_ids, hide_first=True, clean=prose))["mean_loss"]
+    for name, value in numbers.items():
+        assert float(stated[name]) == pytest.approx(value, abs=0.006), name
+    assert numbers["rm_first_copy_loss"] > 2 * numbers["rm_second_copy_loss"] + 5
+    knocked, controlled = (numbers[k] - numbers["rm_second_copy_loss"] for k in ("rm_induction_knocked_loss",
+                                                                                   "rm_control_knocked_loss"))
+    assert knocked > 3 and knocked > 3 * controlled
+    assert numbers["rm_prose_hidden_loss"] > numbers["rm_prose_loss"]

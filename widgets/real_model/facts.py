@@ -51,6 +51,39 @@ def depth_facts(kind: str, key: str, scores: np.ndarray) -> dict[str, str]:
             f"rm_{key}_first_layer": str(low), f"rm_{key}_last_layer": str(high)}
 
 
+def mean(values) -> float:
+    return float(np.mean([v for v in values if v is not None]))
+
+
+def heads_named(heads) -> str:
+    """[[17, 3], [18, 6]] -> 'L17 H3 and L18 H6'."""
+    names = [f"L{l} H{h}" for l, h in heads]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def lab_facts(w) -> dict[str, str]:
+    """What the model predicts on the page's texts and what knock-outs do (widget.compute's): the repeated words'
+    loss per token in the first copy (tokens 1..N−1: token 0 has none) and the second (N+1..2N−1: token N, the
+    first word again, follows the last word, which nothing in the text predicts), with the induction set and its
+    control knocked out; the prose's mean loss, and with the first token hidden."""
+    repeated, prose = w.heads()["repeated"], w.heads()["prose"]
+    n = w.N_RANDOM
+    first, second = slice(1, n), slice(n + 1, 2 * n)
+    knocked = repeated["knocked"]
+    return {
+        "rm_first_copy_loss": f2(mean(repeated["losses"][first])),
+        "rm_second_copy_loss": f2(mean(repeated["losses"][second])),
+        "rm_set_min": f"{w.SET_MIN:g}", "rm_control_seed": str(w.CONTROL_SEED),
+        "rm_induction_set": heads_named(knocked["induction"]["heads"]),
+        "rm_induction_set_count": str(len(knocked["induction"]["heads"])),
+        "rm_induction_knocked_loss": f2(mean(knocked["induction"]["losses"][second])),
+        "rm_control_set": heads_named(knocked["control"]["heads"]),
+        "rm_control_knocked_loss": f2(mean(knocked["control"]["losses"][second])),
+        "rm_prose_loss": f2(mean(prose["losses"][1:])),
+        "rm_prose_hidden_loss": f2(mean(prose["knocked"]["hide_first"]["losses"][1:])),
+    }
+
+
 def facts() -> dict[str, str]:
     w = widget()
     repeated, prose = w.scores_of("repeated"), w.scores_of("prose")
@@ -79,6 +112,7 @@ def facts() -> dict[str, str]:
         "rm_prose_induction_best_score": f2(best(prose["induction"])[1]),
         "rm_prose_induction_count": str(int((prose["induction"] >= ROLE_MIN).sum())),
     }
+    out |= lab_facts(w)
     out |= depth_facts("previous_token", "prev", repeated["previous_token"])
     out |= depth_facts("induction", "ind", repeated["induction"])
     out |= depth_facts("duplicate_token", "dup", repeated["duplicate_token"])
