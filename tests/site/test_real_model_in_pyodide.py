@@ -65,3 +65,61 @@ def test_the_model_in_pyodide_gives_what_cpython_gives(tmp_path):
     assert found["no_blas"] and found["numpy"] == "2.0.2"
     assert found["ids"] == ids and found["dtypes"] == ["float32", "float32"]
     assert found["patterns"] < 1e-4 and found["logits"] < 2e-3  # float32 sums in another order: test_model.py
+
+
+LAB = """
+import json, sys, time
+import numpy as np
+sys.path.insert(0, "/src")
+import mha_core.llama as llama
+
+with open("/model/MODEL", "rb") as f:
+    model = llama.read_gguf(f.read())
+ids = IDS
+seconds = {}
+start = time.perf_counter()
+clean = llama.run(model, ids)
+seconds["forward"] = time.perf_counter() - start
+start = time.perf_counter()
+predicted = llama.predictions(model, clean, lens_at=POSITION)
+seconds["predictions and a lens"] = time.perf_counter() - start
+start = time.perf_counter()
+knocked = llama.predictions(model, llama.run(model, ids, knocked=KNOCKED, clean=clean))
+seconds["knock-out"] = time.perf_counter() - start
+start = time.perf_counter()
+attribution = llama.logit_attribution(model, clean, POSITION - 3, ids[POSITION - 2])
+seconds["attribution"] = time.perf_counter() - start
+start = time.perf_counter()
+lens = llama.logit_lens(model, clean, POSITION - 3)
+seconds["lens"] = time.perf_counter() - start
+json.dumps({"losses": predicted["losses"][1:].tolist(), "top_ids": predicted["top_ids"].tolist(),
+            "lens_at": predicted["lens"]["top_ids"].tolist(), "knocked": knocked["losses"][1:].tolist(),
+            "heads": attribution["heads"].tolist(), "lens": lens["top_ids"].tolist(), "seconds": seconds})
+"""
+
+
+def test_the_laboratory_in_pyodide_gives_what_cpython_gives(tmp_path):
+    """Losses, predictions, a knock-out restarted from the clean run, attribution and the lens, in the browser's
+    Python as in CPython (float32 sums in another order: a loss within 1e-3, a head's share within 1e-3)."""
+    model_path = assets.fetch_model()
+    model = llama.read_gguf(model_path)
+    ids = llama.tokenizer_from_gguf(model).encode(TEXT + TEXT)
+    knocked, position = [[17, 3], [18, 6]], len(ids) - 2
+    clean = llama.run(model, ids)
+    predicted = llama.predictions(model, clean, lens_at=position)
+    script = tmp_path / "run.mjs"
+    script.write_text(RUN, encoding="utf-8")
+    mounts = {ROOT: "/src", model_path.resolve().parent: "/model"}
+    check = (LAB.replace("MODEL", model_path.name).replace("IDS", json.dumps(ids))
+             .replace("KNOCKED", json.dumps(knocked)).replace("POSITION", str(position)))
+    out = node(script, str(assets.fetch_pyodide()), *(f"{Path(d).resolve()}={at}" for d, at in mounts.items()),
+               stdin=check, doing="running mha_core.llama.lab in Pyodide")
+    found = json.loads(out.strip().splitlines()[-1])
+    print("Pyodide, Node, this host:", len(ids), "tokens,", {k: round(v, 2) for k, v in found["seconds"].items()})
+    np.testing.assert_allclose(found["losses"], predicted["losses"][1:], atol=1e-3)
+    assert found["top_ids"] == predicted["top_ids"].tolist() and found["lens_at"] == predicted["lens"]["top_ids"].tolist()
+    expected = llama.predictions(model, llama.run(model, ids, knocked=knocked, clean=clean))["losses"][1:]
+    np.testing.assert_allclose(found["knocked"], expected, atol=1e-3)
+    heads = llama.logit_attribution(model, clean, position - 3, ids[position - 2])["heads"]
+    np.testing.assert_allclose(found["heads"], heads, atol=1e-3)
+    assert found["lens"] == llama.logit_lens(model, clean, position - 3)["top_ids"].tolist()
