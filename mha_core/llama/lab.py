@@ -17,6 +17,9 @@ A run is recorded layer by layer, so that everything after it reads the record a
     logit_attribution(gguf, record, position, token)       the logit split into embedding, heads and MLPs
     logit_lens(gguf, record, position)                     each layer's residual stream's top token
     parse_heads("L17H3 l18 h6")                            the reader's text of heads -> [(17, 3), (18, 6)]
+    knockout_effects(gguf, tokens, clean, weights, heads)  each head's own knock-out effect on the mean loss
+    removable_heads(gguf, tokens, order, clean, weights, 0.1, 15)
+                                                           how many heads go, in order, before the loss rises 0.1
 
 Knock-out: a head is zero-ablated, its z set to 0 at every position (its share of W_O's input), as a forward
 pre-hook on transformers' o_proj zeroing the head's 64 columns does. Hide the first token: every query i ≥ 1 may
@@ -32,7 +35,7 @@ import re
 
 import numpy as np
 
-from ..fields import Array, Between, Declared, Flag, Invalid, ListOf, Maybe, Pair, Text, Whole, arguments
+from ..fields import Array, Between, Declared, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, Whole, arguments, shown
 from ..rng import Random
 from .gguf import tensor, tensor_rows
 from .model import (LAYER_FILES, GGUFFile, Model, TokenIds, _tokens_fit, block_parts, embed, layer_weights,
@@ -73,12 +76,12 @@ def _position_fits(args: dict) -> None:
         raise Invalid(f"token must be an id below {llama_config(args['gguf']).d_vocab}, got {args['token']}.")
 
 
-def _heads_fit(args: dict) -> None:
-    """knocked heads within the model; clean (to restart from) a whole run of the same tokens."""
+def _heads_fit(args: dict, name: str = "knocked") -> None:
+    """The heads of name within the model; clean (to restart from) a whole run of the same tokens."""
     config = llama_config(args["gguf"])
-    for layer, head in args.get("knocked") or ():
+    for layer, head in args.get(name) or ():
         if layer >= config.n_layers or head >= config.n_heads:
-            raise Invalid(f"knocked holds L{layer}H{head}, not a head of this model (layers 0 to "
+            raise Invalid(f"{name} holds L{layer}H{head}, not a head of this model (layers 0 to "
                           f"{config.n_layers - 1}, heads 0 to {config.n_heads - 1}).")
     clean = args.get("clean")
     if clean is not None:
@@ -118,15 +121,26 @@ def _start(clean, tokens, first: int, gguf) -> dict:
             "resid": list(clean["resid"][:first + 1])}
 
 
+class Weights:
+    """Every layer's weights, unpacked (layer_weights' dict for each layer in order)."""
+
+    def check(self, name: str, value) -> list:
+        if not isinstance(value, (list, tuple)) or not all(isinstance(w, dict) and "W_O" in w for w in value):
+            raise Invalid(f"{name} must be a list of layer_weights' dicts, one per layer, got {shown(value)}.")
+        return list(value)
+
+
 @arguments(_tokens_fit, _heads_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES, knocked=HEADS,
-           hide_first=Flag(), clean=Maybe(Record()))
-def recorded_run(gguf, tokens, layers=None, knocked=(), hide_first=False, clean=None):
+           hide_first=Flag(), clean=Maybe(Record()), weights=Maybe(Weights()))
+def recorded_run(gguf, tokens, layers=None, knocked=(), hide_first=False, clean=None, weights=None):
     """Yield the record (one dict, growing) after each layer that runs.
 
     knocked: the (layer, head) pairs zero-ablated; hide_first: no query i ≥ 1 attends to key 0. clean: a whole
     record of the same tokens without either, from which the run restarts at first_changed_layer (its layers
     before are the same); without it every layer runs. layers: one GGUFFile per layer that runs, in order
-    (split_model's layer files: a caller reads each as its turn comes); by default gguf itself.
+    (split_model's layer files: a caller reads each as its turn comes); by default gguf itself. weights: every
+    layer's weights already unpacked (unpacked_layers'), which a caller running many knock-outs keeps; then
+    layers is not read.
     """
     config = llama_config(gguf)
     first = first_changed_layer(knocked, hide_first, config.n_layers) if clean is not None else 0
@@ -136,10 +150,10 @@ def recorded_run(gguf, tokens, layers=None, knocked=(), hide_first=False, clean=
     sources = iter([gguf] * (config.n_layers - first) if layers is None else layers)
     attend = hide_first_mask(len(tokens)) if hide_first else None  # [n, n]
     for layer in range(first, config.n_layers):
-        source = next(sources, None)
-        if not isinstance(source, GGUFFile):
+        source = next(sources, None) if weights is None else None
+        if weights is None and not isinstance(source, GGUFFile):
             raise ValueError(f"layers must hold a GGUFFile for each of layers {first} to {config.n_layers - 1}")
-        w = layer_weights(source, layer)
+        w = layer_weights(source, layer) if weights is None else weights[layer]
         parts = block_parts(record["resid"][-1], w, config, cos, sin, mask[layer] if mask[layer].any() else None,
                             attend)
         record["resid"].append(parts["resid_post"])
@@ -150,10 +164,10 @@ def recorded_run(gguf, tokens, layers=None, knocked=(), hide_first=False, clean=
         yield record
 
 
-def run(gguf, tokens, layers=None, knocked=(), hide_first=False, clean=None) -> dict:
+def run(gguf, tokens, layers=None, knocked=(), hide_first=False, clean=None, weights=None) -> dict:
     """recorded_run's record once every layer has run (clean itself when nothing is knocked out)."""
     record = clean
-    for record in recorded_run.fn(gguf, tokens, layers, knocked, hide_first, clean):
+    for record in recorded_run.fn(gguf, tokens, layers, knocked, hide_first, clean, weights):
         pass
     return record
 
@@ -248,6 +262,55 @@ def logit_lens(gguf, record, position: int) -> dict:
     [n_layers + 1]}; the last is the model's own prediction. One pass over the unembedding for all the rows."""
     logits = unembed(gguf, _lens_rows(record, position))  # [n_layers + 1, V]
     return _lens(logits, log_normalizer(logits))
+
+
+# ---------------------------------------------------------------- many heads are redundant
+
+@arguments(gguf=Model())
+def unpacked_layers(gguf) -> list[dict]:
+    """Every layer's weights, unpacked once (layer_weights' for each layer; 425 MB of float32): for many runs."""
+    return [layer_weights(gguf, layer) for layer in range(llama_config(gguf).n_layers)]
+
+
+def _mean_losses(gguf, tokens, clean, weights, knock_outs) -> list[float]:
+    """The mean loss on tokens with each set of knock_outs knocked out (from clean, weights kept)."""
+    return [predictions.fn(gguf, run.fn(gguf, tokens, knocked=heads, clean=clean, weights=weights))["mean_loss"]
+            for heads in knock_outs]
+
+
+def _order_fits(args: dict) -> None:
+    _heads_fit(args, "heads" if "heads" in args else "order")
+
+
+@arguments(_tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), clean=Record(), weights=Weights(), heads=HEADS)
+def knockout_effects(gguf, tokens, clean, weights, heads) -> np.ndarray:
+    """[len(heads)]: each head's own knock-out effect, the mean loss on tokens with that head alone knocked out
+    minus the clean run's (a run each, from the head's layer on: all 270 heads of 40 tokens take about a minute
+    in CPython)."""
+    losses = _mean_losses(gguf, tokens, clean, weights, [[head] for head in heads])
+    return np.array(losses) - predictions.fn(gguf, clean)["mean_loss"]
+
+
+@arguments(_tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(),
+           weights=Weights(), rise=Number(0, 100), step=Whole(1, MAX_LAYERS * MAX_HEADS))
+def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int) -> dict:
+    """How many heads of order can go (knocked out together, in order) before the mean loss on tokens rises by
+    rise nats: {removable, curve {count: mean loss}}. The loss is looked at every step heads; between the last
+    count below and the first at or above, bisection finds the first count that crosses (a loss that crosses,
+    comes back and crosses again within one step would hide its first crossing)."""
+    curve = {0: predictions.fn(gguf, clean)["mean_loss"]}
+    below, above = 0, None
+    for k in [*range(step, len(order), step), len(order)]:
+        curve[k] = _mean_losses(gguf, tokens, clean, weights, [order[:k]])[0]
+        if curve[k] - curve[0] >= rise:
+            above = k
+            break
+        below = k
+    while above is not None and above - below > 1:
+        middle = (below + above) // 2
+        curve[middle] = _mean_losses(gguf, tokens, clean, weights, [order[:middle]])[0]
+        below, above = (middle, above) if curve[middle] - curve[0] < rise else (below, middle)
+    return {"removable": below, "curve": dict(sorted(curve.items()))}
 
 
 # ---------------------------------------------------------------- heads as a reader writes them

@@ -250,4 +250,30 @@ def test_the_model_s_public_functions_carry_their_declarations():
 
 
 LAB = ("recorded_run", "run", "predictions", "logit_attribution", "logit_lens", "parse_heads", "control_heads",
-       "strongest_heads")
+       "strongest_heads", "unpacked_layers", "knockout_effects", "removable_heads")
+
+
+def test_heads_removed_in_order_until_the_loss_rises(gguf, tokenizer):
+    """Each head's own knock-out effect is its own run's; removable_heads' count is the last before the loss
+    rises by the given nats (each count it reports, and the next, checked by a run of their own)."""
+    from mha_core.llama.lab import knockout_effects, removable_heads, unpacked_layers
+
+    ids = tokenizer.encode("Heads that matter little can go; heads that matter cannot.")
+    weights = unpacked_layers(gguf)
+    clean = run(gguf, ids, weights=weights)
+    assert all(np.array_equal(a, b) for a, b in zip(clean["resid"], run(gguf, ids)["resid"]))
+    base = predictions(gguf, clean)["mean_loss"]
+    heads = [(0, 1), (16, 0), (29, 8)]
+    effects = knockout_effects(gguf, ids, clean, weights, heads)
+    for head, effect in zip(heads, effects):
+        assert effect == pytest.approx(predictions(gguf, run(gguf, ids, knocked=[head]))["mean_loss"] - base, abs=1e-5)
+    order = [(layer, head) for layer in (0, 1) for head in range(9)]  # the first two layers: they matter
+    found = removable_heads(gguf, ids, order, clean, weights, 0.1, 4)
+    k = found["removable"]
+    assert k < len(order) and found["curve"][0] == base
+    for count in (k, k + 1):
+        loss = predictions(gguf, run(gguf, ids, knocked=order[:count]))["mean_loss"]
+        assert loss == pytest.approx(found["curve"][count], abs=1e-5)
+        assert (loss - base < 0.1) == (count == k)
+    with pytest.raises(ValueError, match="heads holds L30H0, not a head of this model"):
+        knockout_effects(gguf, ids, clean, weights, [(30, 0)])
