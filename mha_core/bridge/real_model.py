@@ -273,6 +273,7 @@ def _knocked_view(state: dict, record: dict) -> dict:
     knocked = knock["predictions"]
     view["outputs"]["predictions-knocked"] = prediction_rows(**top_at(
         model["tokenizer"], knocked["top_ids"][knock["position"]], knocked["top_probabilities"][knock["position"]]))
+    view["outputs"]["predictions-knocked"]["hidden"] = False
     return view
 
 

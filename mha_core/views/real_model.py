@@ -221,11 +221,11 @@ def mean_loss_knocked_slot(losses, knocked, heads: list, hide_first: bool) -> di
     """The mean-loss-knocked slot: the knocked run's mean loss (data-value) against the clean run's, in words."""
     clean, mean = mean_loss(losses), mean_loss(knocked)
     if math.isnan(mean):
-        return {"text": "One token: nothing to predict, no loss.", "value": ""}
+        return {"text": "One token: nothing to predict, no loss.", "value": "", "hidden": False}
     change = mean - clean
     sign = "+" if change >= 0.005 else ""
     return {"text": f"{knocked_words(heads, hide_first)}: mean loss {nats(mean)} nats per token ({sign}"
-                    f"{decimal(change)} against {nats(clean)}).", "value": f"{mean:.4f}"}
+                    f"{decimal(change)} against {nats(clean)}).", "value": f"{mean:.4f}", "hidden": False}
 
 
 def prediction_rows(ids, tokens: list[str], probabilities) -> dict:
@@ -409,6 +409,7 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
         sets = head_sets(scores)
         outputs |= {"tokens": loss_rows(tokens, losses), "mean-loss": mean_loss_slot(losses),
                     "mean-loss-knocked": {"text": "", "value": "", "hidden": True}, "knocked": "",
+                    "predictions-knocked": {"rows": [], "hidden": True},
                     "sets": sets["words"]}
         data |= {"knocked": "false", **sets["data"]}
         for name, slot in position_view.fn(tokens, at)["outputs"].items() if at is not None else ():
