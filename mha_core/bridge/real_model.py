@@ -119,7 +119,7 @@ def real_model_advance(run: int) -> dict:
     if done < N_LAYERS:
         return {"layers_done": done, "view": None, "progress": progress_text(done, len(state["ids"]))}
     embedding, tokenizer = _model()["embedding"], _model()["tokenizer"]
-    state["predictions"] = predictions(embedding, state["record"], lens_at=default_position(len(state["ids"])))
+    state["predictions"] = predictions(embedding, state["record"])
     state["tokens"] = token_texts(tokenizer, state["ids"])
     return {"layers_done": done, "view": clean_view(embedding, tokenizer, state), "progress": ""}
 
@@ -127,7 +127,8 @@ def real_model_advance(run: int) -> dict:
 def clean_view(gguf, tokenizer, state: dict) -> dict:
     """The view of a whole clean run (state: ids, n_given, record, predictions, tokens)."""
     scores = head_scores(np.stack(state["record"]["patterns"]), state["ids"])  # {kind: [n_layers, h]}
-    at = lab_at(gguf, tokenizer, state, default_position(len(state["ids"])), state["predictions"]["lens"])
+    position = default_position(len(state["ids"]))
+    at = lab_at(gguf, tokenizer, state, position, logit_lens(gguf, state["record"], position))
     return real_model_view(state["tokens"], scores, state["n_given"], losses=losses_of(state["predictions"]), at=at)
 
 

@@ -11,7 +11,7 @@ A run is recorded layer by layer, so that everything after it reads the record a
               "patterns": each layer's [h, n, n]}
 
     for record in recorded_run(gguf, tokens): ...         one layer a step (a caller reports progress between them)
-    predictions(gguf, record, lens_at=None)                loss on every token, top-5, mean loss (and a lens)
+    predictions(gguf, record)                              loss on every token, top-5, mean loss
     recorded_run(gguf, tokens, knocked=[(17, 3)], hide_first=False, clean=record)
                                                            a knock-out, from the first knocked layer of clean on
     logit_attribution(gguf, record, position, token)       the logit split into embedding, heads and MLPs
@@ -69,9 +69,8 @@ def _complete(args: dict) -> None:
 
 def _position_fits(args: dict) -> None:
     n = len(args["record"]["tokens"])
-    for name in ("position", "lens_at"):
-        if args.get(name) is not None and args[name] >= n:
-            raise Invalid(f"{name} must be at most {n - 1} (the text has {n} tokens), got {args[name]}.")
+    if "position" in args and args["position"] >= n:
+        raise Invalid(f"position must be at most {n - 1} (the text has {n} tokens), got {args['position']}.")
     if args.get("token") is not None and args["token"] >= llama_config(args["gguf"]).d_vocab:
         raise Invalid(f"token must be an id below {llama_config(args['gguf']).d_vocab}, got {args['token']}.")
 
@@ -199,23 +198,18 @@ def token_losses(logits: np.ndarray, normalizer: np.ndarray, tokens: np.ndarray)
     return losses
 
 
-@arguments(_complete, _position_fits, gguf=Model(), record=Record(), lens_at=Maybe(Whole(0, 2**31)))
-def predictions(gguf, record, lens_at=None) -> dict:
+@arguments(_complete, gguf=Model(), record=Record())
+def predictions(gguf, record) -> dict:
     """What the model predicts after each token of a whole record: {losses [n] (NaN at 0), mean_loss (over
     tokens 1..n−1; NaN for one token), top_ids [n, TOP], top_probabilities [n, TOP]}; the logits [n, V] come
-    from one pass over the unembedding, UNEMBED_ROWS rows at a time. lens_at: a position whose logit lens
-    (logit_lens's) rides along in the same pass, as "lens"."""
+    from one pass over the unembedding, UNEMBED_ROWS rows at a time."""
     n = len(record["tokens"])
-    rows = record["resid"][-1] if lens_at is None else np.concatenate([record["resid"][-1], _lens_rows(record, lens_at)])
-    logits = unembed(gguf, rows)  # [n (+ n_layers + 1), d_model] -> [n (+ n_layers + 1), V]
-    normalizer = log_normalizer(logits)  # [n (+ n_layers + 1)]
-    losses = token_losses(logits[:n], normalizer[:n], record["tokens"])
-    ids, probabilities = top_k(logits[:n], normalizer[:n], TOP)
-    out = {"losses": losses, "mean_loss": float(np.mean(losses[1:])) if n > 1 else float("nan"),
-           "top_ids": ids, "top_probabilities": probabilities}
-    if lens_at is not None:
-        out["lens"] = _lens(logits[n:], normalizer[n:])
-    return out
+    logits = unembed(gguf, record["resid"][-1])  # [n, d_model] -> [n, V]
+    normalizer = log_normalizer(logits)  # [n]
+    losses = token_losses(logits, normalizer, record["tokens"])
+    ids, probabilities = top_k(logits, normalizer, TOP)
+    return {"losses": losses, "mean_loss": float(np.mean(losses[1:])) if n > 1 else float("nan"),
+            "top_ids": ids, "top_probabilities": probabilities}
 
 
 # ---------------------------------------------------------------- which parts wrote a logit
@@ -246,22 +240,15 @@ def logit_attribution(gguf, record, position: int, token: int) -> dict:
             "logit": float(record["resid"][-1][position] @ direction)}
 
 
-def _lens_rows(record, position: int) -> np.ndarray:
-    return np.stack([resid[position] for resid in record["resid"]])  # [n_layers + 1, d_model]
-
-
-def _lens(logits: np.ndarray, normalizer: np.ndarray) -> dict:
-    ids, probabilities = top_k(logits, normalizer, 1)  # [n_layers + 1, 1] each
-    return {"top_ids": ids[:, 0], "top_probabilities": probabilities[:, 0]}
-
-
 @arguments(_complete, _position_fits, gguf=Model(), record=Record(), position=Whole(0, 2**31))
 def logit_lens(gguf, record, position: int) -> dict:
     """Each residual stream at position (the embedding, then after each layer: [n_layers + 1, d_model]) through
     the final norm and the unembedding, as if the model ended there: {top_ids [n_layers + 1], top_probabilities
     [n_layers + 1]}; the last is the model's own prediction. One pass over the unembedding for all the rows."""
-    logits = unembed(gguf, _lens_rows(record, position))  # [n_layers + 1, V]
-    return _lens(logits, log_normalizer(logits))
+    rows = np.stack([resid[position] for resid in record["resid"]])  # [n_layers + 1, d_model]
+    logits = unembed(gguf, rows)  # [n_layers + 1, V]
+    ids, probabilities = top_k(logits, log_normalizer(logits), 1)  # [n_layers + 1, 1] each
+    return {"top_ids": ids[:, 0], "top_probabilities": probabilities[:, 0]}
 
 
 # ---------------------------------------------------------------- many heads are redundant

@@ -81,8 +81,8 @@ start = time.perf_counter()
 clean = llama.run(model, ids)
 seconds["forward"] = time.perf_counter() - start
 start = time.perf_counter()
-predicted = llama.predictions(model, clean, lens_at=POSITION)
-seconds["predictions and a lens"] = time.perf_counter() - start
+predicted = llama.predictions(model, clean)
+seconds["predictions"] = time.perf_counter() - start
 start = time.perf_counter()
 knocked = llama.predictions(model, llama.run(model, ids, knocked=KNOCKED, clean=clean))
 seconds["knock-out"] = time.perf_counter() - start
@@ -93,7 +93,7 @@ start = time.perf_counter()
 lens = llama.logit_lens(model, clean, POSITION - 3)
 seconds["lens"] = time.perf_counter() - start
 json.dumps({"losses": predicted["losses"][1:].tolist(), "top_ids": predicted["top_ids"].tolist(),
-            "lens_at": predicted["lens"]["top_ids"].tolist(), "knocked": knocked["losses"][1:].tolist(),
+            "knocked": knocked["losses"][1:].tolist(),
             "heads": attribution["heads"].tolist(), "lens": lens["top_ids"].tolist(), "seconds": seconds})
 """
 
@@ -106,7 +106,7 @@ def test_the_laboratory_in_pyodide_gives_what_cpython_gives(tmp_path):
     ids = llama.tokenizer_from_gguf(model).encode(TEXT + TEXT)
     knocked, position = [[17, 3], [18, 6]], len(ids) - 2
     clean = llama.run(model, ids)
-    predicted = llama.predictions(model, clean, lens_at=position)
+    predicted = llama.predictions(model, clean)
     script = tmp_path / "run.mjs"
     script.write_text(RUN, encoding="utf-8")
     mounts = {ROOT: "/src", model_path.resolve().parent: "/model"}
@@ -117,7 +117,7 @@ def test_the_laboratory_in_pyodide_gives_what_cpython_gives(tmp_path):
     found = json.loads(out.strip().splitlines()[-1])
     print("Pyodide, Node, this host:", len(ids), "tokens,", {k: round(v, 2) for k, v in found["seconds"].items()})
     np.testing.assert_allclose(found["losses"], predicted["losses"][1:], atol=1e-3)
-    assert found["top_ids"] == predicted["top_ids"].tolist() and found["lens_at"] == predicted["lens"]["top_ids"].tolist()
+    assert found["top_ids"] == predicted["top_ids"].tolist()
     expected = llama.predictions(model, llama.run(model, ids, knocked=knocked, clean=clean))["losses"][1:]
     np.testing.assert_allclose(found["knocked"], expected, atol=1e-3)
     heads = llama.logit_attribution(model, clean, position - 3, ids[position - 2])["heads"]

@@ -105,14 +105,14 @@ def compute(text: str) -> dict:
     patterns = np.stack(record["patterns"])  # [n_layers, h, n, n]
     scores = head_scores(patterns, ids)  # {kind: [n_layers, h]}
     position = default_position(len(ids))
-    preds = lab.predictions(model(), record, lens_at=position)
+    preds = lab.predictions(model(), record)
     return {"ids": ids, "tokens": token_texts(tokenizer(), ids),
             "scores": {kind: [[None if np.isnan(v) else float(v) for v in row] for row in scores[kind]]
                        for kind in KINDS},
             "patterns": quantized(patterns).hex(), "losses": losses_of(preds), "top_ids": preds["top_ids"].tolist(),
             "top_probabilities": preds["top_probabilities"].tolist(),
             "at": position_numbers(model(), record, preds, position),
-            "lens": {key: preds["lens"][key].tolist() for key in ("top_ids", "top_probabilities")},
+            "lens": {key: values.tolist() for key, values in lab.logit_lens(model(), record, position).items()},
             "knocked": knock_outs(ids, record, scores)}
 
 
