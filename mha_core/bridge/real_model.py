@@ -51,8 +51,8 @@ from ..llama.lab import (first_changed_layer, logit_attribution, logit_lens, par
 from ..llama.scores import head_scores
 from ..llama.tokenizer import tokenizer_from_gguf
 from ..views.real_model import (KIND_NAMES, MAX_TOKENS, N_HEADS, N_LAYERS, WEIGHT_LEVELS, default_position,
-                                head_sets, knockout_view, lens_rows, position_view, prediction_rows, progress_text, real_model_view,
-                                token_texts)
+                                head_sets, knockout_view, lens_rows, position_view, prediction_rows, progress_text,
+                                real_model_view, token_texts)
 
 MODEL_FOLDER = "/tmp/real-model"  # in the browser's Python: the worker writes the files here
 MAX_TEXT_CHARS = 20_000  # the text is tokenized whole (to say how much was cut), then cut to MAX_TOKENS tokens

@@ -82,6 +82,8 @@ def _heads_fit(args: dict, name: str = "knocked") -> None:
         if layer >= config.n_layers or head >= config.n_heads:
             raise Invalid(f"{name} holds L{layer}H{head}, not a head of this model (layers 0 to "
                           f"{config.n_layers - 1}, heads 0 to {config.n_heads - 1}).")
+    if args.get("weights") is not None and len(args["weights"]) != config.n_layers:
+        raise Invalid(f"weights must hold the model's {config.n_layers} layers, got {len(args['weights'])}.")
     clean = args.get("clean")
     if clean is not None:
         if len(clean["z"]) != config.n_layers:

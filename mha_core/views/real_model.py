@@ -295,8 +295,8 @@ def head_sets(scores: dict) -> dict:
         data |= {f"set-{name}": heads_text(heads), f"set-{name}-control": heads_text(control)}
         words.append(f"{plural(len(heads), name + ' head')} (score at least {SET_MIN:g})"
                      + (f": {', '.join(head_name(l, h) for l, h in heads)}" if heads else ""))
-    return {"data": data, "words": "On this text: " + "; ".join(words) + f". A control knocks out as many random "
-                                                                          f"heads of the same layers (seed {CONTROL_SEED})."}
+    control = f"A control knocks out as many random heads of the same layers (seed {CONTROL_SEED})."
+    return {"data": data, "words": "On this text: " + "; ".join(words) + ". " + control}
 
 
 def predictions_outputs(tokens: list[str], position: int, predictions: dict) -> dict:

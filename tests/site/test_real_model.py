@@ -180,7 +180,8 @@ def test_what_the_page_states_about_predictions_and_knock_outs_is_computed(gguf)
     prose_ids = tokenizer.encode(widget.TEXTS["prose"])
     prose = lab.run(gguf, prose_ids)
     numbers["rm_prose_loss"] = lab.predictions(gguf, prose)["mean_loss"]
-    numbers["rm_prose_hidden_loss"] = lab.predictions(gguf, lab.run(gguf, prose_ids, hide_first=True, clean=prose))["mean_loss"]
+    hidden = lab.run(gguf, prose_ids, hide_first=True, clean=prose)
+    numbers["rm_prose_hidden_loss"] = lab.predictions(gguf, hidden)["mean_loss"]
     for name, value in numbers.items():
         assert float(stated[name]) == pytest.approx(value, abs=0.006), name
     assert numbers["rm_first_copy_loss"] > 2 * numbers["rm_second_copy_loss"] + 5

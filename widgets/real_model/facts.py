@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from mha_core.llama import llama_config
-from mha_core.views.real_model import MAX_TOKENS
+from mha_core.views.real_model import CONTROL_SEED, MAX_TOKENS, SET_MIN
 
 ROLE_MIN = 0.4  # a head "is" a kind on a text when its score reaches this (the training widget's threshold too)
 SINK_MIN = 0.5  # a head rests on the first token when more than half its attention goes there
@@ -73,7 +73,7 @@ def lab_facts(w) -> dict[str, str]:
     return {
         "rm_first_copy_loss": f2(mean(repeated["losses"][first])),
         "rm_second_copy_loss": f2(mean(repeated["losses"][second])),
-        "rm_set_min": f"{w.SET_MIN:g}", "rm_control_seed": str(w.CONTROL_SEED),
+        "rm_set_min": f"{SET_MIN:g}", "rm_control_seed": str(CONTROL_SEED),
         "rm_induction_set": heads_named(knocked["induction"]["heads"]),
         "rm_induction_set_count": str(len(knocked["induction"]["heads"])),
         "rm_induction_knocked_loss": f2(mean(knocked["induction"]["losses"][second])),

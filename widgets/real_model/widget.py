@@ -22,9 +22,9 @@ import numpy as np
 
 from mha_core.bridge.real_model import MODEL_FOLDER, at_words, losses_of, position_numbers, top_at
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
-from mha_core.views.real_model import (CONTROL_SEED, KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS,
-                                      SET_MIN, default_position, head_sets, load_text, messages, pattern_words,
-                                      predictions_views, real_model_view, token_texts)
+from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
+                                      head_sets, load_text, messages, pattern_words, predictions_views, real_model_view,
+                                      token_texts)
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.assets import MODEL_SHA256, model_path, required
 from sitebuild.sources import sources_key

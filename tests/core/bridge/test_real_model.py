@@ -152,7 +152,8 @@ def test_a_knock_out_runs_a_layer_a_call_from_its_first_knocked_layer(gguf, load
     np.testing.assert_allclose(shown, expected["losses"][1:], atol=1e-4)
     assert float(knocked["outputs"]["mean-loss-knocked"]["value"]) == pytest.approx(shown.mean(), abs=1e-4)
     assert [r["data"].get("loss") for r in rows] == [r["data"].get("loss") for r in view["outputs"]["tokens"]["rows"]]
-    out = [(l, h) for l in range(30) for h in range(9) if knocked["outputs"][f"head-{l}-{h}"]["data"]["knocked"] == "true"]
+    out = [(l, h) for l in range(30) for h in range(9)
+           if knocked["outputs"][f"head-{l}-{h}"]["data"]["knocked"] == "true"]
     assert out == [(18, 6), (20, 1)]
     assert [r["data"]["token-id"] for r in knocked["outputs"]["predictions-knocked"]["rows"]] == \
         expected["top_ids"][2].tolist()

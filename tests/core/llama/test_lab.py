@@ -50,7 +50,9 @@ def hooked(model, ids, knocked=(), hide_first=False) -> dict:
             seen[("z", layer)] = z[0]
             return (z,)
         handles.append(block.self_attn.o_proj.register_forward_pre_hook(zero))
-        handles.append(block.mlp.register_forward_hook(lambda m, a, out, layer=layer: seen.__setitem__(("mlp", layer), out[0])))
+        def read(module, args, out, layer=layer):
+            seen[("mlp", layer)] = out[0]
+        handles.append(block.mlp.register_forward_hook(read))
     handles.append(model.model.norm.register_forward_pre_hook(lambda m, a: seen.__setitem__("final", a[0][0])))
     n = len(ids)
     allowed = torch.ones(n, n).tril().bool()

@@ -119,7 +119,8 @@ def test_a_position_s_predictions_and_attribution():
     assert [(r["data"]["rank"], r["data"]["token-id"], float(r["data"]["probability"])) for r in rows] == [
         (rank, i, p) for rank, (i, p) in enumerate(zip(given["predictions"]["ids"],
                                                        given["predictions"]["probabilities"]), 1)]
-    assert [r["text"] for r in rows][:2] == ["“ mat” 50.0%", "“ rug” 20.0%"] and rows[4]["text"] == "“\n” <0.1%"
+    assert [r["text"] for r in rows][:2] == ["“ mat” 50.0%", "“ rug” 20.0%"]
+    assert rows[4]["text"] == "“\n” <0.1%"
     heads = np.array(given["attribution"]["heads"])
     shown = np.array([[float(out["outputs"][f"head-{l}-{h}"]["data"]["logit-attribution"]) for h in range(N_HEADS)]
                       for l in range(N_LAYERS)])
