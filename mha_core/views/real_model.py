@@ -79,7 +79,9 @@ def messages() -> dict:
                        "the ones computed when the page was built."),
             "failed": "The model could not run: {error}",
             "text-failed": "This text could not be shown: {error}",
-            "pattern-failed": "The pattern could not be shown: {error}"}
+            "pattern-failed": "The pattern could not be shown: {error}",
+            "knockout-failed": "These heads could not be knocked out: {error}",
+            "position-failed": "This position could not be shown: {error}"}
 
 
 def progress_text(layer: int, n_tokens: int) -> str:
@@ -395,8 +397,9 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
     """The atlas for a text's tokens (as read, at most MAX_TOKENS) and every head's scores {kind: [30, 9]};
     n_given is how many tokens the whole text had (more than len(tokens) when it was cut). With losses (one a
     token, None at 0) and at (position_view's: a position's predictions, attribution and lens), also what the
-    model predicts: each token's data-loss, mean-loss, and the position's slots; no head knocked out; the
-    one-click sets (head_sets: data-set-KIND, data-set-KIND-control, and sets in words)."""
+    model predicts: each token's data-loss, mean-loss, and the position's slots (data-position, and
+    data-position-max for the position's input); no head knocked out; the one-click sets (head_sets:
+    data-set-KIND, data-set-KIND-control, and sets in words)."""
     if not tokens or n_given < len(tokens):
         raise Invalid(f"n_given must be at least the {len(tokens)} tokens shown, and tokens not empty.")
     outputs = {"tokens": token_rows(tokens), "best": best_heads(scores),
@@ -411,7 +414,7 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
                     "mean-loss-knocked": {"text": "", "value": "", "hidden": True}, "knocked": "",
                     "predictions-knocked": {"rows": [], "hidden": True},
                     "sets": sets["words"]}
-        data |= {"knocked": "false", **sets["data"]}
+        data |= {"knocked": "false", "position-max": str(len(tokens) - 1), **sets["data"]}
         for name, slot in position_view.fn(tokens, at)["outputs"].items() if at is not None else ():
             if name.startswith("head-"):
                 head = outputs[name]

@@ -108,7 +108,8 @@ def test_each_token_carries_its_loss_and_the_mean_loss_is_their_mean():
     slot = view["outputs"]["head-4-2"]  # scores and attribution side by side
     assert float(slot["data"]["score-induction"]) == pytest.approx(SCORES["induction"][4, 2], abs=5e-5)
     assert float(slot["data"]["logit-attribution"]) == pytest.approx(given["attribution"]["heads"][4][2], abs=5e-5)
-    assert view["data"]["position"] == "3" and len(view["outputs"]["predictions"]["rows"]) == 5
+    assert view["data"]["position"] == "3" and view["data"]["position-max"] == "4"
+    assert len(view["outputs"]["predictions"]["rows"]) == 5
 
 
 def test_a_position_s_predictions_and_attribution():
