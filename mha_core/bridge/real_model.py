@@ -10,10 +10,20 @@ layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, 
     real_model_start(text)                -> {run, n_tokens, n_given, n_layers, progress}: tokenized, cut, embedded
     real_model_advance(run)               -> {layers_done, view, progress}: one more layer; view
                                              (mha_core.views.real_model.real_model_view) once all are done, else
-                                             progress: the words of the layer that runs next. The last call also
-                                             unembeds every position: the view then holds each token's data-loss,
-                                             mean-loss, the head sets, and the slots of position
-                                             default_position(n) (as real_model_position gives them)
+                                             null (progress: the words of the layer that runs next). The last
+                                             call also unembeds every position and reads the default position
+                                             (default_position(n) = n − 2, the last whose next token the text
+                                             gives); its view is the CLEAN VIEW below
+    CLEAN VIEW  {data: {n-tokens, cut, knocked: "false", position, position-max (n − 1), set-induction,
+                        set-induction-control, set-previous-token, set-previous-token-control (heads as text,
+                        "L17H3 L18H6", for the knock-out field; "" when none)},
+                 outputs: {tokens (rows: data-token-index, data-loss for i ≥ 1, --loss 0..1, label), mean-loss
+                           (text, data-value), mean-loss-knocked and predictions-knocked (hidden, empty), knocked
+                           (""), sets (words), best, note, head-L-H for each head (data: score-KIND,
+                           logit-attribution, knocked "false"; vars: --KIND, --attribution −1..1; label), and
+                           the position's slots: position-words, predictions (rows: data-rank 1..5,
+                           data-token-id, data-probability, --p; text), attribution (words), attribution-target,
+                           lens (rows as real_model_lens gives them)}}
     real_model_pattern(run, layer, head)  -> {rows}: that head's weights, row i its query i's n_k = i + 1 weights,
                                              each a byte (round(255 · w)), as the page's built patterns travel
     real_model_position(run, position)    -> view {data: {position}, outputs: {position-words, predictions (rows:
