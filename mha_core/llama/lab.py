@@ -17,7 +17,7 @@ A run is recorded layer by layer, so that everything after it reads the record a
     logit_attribution(gguf, record, position, token)       the logit split into embedding, heads and MLPs
     logit_lens(gguf, record, position)                     each layer's residual stream's top token
     parse_heads("L17H3 l18 h6")                            the reader's text of heads -> [(17, 3), (18, 6)]
-    knockout_effects(gguf, tokens, clean, weights, heads)  each head's own knock-out effect on the mean loss
+    knockout_effects(gguf, record, weights)                each head's own knock-out effect on the mean loss
     removable_heads(gguf, tokens, order, clean, weights, 0.1, 15)
                                                            how many heads go, in order, before the loss rises 0.1
 
@@ -82,14 +82,22 @@ def _heads_fit(args: dict, name: str = "knocked") -> None:
         if layer >= config.n_layers or head >= config.n_heads:
             raise Invalid(f"{name} holds L{layer}H{head}, not a head of this model (layers 0 to "
                           f"{config.n_layers - 1}, heads 0 to {config.n_heads - 1}).")
-    if args.get("weights") is not None and len(args["weights"]) != config.n_layers:
-        raise Invalid(f"weights must hold the model's {config.n_layers} layers, got {len(args['weights'])}.")
+    _weights_fit(args)
     clean = args.get("clean")
     if clean is not None:
         if len(clean["z"]) != config.n_layers:
             raise Invalid(f"clean has run {len(clean['z'])} of the model's {config.n_layers} layers.")
         if not np.array_equal(clean["tokens"], args["tokens"]):
             raise Invalid("clean is a run of other tokens than tokens.")
+
+
+def _weights_fit(args: dict) -> None:
+    """weights (and layers, if given) fit the model's layers."""
+    n_layers = llama_config(args["gguf"]).n_layers
+    if args.get("weights") is not None and len(args["weights"]) != n_layers:
+        raise Invalid(f"weights must hold the model's {n_layers} layers, got {len(args['weights'])}.")
+    if args.get("layers") is not None and any(layer >= n_layers for layer in args["layers"]):
+        raise Invalid(f"layers must be layers of the model, 0 to {n_layers - 1}, got {max(args['layers'])}.")
 
 
 # ---------------------------------------------------------------- runs
@@ -268,16 +276,31 @@ def _mean_losses(gguf, tokens, clean, weights, knock_outs) -> list[float]:
 
 
 def _order_fits(args: dict) -> None:
-    _heads_fit(args, "heads" if "heads" in args else "order")
+    _heads_fit(args, "order")
 
 
-@arguments(_tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), clean=Record(), weights=Weights(), heads=HEADS)
-def knockout_effects(gguf, tokens, clean, weights, heads) -> np.ndarray:
-    """[len(heads)]: each head's own knock-out effect, the mean loss on tokens with that head alone knocked out
-    minus the clean run's (a run each, from the head's layer on: all 270 heads of 40 tokens take about a minute
-    in CPython)."""
-    losses = _mean_losses(gguf, tokens, clean, weights, [[head] for head in heads])
-    return np.array(losses) - predictions.fn(gguf, clean)["mean_loss"]
+@arguments(_complete, _weights_fit, gguf=Model(), record=Record(), weights=Weights(),
+           layers=Maybe(ListOf(Whole(0, MAX_LAYERS - 1), MAX_LAYERS)))
+def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
+    """[n_layers, h]: each head's own knock-out effect, the mean loss on the record's tokens with that head alone
+    knocked out minus the record's (clean) mean loss; only the heads of layers if given (NaN elsewhere). A
+    layer's heads run side by side, a batch of h texts each with one of them out, from that layer's residual
+    stream on (all 270 heads of 40 tokens: about 20 s in CPython)."""
+    config = llama_config(gguf)
+    tokens = record["tokens"]
+    cos, sin = rope_angles(len(tokens), config.d_head, config.rope_base)  # [n, d_head/2] each
+    one_out = np.eye(config.n_heads, dtype=bool)  # [batch = h, h]: text b has head b knocked out
+    effects = np.full((config.n_layers, config.n_heads), np.nan)
+    for first in sorted(set(range(config.n_layers) if layers is None else layers)):
+        resid = np.broadcast_to(record["resid"][first], (config.n_heads, *record["resid"][first].shape))  # [h, n, d]
+        for layer in range(first, config.n_layers):
+            knocked = one_out if layer == first else None
+            resid = block_parts(resid, weights[layer], config, cos, sin, knocked)["resid_post"]  # [h, n, d_model]
+        logits = unembed(gguf, resid.reshape(-1, config.d_model))  # [h·n, d_model] -> [h·n, V]
+        normalizer = log_normalizer(logits).reshape(config.n_heads, -1)  # [h, n]
+        logits = logits.reshape(config.n_heads, len(tokens), -1)  # [h, n, V]
+        effects[first] = [np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(config.n_heads)]
+    return effects - predictions.fn(gguf, record)["mean_loss"]
 
 
 @arguments(_tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(),

@@ -168,20 +168,22 @@ def silu(x: np.ndarray) -> np.ndarray:
 
 
 def attention(x: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin: np.ndarray, mask=None):
-    """ln1(resid) [n, d_model] -> (z [h, n, d_head], pattern [h, n, n]): causal grouped-query attention, its
-    queries and keys rotated by position; z is each head's weighted sum of values, before W_O. mask: None, or
-    [n, n] bool, True where a query may attend to a key (on top of the causal mask)."""
+    """ln1(resid) [..., n, d_model] -> (z [..., h, n, d_head], pattern [..., h, n, n]): causal grouped-query
+    attention, its queries and keys rotated by position; z is each head's weighted sum of values, before W_O
+    (leading axes: a batch of texts of one length). mask: None, or [n, n] bool, True where a query may attend
+    to a key (on top of the causal mask)."""
     q = project(x, w["W_Q"])  # [n, d_model] @ [d_model, h·d_head] -> [n, h·d_head]
     k = project(x, w["W_K"])  # [n, d_model] @ [d_model, h_kv·d_head] -> [n, h_kv·d_head]
     v = project(x, w["W_V"])  # [n, d_model] @ [d_model, h_kv·d_head] -> [n, h_kv·d_head]
     q_heads = rotate(split_heads(q, config.n_heads), cos, sin)  # [n, h·d_head] -> [h, n, d_head]
     k_heads = rotate(split_heads(k, config.n_kv_heads), cos, sin)  # [n, h_kv·d_head] -> [h_kv, n, d_head]
     v_heads = split_heads(v, config.n_kv_heads)  # [n, h_kv·d_head] -> [h_kv, n, d_head]
-    h, n, d_head = q_heads.shape
-    q_groups = q_heads.reshape(config.n_kv_heads, -1, n, d_head)  # [h, n, d_head] -> [h_kv, g, n, d_head]
+    *batch, h, n, d_head = q_heads.shape
+    q_groups = q_heads.reshape(*batch, config.n_kv_heads, -1, n, d_head)  # [h, n, d_head] -> [h_kv, g, n, d_head]
     # Query heads g·j .. g·j + g − 1 share key/value head j: its keys and values broadcast over the group's axis.
-    z, pattern = scaled_dot_product_attention(q_groups, k_heads[:, None], v_heads[:, None], causal=True, mask=mask)
-    return z.reshape(h, n, d_head), pattern.reshape(h, n, n)  # [h_kv, g, n, ...] -> [h, n, ...]
+    k_groups, v_groups = k_heads[..., None, :, :], v_heads[..., None, :, :]  # [h_kv, 1, n, d_head] each
+    z, pattern = scaled_dot_product_attention(q_groups, k_groups, v_groups, causal=True, mask=mask)
+    return z.reshape(*batch, h, n, d_head), pattern.reshape(*batch, h, n, n)  # [h_kv, g, n, ...] -> [h, n, ...]
 
 
 def mlp(x: np.ndarray, w: dict) -> np.ndarray:
@@ -193,12 +195,12 @@ def mlp(x: np.ndarray, w: dict) -> np.ndarray:
 
 def block_parts(resid: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin: np.ndarray, knocked=None,
                 mask=None) -> dict:
-    """resid_pre [n, d_model] -> {resid_post [n, d_model], pattern [h, n, n], z [h, n, d_head], mlp_out
-    [n, d_model]}. knocked: None, or [h] bool, the heads whose z is set to 0 (zero-ablated) before W_O; mask: as
-    attention takes it."""
+    """resid_pre [..., n, d_model] -> {resid_post [..., n, d_model], pattern [..., h, n, n], z [..., h, n, d_head],
+    mlp_out [..., n, d_model]}. knocked: None, or [..., h] bool, the heads whose z is set to 0 (zero-ablated)
+    before W_O; mask: as attention takes it."""
     z, pattern = attention(rms_norm(resid, w["ln1"], config.eps), w, config, cos, sin, mask)
     if knocked is not None:
-        z = np.where(knocked[:, None, None], np.float32(0), z)  # [h, n, d_head]
+        z = np.where(knocked[..., None, None], np.float32(0), z)  # [..., h, n, d_head]
     resid = resid + project(merge_heads(z), w["W_O"])  # resid_mid: [n, h·d_head] @ [h·d_head, d_model]
     mlp_out = mlp(rms_norm(resid, w["ln2"], config.eps), w)  # [n, d_model]
     return {"resid_post": resid + mlp_out, "pattern": pattern, "z": z, "mlp_out": mlp_out}

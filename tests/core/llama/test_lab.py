@@ -247,11 +247,11 @@ def test_heads_removed_in_order_until_the_loss_rises(gguf, tokenizer):
     clean = run(gguf, ids, weights=weights)
     assert all(np.array_equal(a, b) for a, b in zip(clean["resid"], run(gguf, ids)["resid"]))
     base = predictions(gguf, clean)["mean_loss"]
-    heads = [(0, 1), (16, 0), (29, 8)]
-    effects = knockout_effects(gguf, ids, clean, weights, heads)
-    for head, effect in zip(heads, effects):
-        alone = run(gguf, ids, knocked=[head], weights=weights)  # a whole run, not restarted
-        assert effect == pytest.approx(predictions(gguf, alone)["mean_loss"] - base, abs=1e-5)
+    effects = knockout_effects(gguf, clean, weights, [0, 16, 29])  # [30, 9], a layer's heads side by side
+    assert effects.shape == (30, 9) and np.isnan(effects[1]).all() and not np.isnan(effects[[0, 16, 29]]).any()
+    for head in [(0, 1), (16, 0), (29, 8)]:
+        alone = run(gguf, ids, knocked=[head], weights=weights)  # a whole run, not restarted, not batched
+        assert effects[head] == pytest.approx(predictions(gguf, alone)["mean_loss"] - base, abs=1e-4)
     order = [(0, head) for head in range(9)]  # layer 0's heads: together they matter
     found = removable_heads(gguf, ids, order, clean, weights, 0.1, 3)
     k = found["removable"]
@@ -260,5 +260,9 @@ def test_heads_removed_in_order_until_the_loss_rises(gguf, tokenizer):
         loss = predictions(gguf, run(gguf, ids, knocked=order[:count], weights=weights))["mean_loss"]
         assert loss == pytest.approx(found["curve"][count], abs=1e-5)
         assert (loss - base < 0.1) == (count == k)
-    with pytest.raises(ValueError, match="heads holds L30H0, not a head of this model"):
-        knockout_effects(gguf, ids, clean, weights, [(30, 0)])
+    with pytest.raises(ValueError, match="order holds L30H0, not a head of this model"):
+        removable_heads(gguf, ids, [(30, 0)], clean, weights, 0.1, 3)
+    with pytest.raises(ValueError, match="weights must hold the model's 30 layers, got 29"):
+        knockout_effects(gguf, clean, weights[:29])
+    with pytest.raises(ValueError, match="layers must be layers of the model, 0 to 29, got 30"):
+        knockout_effects(gguf, clean, weights, [3, 30])
