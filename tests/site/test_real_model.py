@@ -189,3 +189,30 @@ def test_what_the_page_states_about_predictions_and_knock_outs_is_computed(gguf)
                                                                                    "rm_control_knocked_loss"))
     assert knocked > 3 and knocked > 3 * controlled
     assert numbers["rm_prose_hidden_loss"] > numbers["rm_prose_loss"]
+
+
+def test_how_many_heads_can_go_is_what_the_page_states(gguf):
+    """The order is each head's own knock-out effect (three heads of it rerun alone here), smallest first; knocking
+    out the first rm_removable heads of it together keeps the mean loss on the repeated words within 0.1 nats,
+    one more crosses it; the kinds of the heads that go last are counted from the scores."""
+    facts, widget = load("facts"), load("widget")
+    stated, pruned = facts.facts(), widget.pruning()
+    ids = tokenizer_from_gguf(gguf).encode(widget.texts()[widget.PRUNED_TEXT])
+    clean = lab.run(gguf, ids)
+    base = lab.predictions(gguf, clean)["mean_loss"]
+    order = [tuple(head) for head in pruned["order"]]
+    assert sorted(order) == [(l, h) for l in range(30) for h in range(9)]
+    effects = np.array(pruned["effects"])
+    assert all(effects[a] <= effects[b] for a, b in zip(order, order[1:]))
+    for head in (order[0], order[135], order[-1]):
+        alone = lab.predictions(gguf, lab.run(gguf, ids, knocked=[head], clean=clean))["mean_loss"]
+        assert effects[head] == pytest.approx(alone - base, abs=1e-4)
+    k = int(stated["rm_removable"])
+    rise = float(stated["rm_removable_rise"])
+    losses = [lab.predictions(gguf, lab.run(gguf, ids, knocked=order[:count], clean=clean))["mean_loss"]
+              for count in (k, k + 1)]
+    assert losses[0] - base < rise <= losses[1] - base
+    assert float(stated["rm_removable_loss"]) == pytest.approx(losses[0], abs=0.006)
+    scores = widget.scores_of(widget.PRUNED_TEXT)
+    last = order[-int(stated["rm_last_count"]):]
+    assert int(stated["rm_last_induction"]) == sum(scores["induction"][head] >= facts.ROLE_MIN for head in last)

@@ -84,6 +84,25 @@ def lab_facts(w) -> dict[str, str]:
     }
 
 
+LAST = 20  # the heads that go last, whose kinds the lesson counts
+
+
+def pruning_facts(w, scores: dict) -> dict[str, str]:
+    """How many heads go (each head's own knock-out effect the order, the smallest first) before the mean loss on
+    the repeated words rises PRUNED_RISE nats; which go last: LAST heads, counted by kind (score >= ROLE_MIN)."""
+    pruned = w.pruning()
+    last = pruned["order"][-LAST:]
+    curve = {int(k): v for k, v in pruned["curve"].items()}
+    counts = {kind: sum(1 for l, h in last if scores[kind][l, h] >= ROLE_MIN) for kind in scores}
+    lowest = min(curve, key=curve.get)
+    return {"rm_removable": str(pruned["removable"]), "rm_removable_rise": f"{w.PRUNED_RISE:g}",
+            "rm_removable_lowest_count": str(lowest), "rm_removable_lowest_loss": f2(curve[lowest]),
+            "rm_removable_loss": f2(curve[pruned["removable"]]), "rm_removable_clean_loss": f2(curve[0]),
+            "rm_last_count": str(LAST), "rm_last_heads": heads_named(last[::-1][:8]),
+            "rm_last_induction": str(counts["induction"]), "rm_last_prev": str(counts["previous_token"]),
+            "rm_last_first": str(counts["first_token"])}
+
+
 def facts() -> dict[str, str]:
     w = widget()
     repeated, prose = w.scores_of("repeated"), w.scores_of("prose")
@@ -113,6 +132,7 @@ def facts() -> dict[str, str]:
         "rm_prose_induction_count": str(int((prose["induction"] >= ROLE_MIN).sum())),
     }
     out |= lab_facts(w)
+    out |= pruning_facts(w, repeated)
     out |= depth_facts("previous_token", "prev", repeated["previous_token"])
     out |= depth_facts("induction", "ind", repeated["induction"])
     out |= depth_facts("duplicate_token", "dup", repeated["duplicate_token"])
