@@ -92,10 +92,13 @@ def _heads_fit(args: dict, name: str = "knocked") -> None:
 
 
 def _weights_fit(args: dict) -> None:
-    """weights (and layers, if given) fit the model's layers."""
     n_layers = llama_config(args["gguf"]).n_layers
     if args.get("weights") is not None and len(args["weights"]) != n_layers:
         raise Invalid(f"weights must hold the model's {n_layers} layers, got {len(args['weights'])}.")
+
+
+def _layer_numbers_fit(args: dict) -> None:
+    n_layers = llama_config(args["gguf"]).n_layers
     if args.get("layers") is not None and any(layer >= n_layers for layer in args["layers"]):
         raise Invalid(f"layers must be layers of the model, 0 to {n_layers - 1}, got {max(args['layers'])}.")
 
@@ -279,7 +282,7 @@ def _order_fits(args: dict) -> None:
     _heads_fit(args, "order")
 
 
-@arguments(_complete, _weights_fit, gguf=Model(), record=Record(), weights=Weights(),
+@arguments(_complete, _weights_fit, _layer_numbers_fit, gguf=Model(), record=Record(), weights=Weights(),
            layers=Maybe(ListOf(Whole(0, MAX_LAYERS - 1), MAX_LAYERS)))
 def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
     """[n_layers, h]: each head's own knock-out effect, the mean loss on the record's tokens with that head alone
