@@ -308,12 +308,16 @@ def predictions_outputs(tokens: list[str], position: int, predictions: dict) -> 
 
 
 class Predictions:
-    """{ids, tokens, probabilities}: one position's TOP predictions, the most likely first."""
+    """{ids, tokens, probabilities}: rows top tokens of one position, the most likely first (TOP predictions;
+    the lens's LENS_ROWS)."""
+
+    def __init__(self, rows: int = TOP):
+        self.rows = rows
 
     def check(self, name: str, value) -> dict:
         if not isinstance(value, dict) or set(value) != {"ids", "tokens", "probabilities"} or not (
-                len(value["ids"]) == len(value["tokens"]) == len(value["probabilities"]) == TOP):
-            raise Invalid(f"{name} must hold ids, tokens and probabilities, {TOP} of each, got {shown(value)}.")
+                len(value["ids"]) == len(value["tokens"]) == len(value["probabilities"]) == self.rows):
+            raise Invalid(f"{name} must hold ids, tokens and probabilities, {self.rows} of each, got {shown(value)}.")
         return value
 
 
@@ -337,10 +341,17 @@ class LabAt:
     def check(self, name: str, value) -> dict:
         if not isinstance(value, dict) or not self.KEYS <= set(value) <= self.KEYS | {"knocked", "lens"}:
             raise Invalid(f"{name} must hold {', '.join(sorted(self.KEYS))} (and lens, knocked), got {shown(value)}.")
-        heads = value["attribution"]["heads"]
-        if len(heads) != N_LAYERS or any(len(row) != N_HEADS for row in heads) or (
-                "lens" in value and len(value["lens"]["ids"]) != LENS_ROWS):
-            raise Invalid(f"{name}'s attribution must be [{N_LAYERS}][{N_HEADS}] and its lens {LENS_ROWS} rows.")
+        try:
+            heads = value["attribution"]["heads"]
+            fits = len(heads) == N_LAYERS and all(len(row) == N_HEADS for row in heads) and (
+                "lens" not in value or len(value["lens"]["ids"]) == LENS_ROWS)
+            for key in ("predictions", *(k for k in ("lens", "knocked") if k in value)):
+                Predictions(LENS_ROWS if key == "lens" else TOP).check(f"{name}'s {key}", value[key])
+        except (TypeError, KeyError):
+            fits = False
+        if not fits:
+            raise Invalid(f"{name}'s attribution must be [{N_LAYERS}][{N_HEADS}] (with embed, mlps, logit), its "
+                          f"predictions {TOP} rows, its lens {LENS_ROWS}.")
         return value
 
 

@@ -134,6 +134,11 @@ def test_a_position_s_predictions_and_attribution():
         position_view(TOKENS, at(5))
     with pytest.raises(ValueError, match="at must hold"):
         position_view(TOKENS, {"position": 1})
+    for broken, said in [({"attribution": 5}, "at's attribution must be"),
+                         ({"predictions": {"ids": [1], "tokens": ["a"], "probabilities": [1.0]}},
+                          "at's predictions must hold ids, tokens and probabilities, 5 of each")]:
+        with pytest.raises(ValueError, match=said):
+            position_view(TOKENS, at(1) | broken)
 
 
 def test_a_knock_out_s_losses_beside_the_clean_ones():
