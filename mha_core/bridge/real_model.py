@@ -278,7 +278,8 @@ def real_model_knockout_advance(run: int, knock: int) -> dict:
 def _knocked_view(state: dict, record: dict) -> dict:
     model = _model()
     knock = state["knock"]
-    knock["predictions"] = predictions(model["embedding"], record)
+    same = record is state["record"]  # nothing knocked out: the clean run's own predictions
+    knock["predictions"] = state["predictions"] if same else predictions(model["embedding"], record)
     view = knockout_view(state["tokens"], losses_of(state["predictions"]), losses_of(knock["predictions"]),
                          knock["heads"], knock["hide_first"])
     knocked = knock["predictions"]
