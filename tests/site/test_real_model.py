@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
+from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
 from mha_core.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
@@ -52,9 +52,11 @@ def shown(page) -> dict:
     for h in heads:
         for kind in KINDS:
             scores[kind][int(h["layer"]), int(h["head"])] = float(h[f"score-{KIND_NAMES[kind]}"])
-    tokens = [html.unescape(t) for t in re.findall(r'<li data-token-index="\d+">([^<]*)</li>', page)]
+    rows = re.findall(r'<li ([^>]*data-token-index="\d+"[^>]*)>([^<]*)</li>', page)
+    tokens = [html.unescape(t) for _, t in rows]
+    losses = [float(dict(ATTR.findall(attrs)).get("loss", "nan")) for attrs, _ in rows]
     text = html.unescape(re.search(r'<textarea [^>]*name="text"[^>]*>([^<]*)</textarea>', page).group(1))
-    return {"scores": scores, "tokens": tokens, "text": text}
+    return {"scores": scores, "tokens": tokens, "text": text, "losses": np.array(losses)}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +75,28 @@ def test_the_page_s_tokens_are_mha_core_s(shown, ours, gguf):
     """mha_core's tokenizer and heads are transformers' on the page's texts (tests/core/llama)."""
     tokenizer = tokenizer_from_gguf(gguf)
     assert shown["tokens"] == [tokenizer.decode([i]) for i in ours["ids"]]  # nothing added, each as read
+
+
+def test_the_page_s_losses_predictions_and_attribution_are_mha_core_s(page, shown, ours, gguf):
+    """Each token's data-loss, mean-loss's data-value, the picked position's predictions and every head's
+    data-logit-attribution are mha_core.llama.lab's on the text the page shows."""
+    record = lab.run(gguf, ours["ids"])
+    expected = lab.predictions(gguf, record)
+    np.testing.assert_allclose(shown["losses"], expected["losses"], rtol=0, atol=1e-4)  # NaN at 0 on both
+    mean = float(re.search(r'data-output="mean-loss" data-value="([^"]+)"', page).group(1))
+    assert mean == pytest.approx(np.mean(shown["losses"][1:]), abs=1e-4)
+    position = int(re.search(r'data-mha-widget="real-model"[^>]* data-position="(\d+)"', page).group(1))
+    predictions = [dict(ATTR.findall(a)) for a in re.findall(r'<li data-output="prediction" ([^>]*)>', page)]
+    assert [int(p["rank"]) for p in predictions] == [1, 2, 3, 4, 5]
+    assert [int(p["token-id"]) for p in predictions] == expected["top_ids"][position].tolist()
+    np.testing.assert_allclose([float(p["probability"]) for p in predictions], expected["top_probabilities"][position],
+                               atol=1e-4)
+    heads = [dict(ATTR.findall(attrs)) for attrs in HEAD.findall(page)]
+    shown_heads = np.zeros((30, 9))
+    for h in heads:
+        shown_heads[int(h["layer"]), int(h["head"])] = float(h["logit-attribution"])
+    attribution = lab.logit_attribution(gguf, record, position, ours["ids"][position + 1])
+    np.testing.assert_allclose(shown_heads, attribution["heads"], rtol=0, atol=1e-4)
 
 
 def test_the_patterns_asset_holds_each_head_s_weights(plain_site, ours):
@@ -184,3 +208,66 @@ def test_the_storage_the_page_describes(gguf):
     kinds = {name: info.ggml_type for name, info in gguf.tensors.items()}
     assert kinds["token_embd.weight"] == Q8_0
     assert all(kinds[n] == Q4_1 for n in kinds if n.startswith("blk.") and not n.endswith("norm.weight"))
+
+
+def test_what_the_page_states_about_predictions_and_knock_outs_is_computed(gguf):
+    """The lesson's facts on the repeated words and the prose are mha_core.llama.lab's, recomputed here from the
+    texts: the loss per token in each copy, the induction set and its control knocked out, the first token hidden;
+    and they say what the page says of them (in-context learning; the induction heads matter, a control far less;
+    hiding the first token raises the loss)."""
+    facts, widget = load("facts"), load("widget")
+    stated = facts.facts()
+    tokenizer = tokenizer_from_gguf(gguf)
+    n = widget.N_RANDOM
+    ids = tokenizer.encode(widget.texts()["repeated"])
+    clean = lab.run(gguf, ids)
+
+    def second_copy(record):
+        return float(np.mean(lab.predictions(gguf, record)["losses"][n + 1:]))
+
+    induction = lab.parse_heads(stated["rm_induction_set"].replace(" and ", ", ").replace(", ", " "))
+    control = lab.parse_heads(stated["rm_control_set"].replace(" and ", ", ").replace(", ", " "))
+    assert sorted(l for l, _ in control) == sorted(l for l, _ in induction) and not set(control) & set(induction)
+    first = float(np.mean(lab.predictions(gguf, clean)["losses"][1:n]))
+    numbers = {"rm_first_copy_loss": first, "rm_second_copy_loss": second_copy(clean),
+               "rm_induction_knocked_loss": second_copy(lab.run(gguf, ids, knocked=induction, clean=clean)),
+               "rm_control_knocked_loss": second_copy(lab.run(gguf, ids, knocked=control, clean=clean))}
+    prose_ids = tokenizer.encode(widget.TEXTS["prose"])
+    prose = lab.run(gguf, prose_ids)
+    numbers["rm_prose_loss"] = lab.predictions(gguf, prose)["mean_loss"]
+    hidden = lab.run(gguf, prose_ids, hide_first=True, clean=prose)
+    numbers["rm_prose_hidden_loss"] = lab.predictions(gguf, hidden)["mean_loss"]
+    for name, value in numbers.items():
+        assert float(stated[name]) == pytest.approx(value, abs=0.006), name
+    assert numbers["rm_first_copy_loss"] > 2 * numbers["rm_second_copy_loss"] + 5
+    knocked, controlled = (numbers[k] - numbers["rm_second_copy_loss"] for k in ("rm_induction_knocked_loss",
+                                                                                   "rm_control_knocked_loss"))
+    assert knocked > 3 and knocked > 3 * controlled
+    assert numbers["rm_prose_hidden_loss"] > numbers["rm_prose_loss"]
+
+
+def test_how_many_heads_can_go_is_what_the_page_states(gguf):
+    """The order is each head's own knock-out effect (three heads of it rerun alone here), smallest first; knocking
+    out the first rm_removable heads of it together keeps the mean loss on the repeated words within 0.1 nats,
+    one more crosses it; the kinds of the heads that go last are counted from the scores."""
+    facts, widget = load("facts"), load("widget")
+    stated, pruned = facts.facts(), widget.pruning()
+    ids = tokenizer_from_gguf(gguf).encode(widget.texts()[widget.PRUNED_TEXT])
+    clean = lab.run(gguf, ids)
+    base = lab.predictions(gguf, clean)["mean_loss"]
+    order = [tuple(head) for head in pruned["order"]]
+    assert sorted(order) == [(l, h) for l in range(30) for h in range(9)]
+    effects = np.array(pruned["effects"])
+    assert all(effects[a] <= effects[b] for a, b in zip(order, order[1:]))
+    for head in (order[0], order[135], order[-1]):
+        alone = lab.predictions(gguf, lab.run(gguf, ids, knocked=[head], clean=clean))["mean_loss"]
+        assert effects[head] == pytest.approx(alone - base, abs=1e-4)
+    k = int(stated["rm_removable"])
+    rise = float(stated["rm_removable_rise"])
+    losses = [lab.predictions(gguf, lab.run(gguf, ids, knocked=order[:count], clean=clean))["mean_loss"]
+              for count in (k, k + 1)]
+    assert losses[0] - base < rise <= losses[1] - base
+    assert float(stated["rm_removable_loss"]) == pytest.approx(losses[0], abs=0.006)
+    scores = widget.scores_of(widget.PRUNED_TEXT)
+    last = order[-int(stated["rm_last_count"]):]
+    assert int(stated["rm_last_induction"]) == sum(scores["induction"][head] >= facts.ROLE_MIN for head in last)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mha_core.llama import head_scores, layer_weights, llama_config, run_layers
-from mha_core.views.real_model import MAX_TOKENS
+from mha_core.views.real_model import CONTROL_SEED, MAX_TOKENS, SET_MIN
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.sources import sources_key
 
@@ -56,6 +56,58 @@ def depth_facts(kind: str, key: str, scores: np.ndarray) -> dict[str, str]:
             f"rm_{key}_first_layer": str(low), f"rm_{key}_last_layer": str(high)}
 
 
+def mean(values) -> float:
+    return float(np.mean([v for v in values if v is not None]))
+
+
+def heads_named(heads) -> str:
+    """[[17, 3], [18, 6]] -> 'L17 H3 and L18 H6'."""
+    names = [f"L{l} H{h}" for l, h in heads]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def lab_facts(w) -> dict[str, str]:
+    """What the model predicts on the page's texts and what knock-outs do (widget.compute's): the repeated words'
+    loss per token in the first copy (tokens 1..N−1: token 0 has none) and the second (N+1..2N−1: token N, the
+    first word again, follows the last word, which nothing in the text predicts), with the induction set and its
+    control knocked out; the prose's mean loss, and with the first token hidden."""
+    repeated, prose = w.heads()["repeated"], w.heads()["prose"]
+    n = w.N_RANDOM
+    first, second = slice(1, n), slice(n + 1, 2 * n)
+    knocked = repeated["knocked"]
+    return {
+        "rm_first_copy_loss": f2(mean(repeated["losses"][first])),
+        "rm_second_copy_loss": f2(mean(repeated["losses"][second])),
+        "rm_set_min": f"{SET_MIN:g}", "rm_control_seed": str(CONTROL_SEED),
+        "rm_induction_set": heads_named(knocked["induction"]["heads"]),
+        "rm_induction_set_count": str(len(knocked["induction"]["heads"])),
+        "rm_induction_knocked_loss": f2(mean(knocked["induction"]["losses"][second])),
+        "rm_control_set": heads_named(knocked["control"]["heads"]),
+        "rm_control_knocked_loss": f2(mean(knocked["control"]["losses"][second])),
+        "rm_prose_loss": f2(mean(prose["losses"][1:])),
+        "rm_prose_hidden_loss": f2(mean(prose["knocked"]["hide_first"]["losses"][1:])),
+    }
+
+
+LAST = 20  # the heads that go last, whose kinds the lesson counts
+
+
+def pruning_facts(w, scores: dict) -> dict[str, str]:
+    """How many heads go (each head's own knock-out effect the order, the smallest first) before the mean loss on
+    the repeated words rises PRUNED_RISE nats; which go last: LAST heads, counted by kind (score >= ROLE_MIN)."""
+    pruned = w.pruning()
+    last = pruned["order"][-LAST:]
+    curve = {int(k): v for k, v in pruned["curve"].items()}
+    counts = {kind: sum(1 for l, h in last if scores[kind][l, h] >= ROLE_MIN) for kind in scores}
+    lowest = min(curve, key=curve.get)
+    return {"rm_removable": str(pruned["removable"]), "rm_removable_rise": f"{w.PRUNED_RISE:g}",
+            "rm_removable_lowest_count": str(lowest), "rm_removable_lowest_loss": f2(curve[lowest]),
+            "rm_removable_loss": f2(curve[pruned["removable"]]), "rm_removable_clean_loss": f2(curve[0]),
+            "rm_last_count": str(LAST), "rm_last_heads": heads_named(last[::-1][:8]),
+            "rm_last_induction": str(counts["induction"]), "rm_last_prev": str(counts["previous_token"]),
+            "rm_last_first": str(counts["first_token"])}
+
+
 def facts() -> dict[str, str]:
     w = widget()
     repeated, prose = w.scores_of("repeated"), w.scores_of("prose")
@@ -84,6 +136,8 @@ def facts() -> dict[str, str]:
         "rm_prose_induction_best_score": f2(best(prose["induction"])[1]),
         "rm_prose_induction_count": str(int((prose["induction"] >= ROLE_MIN).sum())),
     }
+    out |= lab_facts(w)
+    out |= pruning_facts(w, repeated)
     out |= depth_facts("previous_token", "prev", repeated["previous_token"])
     out |= depth_facts("induction", "ind", repeated["induction"])
     out |= depth_facts("duplicate_token", "dup", repeated["duplicate_token"])
