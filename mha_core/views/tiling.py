@@ -22,6 +22,7 @@ from . import clip, decimal, plural
 MAX_TILES = 64  # the steps one view carries: 8 × 8 tiles, a block of 8 for 64 tokens
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 STATES = ("todo", "done", "current", "skipped")  # a tile in the grid, at a step
+BLOCK = 4  # the block shown first
 
 
 def smallest_block(n: int) -> int:
@@ -30,10 +31,10 @@ def smallest_block(n: int) -> int:
 
 
 def _blocks_fit(args: dict) -> None:
-    n = len(given_tokens(args["text_or_tokens"])[0])
-    if args.get("block", 4) < smallest_block(n):
+    n, block = len(given_tokens(args["text_or_tokens"])[0]), args.get("block", BLOCK)
+    if block < smallest_block(n):
         raise ValueError(f"block must be at least {smallest_block(n)} for {n} tokens (at most {MAX_TILES} tiles), "
-                         f"got {args['block']}.")
+                         f"got {block}.")
 
 
 def scientific(x: float) -> str:
@@ -163,7 +164,7 @@ def grid_slot(r: dict) -> dict:
 
 @arguments(_blocks_fit, text_or_tokens=TextOrTokens(MAX_TEXT_CHARS), d_head=Choice(D_HEADS), block=Whole(1, MAX_TOKENS),
            causal=Flag())
-def tiling_view(text_or_tokens, d_head: int = 4, block: int = 4, causal: bool = True) -> dict:
+def tiling_view(text_or_tokens, d_head: int = 4, block: int = BLOCK, causal: bool = True) -> dict:
     """The widget's view: one head on the sentence (its first MAX_TOKENS tokens), blocks of block queries and keys."""
     head = sentence_head.fn(text_or_tokens, d_head)
     tokens, q, k, v = head["tokens"], head["q"], head["k"], head["v"]

@@ -32,10 +32,13 @@ function mount(root) {
     event.preventDefault();
     request(form.sentence);
   });
-  form.addEventListener("change", (event) => {
-    if (event.target !== form.sentence) request(event.target);
+  form.addEventListener("input", (event) => {
+    if (event.target === form.block) request(form.block); // as it moves: the latest request wins
   });
-  slider.addEventListener("input", showStep);
+  form.addEventListener("change", (event) => {
+    if (event.target !== form.sentence && event.target !== form.block) request(event.target);
+  });
+  for (const type of ["input", "change"]) slider.addEventListener(type, showStep);
   // A browser that restored the controls from an earlier visit shows controls the built view is not for.
   const built = args(form);
   if (built.block !== Number(root.dataset.block) || String(built.causal) !== root.dataset.causal

@@ -12,6 +12,7 @@ import json
 from mha_core import bridge
 from mha_core.flash import D_HEADS
 from mha_core.heads import MAX_TOKENS
+from mha_core.views.tiling import BLOCK
 
 # The heads widget's sentence: 13 tokens, so that a block of 4 leaves a shorter last block.
 SENTENCE = "The old lighthouse keeper waved, and the old lighthouse keeper smiled."
@@ -26,7 +27,7 @@ def boolean(text: str) -> bool:
 OPTIONS = {"block": int, "causal": boolean, "d_head": int}
 
 
-def context(block: int = 4, causal: bool = True, d_head: int = 4) -> dict:
+def context(block: int = BLOCK, causal: bool = True, d_head: int = 4) -> dict:
     """The template's variables: the view through the bridge, exactly the JSON the browser gets."""
     args = {"text_or_tokens": SENTENCE, "d_head": d_head, "block": block, "causal": causal}
     answer = json.loads(bridge.call("tiling_view", json.dumps(args)))

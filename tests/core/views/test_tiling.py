@@ -74,6 +74,8 @@ def test_the_block_is_refused_when_it_makes_too_many_tiles():
     assert len(tiling_view(sentence, 2, 8, False)["steps"]) == MAX_TILES
     with pytest.raises(ValueError, match="block must be at least 8 for 64 tokens"):
         tiling_view(sentence, 2, 7, False)
+    with pytest.raises(ValueError, match="block must be at least 8 for 64 tokens .* got 4"):
+        tiling_view(sentence)  # the default block
     with pytest.raises(ValueError, match="d_head must be one of"):
         tiling_view(sentence, 3, 8, False)
 
