@@ -55,9 +55,13 @@ def vector(row) -> str:
     return " ".join(decimal(x) for x in row)
 
 
-def span(start: int, stop: int) -> str:
-    """Positions start..stop − 1 as the reader counts them, from 1: '5–8', or '5'."""
-    return f"{start + 1}–{stop}" if stop - start > 1 else str(start + 1)
+def span(what: tuple[str, str], start: int, stop: int) -> str:
+    """Positions start..stop − 1 as the reader counts them, from 1, named by what (singular, plural):
+    'queries 5–8', or 'query 5'."""
+    return f"{what[1]} {start + 1}–{stop}" if stop - start > 1 else f"{what[0]} {start + 1}"
+
+
+QUERIES, KEYS = ("query", "queries"), ("key", "keys")
 
 
 def token_label(tokens: list[str], i: int) -> str:
@@ -113,16 +117,19 @@ def step_slots(r: dict, computed: list[dict], s: int, tokens: list[str], error: 
     rows, cols = step["rows"], step["cols"]
     finishes = s == len(computed) - 1 or computed[s + 1]["rows"] != rows
     moved = int(np.sum(step["m"][1] > step["m"][0]))
-    did = (f"the maximum rose for {moved} of {rows[1] - rows[0]} queries: their ℓ and O so far are multiplied by "
-           f"exp(m − m′) before this tile's terms are added" if moved else "no maximum rose: nothing is rescaled")
+    b_q = rows[1] - rows[0]
+    rose = f"the maximum rose for {moved} of {b_q} queries" if b_q > 1 else "its maximum rose"
+    did = (f"{rose}: ℓ and O so far are multiplied by exp(m − m′) where it rose, before this tile's terms are added"
+           if moved else "no maximum rose: nothing is rescaled")
     if np.all(step["m"][0] == -np.inf):
-        did = "the first keys these queries see: ℓ and O start from this tile"
+        did = f"the first keys {'this query sees' if b_q == 1 else 'these queries see'}: ℓ and O start from this tile"
     grid_label = (f"Tiles: {len(r['grid_rows'])} query blocks by {len(r['grid_cols'])} key blocks; "
                   f"query block {step['query_block'] + 1} with key block {step['key_block'] + 1} now"
                   + (f"; {plural(r['skipped'], 'tile')} skipped by the causal mask" if r["skipped"] else ""))
     return {
-        "step-text": (f"Tile {s + 1} of {len(computed)}: queries {span(*rows)} with keys {span(*cols)}. {did[0].upper() + did[1:]}."
-                      + (" These queries have seen all their keys: O′ / ℓ′ is their output." if finishes else "")),
+        "step-text": (f"Tile {s + 1} of {len(computed)}: {span(QUERIES, *rows)} with {span(KEYS, *cols)}. {did[0].upper() + did[1:]}."
+                      + (f" {'This query has seen all its' if b_q == 1 else 'These queries have seen all their'} keys: O′ / ℓ′ is the output."
+                         if finishes else "")),
         "grid": {"label": grid_label, "cells": {"data": {"state": {
             "index": grid_states(r["steps"], s), "values": list(STATES)}}}},
         "score-keys": {"rows": [token_label(tokens, c) for c in range(*cols)]},
@@ -158,7 +165,7 @@ def grid_slot(r: dict) -> dict:
     (the template renders the rows; each step's slots then set the cells' states)."""
     states = iter(grid_states(r["steps"], 0))
     return {"vars": {"--cols": str(len(r["grid_cols"]))}, "rows": [
-        {"rows": [{"title": f"queries {span(*rows)}, keys {span(*cols)}", "data": {"state": STATES[next(states)]}}
+        {"rows": [{"title": f"{span(QUERIES, *rows)}, {span(KEYS, *cols)}", "data": {"state": STATES[next(states)]}}
                   for cols in r["grid_cols"]]} for rows in r["grid_rows"]]}
 
 
