@@ -110,53 +110,60 @@ def score_rows(step: dict, tokens: list[str]) -> dict:
     return {"rows": rows}
 
 
-def step_slots(r: dict, computed: list[dict], s: int, tokens: list[str], error: float) -> dict:
-    """Step s's slots (computed: the tiles computed, in order): which blocks meet, the grid's states, the tile of
-    scores, the queries' running numbers."""
-    step, last = computed[s], s == len(computed) - 1
+def said(computed: list[dict], s: int) -> str:
+    """What step s does, in words: the blocks that meet, what happens to m, ℓ and O, whether the output is done."""
+    step = computed[s]
     rows, cols = step["rows"], step["cols"]
-    finishes = s == len(computed) - 1 or computed[s + 1]["rows"] != rows
+    one = rows[1] - rows[0] == 1
     moved = int(np.sum(step["m"][1] > step["m"][0]))
-    b_q = rows[1] - rows[0]
-    rose = f"the maximum rose for {moved} of {b_q} queries" if b_q > 1 else "its maximum rose"
-    did = (f"{rose}: ℓ and O so far are multiplied by exp(m − m′) where it rose, before this tile's terms are added"
-           if moved else "no maximum rose: nothing is rescaled")
     if np.all(step["m"][0] == -np.inf):
-        did = f"the first keys {'this query sees' if b_q == 1 else 'these queries see'}: ℓ and O start from this tile"
+        did = f"The first keys {'this query sees' if one else 'these queries see'}: ℓ and O start from this tile."
+    elif moved:
+        rose = "Its maximum rose" if one else f"The maximum rose for {moved} of {rows[1] - rows[0]} queries"
+        did = (f"{rose}: ℓ and O so far are multiplied by exp(m − m′) where it rose, before this tile's terms "
+               "are added.")
+    else:
+        did = "No maximum rose: nothing is rescaled."
+    if s == len(computed) - 1 or computed[s + 1]["rows"] != rows:
+        seen = "This query has seen all its" if one else "These queries have seen all their"
+        did += f" {seen} keys: O′ / ℓ′ is the output."
+    return f"Tile {s + 1} of {len(computed)}: {span(QUERIES, *rows)} with {span(KEYS, *cols)}. {did}"
+
+
+def step_slots(r: dict, computed: list[dict], s: int, tokens: list[str], error: float) -> dict:
+    """Step s's slots (computed: the tiles computed, in order): what it does, the grid's states, the tile of
+    scores, the queries' running numbers, and at the last step the error."""
+    step = computed[s]
     grid_label = (f"Tiles: {len(r['grid_rows'])} query blocks by {len(r['grid_cols'])} key blocks; "
                   f"query block {step['query_block'] + 1} with key block {step['key_block'] + 1} now"
                   + (f"; {plural(r['skipped'], 'tile')} skipped by the causal mask" if r["skipped"] else ""))
+    error_text = f"Largest |difference| from the ordinary computation, over every output number: {scientific(error)}."
     return {
-        "step-text": (f"Tile {s + 1} of {len(computed)}: {span(QUERIES, *rows)} with {span(KEYS, *cols)}. {did[0].upper() + did[1:]}."
-                      + (f" {'This query has seen all its' if b_q == 1 else 'These queries have seen all their'} keys: O′ / ℓ′ is the output."
-                         if finishes else "")),
+        "step-text": said(computed, s),
         "grid": {"label": grid_label, "cells": {"data": {"state": {
             "index": grid_states(r["steps"], s), "values": list(STATES)}}}},
-        "score-keys": {"rows": [token_label(tokens, c) for c in range(*cols)]},
+        "score-keys": {"rows": [token_label(tokens, c) for c in range(*step["cols"])]},
         "scores": score_rows(step, tokens),
         "queries": query_rows(step, tokens),
-        "max-error": ({"value": f"{error:.3e}", "hidden": False,
-                       "text": f"Largest |difference| from the ordinary computation, over every output number: "
-                               f"{scientific(error)}."} if last else {"value": "", "hidden": True, "text": ""}),
+        "max-error": ({"value": f"{error:.3e}", "hidden": False, "text": error_text} if s == len(computed) - 1
+                      else {"value": "", "hidden": True, "text": ""}),
     }
+
+
+def count(x: int) -> dict:
+    """A count as its slot: the number (data-value) and its text, 1,234."""
+    return {"value": str(x), "text": f"{x:,}"}
 
 
 def count_slots(c: dict, n: int, block: int) -> dict:
     """What the two computations hold and move, as flash_counts counts them."""
-    held_side = min(block, n)
+    side = min(block, n)
     return {
-        "held": {"value": str(c["held"]), "text": f"{c['held']:,}"},
-        "held-shape": f"one tile, {held_side} × {held_side}",
-        "full": {"value": str(c["full"]), "text": f"{c['full']:,}"},
-        "full-shape": f"{n} × {n}, and as many weights",
-        "tiles": {"value": str(c["tiles"]), "text": f"{c['tiles']:,}"},
-        "tiles-skipped": {"value": str(c["skipped"]), "text": f"{c['skipped']:,}"},
-        "tiles-note": f"of {c['tiles'] + c['skipped']:,}",
-        "block-text": f"tiles of {min(block, n)} queries × {min(block, n)} keys",
-        "reads-ordinary": {"value": str(c["ordinary"]["reads"]), "text": f"{c['ordinary']['reads']:,}"},
-        "writes-ordinary": {"value": str(c["ordinary"]["writes"]), "text": f"{c['ordinary']['writes']:,}"},
-        "reads-tiled": {"value": str(c["tiled"]["reads"]), "text": f"{c['tiled']['reads']:,}"},
-        "writes-tiled": {"value": str(c["tiled"]["writes"]), "text": f"{c['tiled']['writes']:,}"},
+        "held": count(c["held"]), "held-shape": f"one tile, {side} × {side}",
+        "full": count(c["full"]), "full-shape": f"{n} × {n}, and as many weights",
+        "tiles": count(c["tiles"]), "tiles-skipped": count(c["skipped"]), "tiles-note": f"of {c['tiles'] + c['skipped']:,}",
+        "block-text": f"tiles of {side} queries × {side} keys",
+        **{f"{io}-{way}": count(c[way][io]) for way in ("ordinary", "tiled") for io in ("reads", "writes")},
     }
 
 
