@@ -272,6 +272,12 @@ def test_the_editor_by_keyboard_and_on_a_phone(page, exercise_url):
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     box = exercise.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    # Scrolled sideways, the code passes under the line numbers, which stay in place and hide it.
+    gutter = exercise.locator(".cm-gutters")
+    left = gutter.bounding_box()["x"]
+    exercise.locator(".cm-scroller").evaluate("s => { s.scrollLeft = 200; }")
+    assert gutter.bounding_box()["x"] == pytest.approx(left, abs=1)
+    assert gutter.evaluate("g => getComputedStyle(g).backgroundColor") not in ("transparent", "rgba(0, 0, 0, 0)")
 
 
 def test_the_code_editor_is_fetched_only_when_an_exercise_comes_near(page, page_log, exercise_url):

@@ -543,6 +543,7 @@ def test_the_kv_cache_of_an_encoder_decoder_and_of_an_encoder(fresh_widget):
     for name in ("kv_cache", "kv_cache_model"):
         expect(widget.locator(f'[data-output="{name}"]')).to_have_text("none")
         expect(widget.locator(f'[data-output="{name}"]')).to_have_attribute("data-value", "0")
+    expect(widget.locator('[data-output="totals"]')).to_contain_text("no KV cache")  # the headline agrees
     set_number(widget, "n_heads", 8)  # no longer BERT: sizes again, and no note
     expect(note).to_be_hidden()
     assert_shows(widget, **form_config(widget))

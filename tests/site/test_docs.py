@@ -490,7 +490,6 @@ def test_the_averaged_head_counts_right():
     quoted("what-heads-learn.md", f"mean of the {words[len(heads)]} heads' patterns",
            f"The {words[len(heads)]} heads span two layers, {words[in_layer0]} reading the embeddings",
            "diluted to a quarter")
-    quoted("why-heads.md", f"mean of {words[len(heads)]} heads' patterns")
     # The page's claim about dilution: where all four look at different keys, each keeps a quarter.
     patterns = mha_core.head_patterns("a b c d e f g a b c d e f g")
     mean = np.mean([patterns["heads"][kind] for kind in heads], axis=0)

@@ -129,3 +129,58 @@ def test_each_claim_the_page_makes_in_words_holds():
     text = widget.texts()["repeated"]
     words = text.split()
     assert len(words) == 2 * widget.N_RANDOM and words[:widget.N_RANDOM] == words[widget.N_RANDOM:]
+
+
+def number(text: str) -> float:
+    return float(text.replace("\u2212", "-"))
+
+
+def test_one_group_s_heads_write_different_things():
+    """The OV circuits' cosines, from the GGUF as gguf-py reads it (an independent reader): the group shares
+    attn_v, each query head has its own 64 columns of attn_output ([out, in] as stored)."""
+    import gguf as reference
+    from gguf.quants import dequantize as reference_dequantize
+    from sitebuild.assets import fetch_model as path
+
+    facts = load("facts").facts()
+    stored = {t.name: reference_dequantize(t.data, t.tensor_type) for t in reference.GGUFReader(path()).tensors
+              if t.name in ("blk.17.attn_v.weight", "blk.17.attn_output.weight")}
+    v, o = stored["blk.17.attn_v.weight"], stored["blk.17.attn_output.weight"]  # [192, 576], [576, 576]
+    circuit = {h: (v[64:128].T @ o[:, 64 * h:64 * (h + 1)].T).ravel() for h in (3, 4, 5)}  # kv head 1 for heads 3-5
+    expected = [circuit[a] @ circuit[b] / np.linalg.norm(circuit[a]) / np.linalg.norm(circuit[b])
+                for a, b in ((3, 4), (3, 5), (4, 5))]
+    shown = [number(x) for x in re.split(r", | and ", facts["rm_group_ov_cosines"])]
+    np.testing.assert_allclose(shown, expected, atol=0.005 + 1e-9)
+    assert max(expected) < 0.5  # three heads that attend alike write far from alike
+    assert facts["rm_d_model"] == str(v.shape[1])
+
+
+def test_the_induction_heads_found_depend_on_the_text(gguf):
+    """The spread the page states: the other random-word texts, run again here; each count and the heads
+    that score as induction heads on every text, the page's own included."""
+    facts, widget = load("facts"), load("widget")
+    tokenizer = tokenizer_from_gguf(gguf)
+    masks = [widget.scores_of("repeated")["induction"] >= facts.ROLE_MIN]
+    for seed in facts.SPREAD_SEEDS:
+        ids = tokenizer.encode(widget.repeated_text(seed))
+        assert len(ids) == 2 * widget.N_RANDOM and seed != widget.SEED
+        patterns = np.stack([p for _, _, p in run_layers(gguf, ids)])
+        masks.append(head_scores(patterns, ids)["induction"] >= facts.ROLE_MIN)
+    f = facts.facts()
+    assert (facts.CACHE / f"real-model-spread-{facts.spread_key(widget)}.json").exists()  # kept: a rebuild reruns nothing
+    counts = sorted(int(m.sum()) for m in masks[1:])
+    assert [int(x) for x in re.split(r", | and ", f["rm_spread_counts"])] == counts
+    assert f["rm_spread_texts"] == str(len(facts.SPREAD_SEEDS))
+    stable = {f"L{l} H{h}" for l, h in zip(*np.nonzero(np.logical_and.reduce(masks)))}
+    assert set(re.split(r", | and ", f["rm_spread_stable"])) == stable
+    assert f["rm_spread_stable_count"] == str(len(stable)) and len(set(counts)) > 1  # a spread, not one count
+
+
+def test_the_storage_the_page_describes(gguf):
+    """Layers in Q4_1 blocks of 32 four-bit numbers with a float16 scale and minimum (2 + 2 + 16 bytes), the
+    embedding in Q8_0 blocks of 32 bytes with a float16 scale (tests/core/llama checks the values with gguf-py's)."""
+    from mha_core.llama.gguf import GGML_TYPES, Q4_1, Q8_0
+    assert GGML_TYPES[Q4_1][1:] == (32, 2 + 2 + 32 * 4 // 8) and GGML_TYPES[Q8_0][1:] == (32, 2 + 32 * 8 // 8)
+    kinds = {name: info.ggml_type for name, info in gguf.tensors.items()}
+    assert kinds["token_embd.weight"] == Q8_0
+    assert all(kinds[n] == Q4_1 for n in kinds if n.startswith("blk.") and not n.endswith("norm.weight"))
