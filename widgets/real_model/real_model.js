@@ -102,6 +102,7 @@ function mount(root) {
       if (opened) openHead(opened).catch(() => {});
     },
     settled: () => loaded && setHidden(load, true, text),
+    python: (asked) => !asked.example, // a page's text is an asset
     busy: [load],
     home: text, // while the model downloads, the reader may type the text it will run
   });

@@ -21,8 +21,8 @@
 //       });
 // Whatever the work, the same behaviour: the root's data-state says where it is (as built: initial or idle;
 // busy; live; error). What no longer matches the controls is marked stale (data-stale="true" on each
-// [data-results]): at once while Python is not ready, after STALE_AFTER_MS while it computes (no flash on a
-// quick answer), and after an error. An error is shown in the error slot ([data-message="error"]) nearest the
+// [data-results]): at once while the Python the work waits for is not ready, after STALE_AFTER_MS otherwise (no
+// flash on a quick answer), and after an error. An error is shown in the error slot ([data-message="error"]) nearest the
 // control that caused it, in the controls' words, and cleared when the next request starts. A failure the
 // widget's own Retry (its button[name="retry"]) can mend shows that button instead of the widget's busy
 // controls (never both); Retry asks again, and so does the status line's Retry once it has brought Python up.
@@ -107,14 +107,20 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
  *   marked    marked(stale): each time the results are marked stale or not (a widget that says why)
  *   busy      the controls that start work (Load, Run, Train): off while busy, hidden while Retry is shown
  *   stop      the control that stops a run (request.stop()): on only while busy
- *   home      where the focus goes when nothing else acts (the widget's first usable control by default) */
+ *   home      where the focus goes when nothing else acts (the widget's first usable control by default)
+ *   python    python(args): whether the work for args waits for the page's Python (by default it does) */
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), progress, failure,
-  settled = () => {}, marked = () => {}, busy = [], stop = null, home = null,
+  settled = () => {}, marked = () => {}, busy = [], stop = null, home = null, python = () => true,
 }) {
   const retry = root.querySelector('button[name="retry"]');
   const progressSlot = output(root, "progress");
-  const step = progress ?? ((value) => (typeof value === "string" ? setText(progressSlot, value) : bind(root, value)));
+  let said = false; // a run's words are in the progress slot, to be emptied once settled
+  const step = progress ?? ((value) => {
+    if (typeof value !== "string") return bind(root, value);
+    said = true;
+    setText(progressSlot, value);
+  });
   const mark = (stale) => {
     markStale(root, stale);
     marked(stale);
@@ -162,7 +168,8 @@ export function live(root, {
       clearTimeout(staleTimer);
       showError(root, errorSlotNear(root, cause), say(error));
       if (error) mark(true);
-      if (!progress) setText(progressSlot, "");
+      if (said) setText(progressSlot, "");
+      said = false;
       setData(root, "state", error ? "error" : "live");
       setBusy(false, Boolean(error) && !(error instanceof InputError));
       settled(error);
@@ -178,10 +185,10 @@ export function live(root, {
     cause = control;
     setData(root, "state", "busy");
     setBusy(true);
-    const { error } = tryArgs(args); // the controls' words at once, before any answer; an old error goes
+    const { args: now, error } = tryArgs(args); // the controls' words at once, before any answer; an old error goes
     showError(root, errorSlotNear(root, cause), say(error));
     clearTimeout(staleTimer);
-    if (error || !pythonReady()) mark(true);
+    if (error || (!pythonReady() && python(now))) mark(true);
     else staleTimer = setTimeout(() => mark(true), STALE_AFTER_MS);
     return request();
   }
