@@ -4,7 +4,7 @@
 // the answer for the inputs the reader left.
 // The work is one call (ask() returns a Promise of its answer) or a run of calls (ask() returns an async
 // iterator, an async generator's: each value it yields is a step's progress, the value it returns the answer).
-// A run out of date, or stopped, ends at its next step: the iterator's return() runs its finally blocks (the
+// A run out of date, or stopped, ends at its next step (a stopped run's step is shown, an outdated one's not): the iterator's return() runs its finally blocks (the
 // place to tell Python that a run is dropped), and the newest request starts (RxJS's switchMap; Observable's
 // generator cells). A single call cannot be cut: its answer, still newer than what is shown, is shown.
 
@@ -13,7 +13,7 @@ const isRun = (work) => typeof work?.[Symbol.asyncIterator] === "function";
 /** request() for ask (the work for the inputs as they are now: a Promise of its answer, or a run).
  *   show(answer, latest)  each answer that arrives; latest is false when a newer request is already waiting
  *                         (an answer still newer than what is shown, so it is shown, but the widget stays busy)
- *   step(progress)        each step of a run, as it comes (none once the run is out of date or stopped)
+ *   step(progress)        each step of a run, as it comes (none once the run is out of date)
  *   settle(error)         once the latest request is answered, or its run stopped: null, or the error the work
  *                         failed with (a failure of out-of-date work is dropped: its inputs are gone)
  * request() returns a Promise that resolves once the widget has settled; request.stop() ends the current run
@@ -29,11 +29,11 @@ export function latestWins({ ask, show, step = () => {}, settle }) {
     for (;;) {
       const { value, done: finished } = await run.next();
       if (finished) return { answer: value };
+      if (!outdated) step(value); // a stopped run's last step is still the reader's (a stream's last slice)
       if (outdated || stopped) {
         await run.return?.();
         return { ended: true };
       }
-      step(value);
     }
   }
 
@@ -109,3 +109,7 @@ export function shared(work) {
   follow.forget = () => (current = null);
   return follow;
 }
+
+/** A run of work(report), work done for one request alone that says its progress through a callback (a wait for
+ * Python to start, told as it goes): yields each report, returns work's answer. */
+export const reported = (work) => shared(work)();

@@ -35,7 +35,7 @@ import { firstControl, output, setData, setDisabled, setHidden, setText } from "
 import { latestWins } from "./latest.js";
 import { recomputeOnReady } from "./status.js";
 
-export { shared } from "./latest.js";
+export { reported, shared } from "./latest.js";
 export { setDisabled } from "./dom.js";
 
 const ERROR_SLOT = '[data-message="error"]';
@@ -106,12 +106,16 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
  *   settled   settled(error): after the latest request is answered (error null), stopped or refused
  *   marked    marked(stale): each time the results are marked stale or not (a widget that says why)
  *   busy      the controls that start work (Load, Run, Train): off while busy, hidden while Retry is shown
- *   stop      the control that stops a run (request.stop()): on only while busy
+ *   stop      the control that stops a run: on only while busy; pressed, it calls stopping(), which ends the run at
+ *             its next step by default (request.stop()); a call that cannot wait for a step (the reader's code in
+ *             an endless loop) is ended the widget's way, and its answer says so
  *   home      where the focus goes when nothing else acts (the widget's first usable control by default)
- *   python    python(args): whether the work for args waits for the page's Python (by default it does) */
+ *   python    python(args): whether the work for args waits for the page's Python (by default it does)
+ *   stale     false for work whose controls do not describe the results shown (the settings of a run to come):
+ *             its requests leave the results' stale marks as they are */
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), progress, failure,
-  settled = () => {}, marked = () => {}, busy = [], stop = null, home = null, python = () => true,
+  settled = () => {}, marked = () => {}, busy = [], stop = null, stopping = null, home = null, python = () => true, stale = true,
 }) {
   const retry = root.querySelector('button[name="retry"]');
   const progressSlot = output(root, "progress");
@@ -121,9 +125,10 @@ export function live(root, {
     said = true;
     setText(progressSlot, value);
   });
-  const mark = (stale) => {
-    markStale(root, stale);
-    marked(stale);
+  const mark = (marking) => {
+    if (!stale) return;
+    markStale(root, marking);
+    marked(marking);
   };
   let cause = root;
   let asked = null;
@@ -139,8 +144,9 @@ export function live(root, {
   /** Busy or not: the controls that start work off and Stop on, or the reverse; after a failure Retry can mend,
    * Retry in the place of the busy controls. */
   const setBusy = (on, failed = false) => {
+    if (on && stop) stop.disabled = false; // first: the focus goes there from the control pressed
     setDisabled(busy, on, stop, homeControl);
-    if (stop) setDisabled([stop], !on, cause, ...busy, homeControl);
+    if (!on && stop) setDisabled([stop], true, cause, ...busy, homeControl);
     if (retry && failed) {
       retry.hidden = false;
       replaced = busy.filter((control) => !control.hidden);
@@ -170,17 +176,19 @@ export function live(root, {
       if (error) mark(true);
       if (said) setText(progressSlot, "");
       said = false;
+      failed = Boolean(error);
       setData(root, "state", error ? "error" : "live");
       setBusy(false, Boolean(error) && !(error instanceof InputError));
       settled(error);
     },
   });
-  recomputeOnReady(root, () => request());
+  let failed = false; // this request's last work failed (a widget may hold several): the one Retry asks again
+  recomputeOnReady(root, () => failed && request());
   retry?.addEventListener("click", () => {
     if (document.documentElement.dataset.mhaRuntime === "error") restartPython();
     start(cause);
   });
-  stop?.addEventListener("click", () => request.stop());
+  stop?.addEventListener("click", () => (stopping ?? request.stop)());
   function start(control = root) {
     cause = control;
     setData(root, "state", "busy");

@@ -148,7 +148,7 @@ test("a newer request ends a run at its next step (its finally runs), then the n
   assert.deepEqual(w.settled, [null]);
 });
 
-test("stop ends a run at its next step and settles without an answer; the next request runs afresh", async () => {
+test("stop ends a run at its next step (shown) and settles without an answer; the next request runs afresh", async () => {
   const w = runWidget();
   const done = w.request();
   await advance(w, 0, 0);
@@ -156,6 +156,7 @@ test("stop ends a run at its next step and settles without an answer; the next r
   await advance(w, 0, 1);
   await done;
   assert.deepEqual([w.shown, w.settled, w.ended], [[], [null], [0]]);
+  assert.deepEqual(w.steps, ["0: layer 0", "0: layer 1"]); // the step in hand when stopped: still the reader's
   const again = w.request();
   for (const layer of [0, 1, 2]) await advance(w, 1, layer);
   await again;
