@@ -286,7 +286,7 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
     """The sentence field's bad input: blank text is refused with a message (the patterns shown stay);
     numbers, signs and letters are words and punctuation like any other."""
     widget = live_widget("heads")
-    field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-message="error"]')
+    field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-message="error"]').first
     show_sentence(widget, SENTENCE)
     shown_before = widget.evaluate(READ)
     for blank in ["", "  \n\t "]:
@@ -317,7 +317,7 @@ def expect_stale(widget, line: str | None) -> None:
     a dashed frame and the line at full opacity, not faded text."""
     stale = widget.locator('[data-output="stale"]')
     marked = widget.locator("[data-stale]")
-    expect(marked).to_have_count(4)  # the heads, the heatmap, the sentence's highlights and the notice
+    expect(marked).to_have_count(5)  # the heads, the heatmap, the sentence's highlights, the notice, the matrices
     for section in marked.all():
         expect(section).to_have_attribute("data-stale", "true" if line else "false")
     if not line:
