@@ -45,11 +45,11 @@ const usable = (el) => Boolean(el?.isConnected && !el.disabled && !el.closest("[
 
 /** The first control of root the reader can use now (a widget's, where its focus goes when nothing better acts). */
 export const firstControl = (root) => [...root.querySelectorAll("button, input, select, textarea, [tabindex='0']")]
-  .find((el) => usable(el) && !el.closest("[data-mha-status]")); // the status line's buttons hide once pressed
+  .find((el) => usable(el) && !el.closest("[data-mha-status]")); // the status line's buttons hide when pressed
 
 /** change() (which disables or hides els); when one of els held the focus and can no longer hold it, the focus
- * moves to the first usable of targets (an element, or a function that finds one), so that it never falls to the page, where its ring vanishes and Enter does
- * nothing. */
+ * moves to the first usable of targets (an element, or a function that finds one), so that it never falls to the
+ * page, where its ring vanishes and Enter does nothing. */
 function keepFocus(els, change, targets) {
   const held = els.includes(document.activeElement);
   change();

@@ -4,9 +4,10 @@
 // the answer for the inputs the reader left.
 // The work is one call (ask() returns a Promise of its answer) or a run of calls (ask() returns an async
 // iterator, an async generator's: each value it yields is a step's progress, the value it returns the answer).
-// A run out of date, or stopped, ends at its next step (a stopped run's step is shown, an outdated one's not): the iterator's return() runs its finally blocks (the
-// place to tell Python that a run is dropped), and the newest request starts (RxJS's switchMap; Observable's
-// generator cells). A single call cannot be cut: its answer, still newer than what is shown, is shown.
+// A run out of date, or stopped, ends at its next step (the step of a stopped run is shown, an outdated one's
+// not): the iterator's return() runs its finally blocks (the place to tell Python that a run is dropped), and the
+// newest request starts (RxJS's switchMap; Observable's generator cells). A single call cannot be cut: its
+// answer, still newer than what is shown, is shown.
 
 const isRun = (work) => typeof work?.[Symbol.asyncIterator] === "function";
 

@@ -6,7 +6,8 @@
 //              string goes into the root's [data-output="progress"], an object is a view bound into the slots);
 //              its return value is the answer. A newer request ends it at its next yield (its finally blocks
 //              run: where the widget tells Python to drop the run), and the newest then starts.
-//   a stream   the same generator, whose yields are partial answers drawn as they come (training's slices)
+//   a stream   the same generator, whose yields are partial answers, drawn as they come by the widget's
+//              progress() (training's slices); Stop ends it between two
 //   a fetch    a run that follows shared(work) (latest.js): an asset fetched once, or the model's download,
 //              with its byte progress; a run ended early leaves it going for the next one to follow
 //       const model = shared((report) => download(folder, store, files, (arrived, total) => report(...)));
@@ -22,8 +23,8 @@
 // Whatever the work, the same behaviour: the root's data-state says where it is (as built: initial or idle;
 // busy; live; error). What no longer matches the controls is marked stale (data-stale="true" on each
 // [data-results]): at once while the Python the work waits for is not ready, after STALE_AFTER_MS otherwise (no
-// flash on a quick answer), and after an error. An error is shown in the error slot ([data-message="error"]) nearest the
-// control that caused it, in the controls' words, and cleared when the next request starts. A failure the
+// flash on a quick answer), and after an error. An error is shown in the error slot ([data-message="error"])
+// nearest the control that caused it, in the controls' words, and cleared when the next request starts. A failure the
 // widget's own Retry (its button[name="retry"]) can mend shows that button instead of the widget's busy
 // controls (never both); Retry asks again, and so does the status line's Retry once it has brought Python up.
 // While busy, the widget's busy controls (Load, Run, Train) are off and its Stop (if any) on; the focus never
@@ -115,7 +116,8 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
  *             its requests leave the results' stale marks as they are */
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), progress, failure,
-  settled = () => {}, marked = () => {}, busy = [], stop = null, stopping = null, home = null, python = () => true, stale = true,
+  settled = () => {}, marked = () => {}, busy = [], stop = null, stopping = null, home = null, python = () => true,
+  stale = true,
 }) {
   const retry = root.querySelector('button[name="retry"]');
   const progressSlot = output(root, "progress");
@@ -133,6 +135,7 @@ export function live(root, {
   let cause = root;
   let asked = null;
   let staleTimer = null;
+  let failed = false; // this request's last work failed (a widget may hold several): the one Retry asks again
   const homeControl = () => home ?? firstControl(root);
   const say = (error) => {
     if (!error) return "";
@@ -182,7 +185,6 @@ export function live(root, {
       settled(error);
     },
   });
-  let failed = false; // this request's last work failed (a widget may hold several): the one Retry asks again
   recomputeOnReady(root, () => failed && request());
   retry?.addEventListener("click", () => {
     if (document.documentElement.dataset.mhaRuntime === "error") restartPython();
