@@ -286,7 +286,7 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
     """The sentence field's bad input: blank text is refused with a message (the patterns shown stay);
     numbers, signs and letters are words and punctuation like any other."""
     widget = live_widget("heads")
-    field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-message="error"]').first
+    field, error = widget.locator('textarea[name="sentence"]'), widget.locator('[data-message="error"]')
     show_sentence(widget, SENTENCE)
     shown_before = widget.evaluate(READ)
     for blank in ["", "  \n\t "]:

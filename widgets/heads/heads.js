@@ -85,7 +85,7 @@ function liveWeights(w) {
       answered = answer;
       bind(el, { outputs: answer.reply.heads[w.head] });
     },
-    failure: "Could not load the matrices",
+    failure: "Could not load the matrices", errors: '[data-message="weights-error"]',
   });
 }
 

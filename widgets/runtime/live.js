@@ -39,24 +39,24 @@ import { recomputeOnReady } from "./status.js";
 export { reported, shared } from "./latest.js";
 export { setDisabled } from "./dom.js";
 
-const ERROR_SLOT = '[data-message="error"]';
+const ERROR_SLOTS = '[data-message="error"]';
 const STALE_AFTER_MS = 250; // with Python ready an answer takes tens of ms
 
 /** What the controls hold cannot be asked (args() throws it): its message is shown as it is, no call made. */
 export class InputError extends Error {}
 
-/** The error slot nearest el: the first that el's closest ancestor holding one holds. */
-export function errorSlotNear(root, el) {
+/** The error slot (one of root's slots) nearest el: the first that el's closest ancestor holding one holds. */
+function errorSlotNear(root, slots, el) {
   for (let at = el; at && root.contains(at); at = at.parentElement) {
-    const slot = at.querySelector(ERROR_SLOT);
+    const slot = at.querySelector(slots);
     if (slot) return slot;
   }
-  return root.querySelector(ERROR_SLOT);
+  return root.querySelector(slots);
 }
 
-/** Show text in slot (hidden when empty); clear every other error slot of root. */
-function showError(root, slot, text) {
-  for (const el of root.querySelectorAll(ERROR_SLOT)) {
+/** Show text in slot (hidden when empty); clear every other of root's slots. */
+function showError(root, slots, slot, text) {
+  for (const el of root.querySelectorAll(slots)) {
     const shown = el === slot ? text : "";
     el.hidden = !shown;
     if (el.textContent !== shown) el.textContent = shown;
@@ -113,11 +113,13 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
  *   home      where the focus goes when nothing else acts (the widget's first usable control by default)
  *   python    python(args): whether the work for args waits for the page's Python (by default it does)
  *   stale     false for work whose controls do not describe the results shown (the settings of a run to come):
- *             its requests leave the results' stale marks as they are */
+ *             its requests leave the results' stale marks as they are
+ *   errors    the selector of this work's error slots ('[data-message="error"]' by default), for a second life
+ *             cycle inside a widget that says its errors apart */
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), progress, failure,
   settled = () => {}, marked = () => {}, busy = [], stop = null, stopping = null, home = null, python = () => true,
-  stale = true,
+  stale = true, errors = ERROR_SLOTS,
 }) {
   const retry = root.querySelector('button[name="retry"]');
   const progressSlot = output(root, "progress");
@@ -175,7 +177,7 @@ export function live(root, {
     },
     settle: (error) => {
       clearTimeout(staleTimer);
-      showError(root, errorSlotNear(root, cause), say(error));
+      showError(root, errors, errorSlotNear(root, errors, cause), say(error));
       if (error) mark(true);
       if (said) setText(progressSlot, "");
       said = false;
@@ -196,7 +198,7 @@ export function live(root, {
     setData(root, "state", "busy");
     setBusy(true);
     const { args: now, error } = tryArgs(args); // the controls' words at once, before any answer; an old error goes
-    showError(root, errorSlotNear(root, cause), say(error));
+    showError(root, errors, errorSlotNear(root, errors, cause), say(error));
     clearTimeout(staleTimer);
     if (error || (!pythonReady() && python(now))) mark(true);
     else staleTimer = setTimeout(() => mark(true), STALE_AFTER_MS);
