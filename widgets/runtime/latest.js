@@ -29,7 +29,7 @@ export function latestWins({ ask, show, step = () => {}, settle }) {
   async function follow(run) {
     for (;;) {
       const { value, done: finished } = await run.next();
-      if (finished) return { answer: value };
+      if (finished) return { answer: await value }; // WebKitGTK 2.4x hands over a returned Promise unawaited
       if (!outdated) step(value); // a stopped run's last step is still the reader's (a stream's last slice)
       if (outdated || stopped) {
         await run.return?.();
