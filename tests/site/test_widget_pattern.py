@@ -29,9 +29,6 @@ ALLOWED = {
     ("training/charts.js", "formats a number"):
         "SVG coordinates of the loss and score curves (geometry, never read as words), rounded to keep the "
         "points attribute short",
-    ("scroll-regions.js", "keeps a request counter"):
-        "the page's pass of measuring scroll boxes after a resize (layout, no call and no answer): a newer pass "
-        "stops an older one between boxes",
 }
 
 
