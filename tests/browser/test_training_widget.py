@@ -296,12 +296,16 @@ def test_train_it_yourself_then_stop_then_again(fresh_widget):
     # scrub the reader's run
     widget.locator('input[name="step"]').fill("1")
     expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", "30")
-    # start again, with the default heads, and stop at once
+    # start again, with the default heads, and stop at once, while Python is still starting the run: the run it
+    # started is stopped there too, and said so
     widget.locator('select[name="n_heads"]').select_option("2")
+    first_stop = widget.locator('[data-output="run"]').text_content()
     widget.locator('button[name="train"]').click()
-    expect(widget.locator("button[data-layer]")).to_have_count(4)
     widget.locator('button[name="stop"]').click()
     expect(widget).to_have_attribute("data-state", "live")
+    expect(widget.locator("button[data-layer]")).to_have_count(4)
+    expect(widget.locator('[data-output="run"]')).not_to_have_text(first_stop)  # another seed's run
+    expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
 
 

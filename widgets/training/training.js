@@ -186,15 +186,15 @@ async function* training(w, { config, seed }) {
     setText(said, shownBefore);
     throw err;
   }
-  yield { run, seed };
   const advance = () => call("training_advance", { run: run.run, budget_ms: SLICE_MS });
   let slice = { done: false };
-  let next = advance();
+  let next = advance(); // asked for before each slice is drawn, so Python trains meanwhile
   let failed = false;
   try {
+    yield { run, seed }; // ended here (Stop pressed at once), the run is stopped in Python too
     while (!slice.done && w.root.isConnected) { // a page swapped out (instant navigation) stops the run as Stop does
       slice = await next;
-      next = slice.done ? null : advance(); // asked for before this slice is drawn, so Python trains meanwhile
+      next = slice.done ? null : advance();
       yield { slice };
     }
     return { done: slice.done };
