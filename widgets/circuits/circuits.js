@@ -83,7 +83,8 @@ function mount(root) {
         wanted = shown.id;
         return bind(root, run.note);
       }
-      if (run !== shown) showRun(run);
+      if (run.id === shown.id) shown = run; // the recorded run's steps arrived: the page shows that run already
+      else showRun(run);
       const view = shown.views[step.value];
       if (view) bind(root, view);
     },
