@@ -38,7 +38,7 @@ import numpy as np
 from ..fields import Array, Between, Declared, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, Whole, arguments, shown
 from ..rng import Random
 from .gguf import tensor, tensor_rows
-from .model import (LAYER_FILES, GGUFFile, Model, TokenIds, _tokens_fit, block_parts, embed, layer_weights,
+from .model import (LAYER_FILES, GGUFFile, Model, TokenIds, tokens_fit, block_parts, embed, layer_weights,
                     llama_config, rope_angles, unembed)
 
 TOP = 5  # predictions kept at each position
@@ -142,7 +142,7 @@ class Weights:
         return list(value)
 
 
-@arguments(_tokens_fit, _heads_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES, knocked=HEADS,
+@arguments(tokens_fit, _heads_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES, knocked=HEADS,
            hide_first=Flag(), clean=Maybe(Record()), weights=Maybe(Weights()))
 def recorded_run(gguf, tokens, layers=None, knocked=(), hide_first=False, clean=None, weights=None):
     """Yield the record (one dict, growing) after each layer that runs.
@@ -306,7 +306,7 @@ def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
     return effects - predictions.fn(gguf, record)["mean_loss"]
 
 
-@arguments(_tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(),
+@arguments(tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(),
            weights=Weights(), rise=Number(0, 100), step=Whole(1, MAX_LAYERS * MAX_HEADS))
 def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int) -> dict:
     """How many heads of order can go (knocked out together, in order) before the mean loss on tokens rises by

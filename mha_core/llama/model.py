@@ -123,7 +123,7 @@ class TokenIds:
         return array.astype(np.int64)
 
 
-def _tokens_fit(args: dict) -> None:
+def tokens_fit(args: dict) -> None:
     if "gguf" in args and "tokens" in args:
         check_tokens(args["tokens"], llama_config(args["gguf"]))
 
@@ -214,13 +214,13 @@ def block(resid: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin:
 
 # ---------------------------------------------------------------- the model
 
-@arguments(_tokens_fit, gguf=Model(), tokens=TokenIds())
+@arguments(tokens_fit, gguf=Model(), tokens=TokenIds())
 def embed(gguf, tokens) -> np.ndarray:
     """tokens [n] -> resid_pre_0 [n, d_model]: only the embedding rows the tokens need are dequantized."""
     return tensor_rows(gguf, "token_embd.weight", tokens)  # [n, d_model]
 
 
-@arguments(_tokens_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES)
+@arguments(tokens_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES)
 def run_layers(gguf, tokens, layers=None):
     """Yield (layer, resid_post [n, d_model], pattern [h, n, n]) after each block, one layer's weights
     unpacked at a time (a caller reports progress between layers, or stops early).
@@ -258,7 +258,7 @@ def unembed(gguf, resid) -> np.ndarray:
     return logits
 
 
-@arguments(_tokens_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES)
+@arguments(tokens_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES)
 def forward(gguf, tokens, layers=None) -> tuple[np.ndarray, np.ndarray]:
     """tokens [n] -> (logits [n, V], patterns [n_layers, h, n, n]): the whole model, layer by layer (layers: as
     run_layers takes them)."""
