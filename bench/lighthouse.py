@@ -12,8 +12,9 @@ desktop whose benchmarkIndex (Lighthouse's measure of a machine's speed) is abou
 makes a slower phone, and on a faster one a faster phone: Lighthouse's documentation advises calibrating the
 slowdown to the machine (docs/throttling.md, "Calibrating the CPU slowdown"). So the machine's benchmarkIndex is
 measured first (the median of three Lighthouse runs on the home page), and the slowdown is the one Lighthouse's
-calculator gives for it (6× at 2,000); each page's line prints the benchmarkIndex of its own runs beside the
-slowdown they were made with. --cpu-slowdown sets the slowdown instead.
+calculator gives for it (6× at 2,000); each page's line prints the benchmarkIndex of its own runs, the slowdown the
+calculator gives for that, and the slowdown they were made with: on a machine shared with other work the two differ,
+and the page's figures are those of a slower or faster phone. --cpu-slowdown sets the slowdown instead.
 
 Prints, per page, the median of the runs of each category's score and of the main metrics (First and Largest
 Contentful Paint, Speed Index, Total Blocking Time, Cumulative Layout Shift, the number of DOM elements), and
@@ -125,10 +126,15 @@ def medians(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 def page_line(page: str, figures: dict[str, float], slowdown: float) -> str:
-    """page's medians, with the slowdown its runs were made with beside the benchmarkIndex they measured."""
+    """page's medians, ending with the benchmarkIndex its runs measured, the slowdown the calculator gives for it
+    (another than the calibrated one: the machine was busier or quieter than when it was calibrated) and the
+    slowdown they were made with."""
     scores = " ".join(f"{figures[name]:5.0f}" for name in TARGETS)
     metrics = ", ".join(f"{name} {form.format(figures[audit])}" for audit, (name, form, _) in METRICS.items())
-    return f"  {page or '/':24} {scores}   {metrics}, benchmarkIndex {figures['benchmarkIndex']:.0f} at {slowdown:.2f}×"
+    index = figures["benchmarkIndex"]
+    calculated = f"{cpu_slowdown(index):.2f}×" if index >= CALCULATOR[0][0] else "none"
+    return (f"  {page or '/':24} {scores}   {metrics}, benchmarkIndex {index:.0f} (calculator: {calculated}), "
+            f"run at {slowdown:.2f}×")
 
 
 def check(pages: dict[str, dict[str, float]], runs: int, cpu: str) -> None:

@@ -184,6 +184,9 @@ def break_worker_and_reload(page, name: str):
     return widget
 
 
+FORMULAS_AND_TABLES = ".md-content div.arithmatex, .md-typeset__scrollwrap"
+
+
 def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
     """On a phone, a display formula, table or code block wider than the screen scrolls in a box that Tab reaches
     (formulas and tables named as such), far below the screen too, before the browser has laid it out."""
@@ -194,15 +197,16 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
         settle(page)
         # [tab index, role, name, content skipped (content-visibility)] of each formula and table; then which are
         # wide, asked of each laid out
-        found = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex, .md-typeset__scrollwrap")]
+        found = page.evaluate(f"""() => [...document.querySelectorAll({FORMULAS_AND_TABLES!r})]
           .map(b => [b.tabIndex, b.getAttribute("role"), b.getAttribute("aria-label"),
-                     !b.firstElementChild.checkVisibility({ contentVisibilityAuto: true })])""")
-        wide = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex, .md-typeset__scrollwrap")]
-          .map(b => { b.firstElementChild.getBoundingClientRect(); return b.scrollWidth > b.clientWidth + 1; })""")
+                     !b.firstElementChild.checkVisibility({{ contentVisibilityAuto: true }})])""")
+        wide = page.evaluate(f"""() => [...document.querySelectorAll({FORMULAS_AND_TABLES!r})]
+          .map(b => {{ b.firstElementChild.getBoundingClientRect(); return b.scrollWidth > b.clientWidth + 1; }})""")
         boxes = [box for box, is_wide in zip(found, wide) if is_wide]
         assert boxes, "no wide formula or table on the page at 390 px: pick a page that has one"
         assert any(skipped for *_, skipped in boxes), "no wide box far below the screen: pick a page that has one"
-        assert all(box[0] == 0 and box[1] == "group" and box[2].endswith("(scrolls sideways)") for box in boxes), boxes
+        assert all(box[0] == 0 and box[1] == "group" and box[2].endswith("(scrolls sideways)")
+                   for box in boxes), boxes
         wide_code = """() => [...document.querySelectorAll(".md-content pre > code")]
           .filter(c => c.scrollWidth > c.clientWidth + 1)"""
         assert page.evaluate(f"({wide_code})().length"), "no code block wider than the screen on the page"
@@ -210,7 +214,8 @@ def test_scroll_boxes_are_reached_by_keyboard(browser, site_url, built_site):
         resize(page, VIEWPORTS["desktop"])  # wide enough: no more tab stops
         settle(page)
         still = page.evaluate("""() => [...document.querySelectorAll(".md-content div.arithmatex[tabindex]")]
-          .filter(b => { b.firstElementChild.getBoundingClientRect(); return b.scrollWidth <= b.clientWidth + 1; }).length""")
+          .filter(b => { b.firstElementChild.getBoundingClientRect(); return b.scrollWidth <= b.clientWidth + 1; })
+          .length""")
         assert still == 0
     log.check()
 

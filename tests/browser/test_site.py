@@ -244,8 +244,10 @@ SCROLL_THROUGH = """async () => {
 # The layout shifts of the page so far, as "value: moved element, …".
 SHIFTS = """() => new Promise((resolve) => {
   const shifts = [];
-  new PerformanceObserver((list) => shifts.push(...list.getEntries())).observe({ type: "layout-shift", buffered: true });
-  setTimeout(() => resolve(shifts.map((e) => `${e.value.toFixed(4)}: ${e.sources.map((s) => s.node?.outerHTML?.slice(0, 60))}`)), 200);
+  new PerformanceObserver((list) => shifts.push(...list.getEntries()))
+    .observe({ type: "layout-shift", buffered: true });
+  const moved = (e) => e.sources.map((s) => s.node?.outerHTML?.slice(0, 60));
+  setTimeout(() => resolve(shifts.map((e) => `${e.value.toFixed(4)}: ${moved(e)}`)), 200);
 })"""
 VIEWPORTS = ({"width": 390, "height": 844}, {"width": 1280, "height": 800}, {"width": 1024, "height": 1366})
 
@@ -282,7 +284,8 @@ def test_blocks_skipped_away_from_the_screen_are_laid_out_as_the_page_lays_them_
             page.evaluate(NEXT_FRAME)
             assert page.evaluate(SHIFTS) == [], viewport
             skipped = page.evaluate("""() => [...document.querySelector(".md-typeset").children]
-              .filter((b) => b.firstElementChild && !b.firstElementChild.checkVisibility({ contentVisibilityAuto: true }))
+              .filter((b) => b.firstElementChild
+                && !b.firstElementChild.checkVisibility({ contentVisibilityAuto: true }))
               .map((b) => b.tagName.toLowerCase())""")
             assert {"p", "figure"} <= set(skipped), (viewport, skipped)
             page.evaluate(SCROLL_THROUGH)
