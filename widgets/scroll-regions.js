@@ -37,7 +37,10 @@ function update(box, name) {
 
 let boxes = []; // [box, name] of the page shown
 let measuring = 0; // the latest pass of measureWhenIdle: an earlier one stops
-const whenIdle = window.requestIdleCallback ?? ((fn) => setTimeout(fn, 0));
+// When the page is idle, or after a second at most: a headless browser that draws no frame may never be idle.
+const whenIdle = window.requestIdleCallback
+  ? (fn) => requestIdleCallback(fn, { timeout: 1000 })
+  : (fn) => setTimeout(fn, 0);
 
 function measureWhenIdle() {
   const pass = ++measuring;

@@ -52,10 +52,12 @@ def site_pages(site: Path) -> list[str]:
     return [p.removeprefix("./") for p in pages] + ["404.html"]
 
 
-# Wait for as many idle moments as the page has scroll boxes, then a frame: widgets/scroll-regions.js has measured
-# the boxes away from the screen (one an idle moment) and its ResizeObservers have run.
+# Wait for as many idle moments as the page has scroll boxes (as widgets/scroll-regions.js waits for them), then a
+# frame: it has measured the boxes away from the screen (one an idle moment) and its ResizeObservers have run.
 BOXES_MEASURED = """async () => {
-  const idle = window.requestIdleCallback ?? ((fn) => setTimeout(fn, 0));
+  const idle = window.requestIdleCallback
+    ? (fn) => requestIdleCallback(fn, { timeout: 1000 })
+    : (fn) => setTimeout(fn, 0);
   for (const _ of document.querySelectorAll(".md-content :is(div.arithmatex, .md-typeset__scrollwrap, pre > code)")) {
     await new Promise(idle);
   }
