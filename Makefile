@@ -101,7 +101,7 @@ $(BENCH_JS)/node_modules/.package-lock.json: $(BENCH_JS)/package-lock.json
 
 # Every benchmark runs (each keeps its figures in bench/figures.json), then README's table is written from
 # them; fails if any target was missed.
-BENCHES := core_speed browser_budget network training_speed kept_memory real_model lighthouse suite_speed
+BENCHES := core_speed browser_budget browser_tiling network training_speed kept_memory real_model lighthouse suite_speed
 bench: $(VENV)/.test chromium $(BENCH_JS)/node_modules/.package-lock.json
 	@missed=; for b in $(BENCHES); do $(PY) bench/$$b.py || missed="$$missed $$b"; done; \
 	$(PY) bench/figures.py $(BENCHES); \

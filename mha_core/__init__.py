@@ -4,6 +4,7 @@ Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the stan
 
     config, shapes, presets            one attention layer's sizes, what they cost, published models
     attention                          the layer itself: softmax, split and merge, multi-head attention
+    flash                              the same attention tile by tile (FlashAttention's online softmax), and its counts
     heads, tokens                      constructed heads on a sentence, and the tokenizer
     memory, worked                     the split and merge in memory; the first page's worked example
     model, detectors, training         a two-layer attention-only transformer, its heads' scores, its training
@@ -18,6 +19,7 @@ kernel underneath trusts its input.
 """
 
 from .attention import merge_heads, multi_head_attention, scaled_dot_product_attention, softmax, split_heads
+from .flash import flash_attention, flash_counts, online_softmax_update
 from .config import LIMITS, AttentionConfig, ConfigError, check_config
 from .heads import HEAD_LAYER, HEAD_KINDS, MAX_TOKENS, head_patterns, head_weights, tokenize
 from .presets import PRESETS, Preset, presets
@@ -34,6 +36,7 @@ __all__ = [
     "LIMITS", "AttentionConfig", "ConfigError", "check_config",
     "PRESETS", "Preset", "presets", "param_count", "shape_report",
     "softmax", "split_heads", "merge_heads", "scaled_dot_product_attention", "multi_head_attention",
+    "flash_attention", "flash_counts", "online_softmax_update",
     "HEAD_LAYER", "HEAD_KINDS", "MAX_TOKENS", "tokenize", "head_patterns", "head_weights",
     "memory_steps", "worked_example",
     "TrainConfig", "init_params", "forward", "run_with_cache", "loss_and_grads", "detector_scores", "evaluate",

@@ -110,7 +110,7 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
 
 # --8<-- [start:attend]
 @functools.lru_cache(maxsize=64)
-def _future_keys(n_q: int, n_k: int) -> np.ndarray:
+def future_keys(n_q: int, n_k: int) -> np.ndarray:
     """[n_q, n_k] bool, read-only, made once per size: key j comes after query i (j > i), the causal mask."""
     future = ~np.tri(n_q, n_k, dtype=bool)
     future.flags.writeable = False
@@ -124,7 +124,7 @@ def _attend(q, k, v, causal: bool = False, mask=None):
     scores *= scores.dtype.type(1 / math.sqrt(d_k))  # a dtype scalar: float32 stays float32
     blocked = None if mask is None else ~mask  # True where a query may not attend to a key
     if causal:
-        future = _future_keys(*scores.shape[-2:])
+        future = future_keys(*scores.shape[-2:])
         blocked = future if blocked is None else blocked | future
     if blocked is not None:
         np.copyto(scores, -np.inf, where=blocked)
@@ -133,7 +133,7 @@ def _attend(q, k, v, causal: bool = False, mask=None):
 # --8<-- [end:attend]
 
 
-def _qkv_fit(args: dict) -> None:
+def qkv_fit(args: dict) -> None:
     q, k, v, mask = args["q"], args["k"], args["v"], args.get("mask")
     for name in "qkv":
         if args[name].ndim < 2:
@@ -150,7 +150,7 @@ def _qkv_fit(args: dict) -> None:
         raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' shape {scores_shape}.")
 
 
-@arguments(_qkv_fit, q=Array(), k=Array(), v=Array(), causal=Flag(), mask=Maybe(Array(kind="b")))
+@arguments(qkv_fit, q=Array(), k=Array(), v=Array(), causal=Flag(), mask=Maybe(Array(kind="b")))
 # --8<-- [start:scaled_dot_product_attention]
 def scaled_dot_product_attention(q, k, v, causal: bool = False, mask=None):
     """softmax(q kᵀ / √d_k) v -> (out [..., n_q, d_v], weights [..., n_q, n_k]).

@@ -8,6 +8,8 @@ x @ W convention: a row vector goes left to right through each product. For head
     positional QK circuit W_pos W_QK^h W_posᵀ  [n, n]  row: the query's position; column: the key's position
     K-composition of head a (earlier layer) into head b: ‖W_OV^a W_QK^bᵀ‖_F / (‖W_OV^a‖_F ‖W_QK^bᵀ‖_F), in [0, 1]:
         how much of what a writes is what b's keys read (TransformerLens's all_composition_scores("K")).
+    direct logit attribution at position p: resid_final[p] = W_E[t_p] + W_pos[p] + Σ_heads z_h[p] W_O^h (no MLP,
+        no norm), and the unembedding is linear, so a logit is the direct path plus one term per head, exactly.
 The matrices here are d_model or vocab wide (32 by default), so every product is formed in full: no factored
 forms, no SVD (Pyodide's NumPy ships without LAPACK). Shapes: L n_layers, h n_heads, d_k d_head, V vocab,
 n positions.
@@ -20,7 +22,7 @@ import numbers
 import numpy as np
 
 from .detectors import evaluate
-from .model import TrainConfig, block_weights, forward, next_token_losses
+from .model import TrainConfig, block_weights, forward, next_token_losses, run_with_cache
 from .rng import Random
 
 BASELINE_SAMPLES = 200  # random pairs of heads the K-composition baseline averages over
@@ -144,6 +146,27 @@ def position_losses(params: dict, tokens, config: TrainConfig) -> np.ndarray:
     logits, _ = forward(params, tokens[None], config)  # [1, n, V]
     losses, _ = next_token_losses(logits, tokens[None])  # [1, n − 1]
     return losses[0]
+
+
+def logit_attribution(params: dict, tokens, config: TrainConfig, position) -> dict:
+    """The logit of the token after position in tokens [n] (the one the model should predict there), split along
+    the model's paths: {"target": that token, "logit", "direct": the embeddings W_E[t] + W_pos[position] read
+    straight by W_U, "heads" [L, h]: each head's output at position, z_h W_O^h, read by W_U}. In an attention-only
+    model with no norm, direct + heads.sum() is the logit (to rounding). A head's term is its direct effect only:
+    what a layer-0 head changes through layer 1 is counted in layer 1's terms."""
+    check_params(params, config)
+    tokens = check_tokens("tokens", tokens, config, 1)
+    if isinstance(position, bool) or not isinstance(position, numbers.Integral) or not 0 <= position < len(tokens) - 1:
+        raise ValueError(f"position must be a whole number from 0 to {len(tokens) - 2} (a token must follow it), "
+                         f"got {position!r:.40}.")
+    target = int(tokens[position + 1])
+    logits, cache = run_with_cache(params, tokens[None], config)  # [1, n, V], activations
+    W_U = params["W_U"][:, target]  # [d_model]
+    direct = cache["blocks.0.hook_resid_pre"][0, position] @ W_U  # [d_model] @ [d_model] -> scalar
+    heads = np.stack([np.einsum("hk,hkd->hd", cache[f"blocks.{layer}.attn.hook_z"][0, position],
+                                block_weights(params, layer)[3]) @ W_U  # [h, d_k], [h, d_k, d_model] -> [h]
+                      for layer in range(config.n_layers)])  # [L, h]
+    return {"target": target, "logit": float(logits[0, position, target]), "direct": float(direct), "heads": heads}
 
 
 def every_full_ov_circuit(params: dict, config: TrainConfig) -> np.ndarray:

@@ -15,6 +15,7 @@ import builtins
 import contextlib
 import io
 import numbers
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Callable
@@ -25,6 +26,7 @@ from .attention import merge_heads, scaled_dot_product_attention, softmax, split
 from .views.training import MAX_PARAMS_CHARS, decode_params
 from .detectors import detector_scores, ideal_patterns
 from .fields import Choice, Maybe, Text, arguments
+from .flash import online_softmax_update
 from .model import RECORDED_SEED, TrainConfig, forward
 from .presets import PRESETS
 from .rng import Random
@@ -359,6 +361,79 @@ def detector_check(case: Case, expected: np.ndarray, received) -> None:
     raise Failed(f"head {head}: expected {expected[head]:.6g}, received {got[head]:.6g}.{hint}")
 
 
+# ---------------------------------------------------------------- the online softmax
+
+def running(rng: Random, scores_seen: np.ndarray, d_v: int, dtype=np.float64) -> dict:
+    """m, l, o [b_q], [b_q], [b_q, d_v] after the keys whose scores are scores_seen [b_q, seen] (none: the start)."""
+    b_q, seen = scores_seen.shape
+    if not seen:
+        return {"m": np.full(b_q, -np.inf, dtype), "l": np.zeros(b_q, dtype), "o": np.zeros((b_q, d_v), dtype)}
+    m = scores_seen.max(axis=1)
+    p = np.exp(scores_seen - m[:, None])
+    return {"m": m, "l": p.sum(axis=1), "o": p @ random_array(rng, (seen, d_v), dtype)}
+
+
+def online_cases(rng) -> list[Case]:
+    def block(b_q, b_k, d_v, seen, shift=0.0, dtype=np.float64, masked=None):
+        """A new block after seen keys: its scores drawn 3 times wider than a unit normal, plus shift."""
+        before = (random_array(rng, (b_q, seen)) * 3).astype(dtype)
+        scores = (random_array(rng, (b_q, b_k)) * 3 + shift).astype(dtype)
+        if masked is not None:
+            scores[masked] = -np.inf
+        return running(rng, before, d_v, dtype) | {"scores": scores, "v": random_array(rng, (b_k, d_v), dtype)}
+    rows = np.zeros((4, 3), dtype=bool)
+    rows[1] = True  # a query with every key of the block masked
+    rows[2, 1:] = True
+    return [
+        Case("the first block (m = −inf, ℓ = 0, O = 0)", block(4, 3, 2, 0)),
+        Case("the maximum rises for some queries", block(4, 5, 3, 6)),
+        Case("the maximum rises for every query", block(3, 4, 2, 5, shift=20.0)),
+        Case("no maximum rises", block(3, 4, 2, 5, shift=-20.0)),
+        Case("masked keys (−inf scores), one query's whole block", block(4, 3, 2, 4, masked=rows)),
+        Case("one query, one key", block(1, 1, 1, 1)),
+        Case("float32", block(4, 4, 3, 4, dtype=np.float32)),
+    ]
+
+
+def online_expect(case: Case) -> tuple:
+    return online_softmax_update(*(case.args[name].copy() for name in ("m", "l", "o", "scores", "v")))
+
+
+def online_mistakes(case: Case) -> dict[str, list[tuple[np.ndarray, str]]]:
+    """{"m" | "l" | "o": [(what a mistake gives for it, what the message says of it)]}, the mistakes the task warns of."""
+    m, l, o, s, v = (case.args[name] for name in ("m", "l", "o", "scores", "v"))
+    block_max = s.max(axis=1)  # [b_q]
+    m_new = np.maximum(m, block_max)
+    shift = np.where(m_new == -np.inf, 0, m_new)
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = np.exp(s - shift[:, None])  # [b_q, b_k]
+        wrong = {
+            "m": [(m, "The maximum was not updated: m' is the larger of m and the block's largest score."),
+                  (block_max, "m' forgot the old maximum: it is the larger of m and the block's largest score.")],
+            "l": [(l + p.sum(axis=1), "The old sum was not rescaled: multiply ℓ by exp(m − m') before adding the "
+                                      "block's terms, so that every term is taken against the new maximum.")],
+            "o": [(factor[:, None] * o + p @ v, f"The output so far was rescaled by {words}; its factor is "
+                                                 "exp(m − m'), the same as the sum's.")
+                  for factor, words in ((np.ones_like(m), "nothing (a factor of 1)"), (np.exp(m_new - m), "exp(m' − m)"),
+                                        (np.exp(m - block_max), "exp(m − the block's maximum)"))],
+        }
+    return wrong
+
+
+def online_check(case: Case, expected: tuple, received) -> None:
+    if not isinstance(received, (tuple, list)) or len(received) != 3:
+        what = "None (is a `return` missing?)" if received is None else f"{type(received).__name__} {received!r:.40}"
+        raise Failed(f"expected three arrays (m, l, o), received {what}.")
+    for name, want, got in zip("mlo", expected, received):
+        try:
+            check_array(want, got)
+        except Failed as failure:
+            hint = next((f" {words}" for values, words in online_mistakes(case)[name]
+                         if isinstance(got, np.ndarray) and got.shape == want.shape
+                         and np.allclose(got, values, equal_nan=True) and not np.allclose(values, want)), "")
+            raise Failed(f"{name}: {failure}{hint}") from None
+
+
 # ---------------------------------------------------------------- the exercises
 
 EXERCISES = {e.name: e for e in [
@@ -432,16 +507,42 @@ EXERCISES = {e.name: e for e in [
                  "    on_target = (pattern * targets[:, None]).sum(axis=(0, 2, 3))  # [B, h, n, n] -> [h]\n"
                  "    return on_target / max(targets.any(axis=-1).sum(), 1)  # queries with a target\n",
         cases=detector_cases, expect=detector_expect, check=detector_check, trained_cases=detector_trained_cases),
+    Exercise(
+        name="online_softmax", signature="online_softmax_update(m, l, o, scores, v)",
+        task="Write online_softmax_update(m, l, o, scores, v): one new block of keys for a block of queries. m and l "
+             "are each query's running maximum and running sum of exp(score − m) over the keys seen so far, [b_q] each "
+             "(−inf and 0 before any key); o [b_q, d_v] is their output so far, not yet divided by l; scores [b_q, b_k] "
+             "are the new block's scores (already divided by √d_k, −inf where masked) and v [b_k, d_v] its values. "
+             "Return (m', l', o') after the block, so that o' / l' is the attention over every key seen. Keep the "
+             "dtype.",
+        skeleton="import numpy as np\n\n\ndef online_softmax_update(m, l, o, scores, v):\n"
+                 "    # m, l: [b_q]; o: [b_q, d_v]; scores: [b_q, b_k]; v: [b_k, d_v] -> (m', l', o')\n    ...\n",
+        solution="import numpy as np\n\n\ndef online_softmax_update(m, l, o, scores, v):\n"
+                 "    m_new = np.maximum(m, scores.max(axis=1))  # [b_q]: the largest score so far\n"
+                 "    safe = np.where(m_new == -np.inf, 0, m_new)  # a query with every key masked so far stays at 0\n"
+                 "    rescale = np.exp(m - safe)  # [b_q]: 1 where the maximum did not move\n"
+                 "    p = np.exp(scores - safe[:, None])  # [b_q, b_k]\n"
+                 "    l_new = rescale * l + p.sum(axis=1)\n"
+                 "    o_new = rescale[:, None] * o + p @ v  # [b_q, d_v]\n"
+                 "    return m_new, l_new, o_new\n",
+        cases=online_cases, expect=online_expect, check=online_check),
 ]}
 
 
 # ---------------------------------------------------------------- running the reader's code
 
-class BoundedText(io.TextIOBase):
-    """Print output, of which the first PRINT_LIMIT characters are kept and the rest only counted."""
+# In the browser, the reader's prints are also written to the exercises' Python's own stdout as they happen, which its
+# worker sends to the page (widgets/runtime/worker.js): a run the page ends (Stop, the time limit) keeps what it
+# printed. Elsewhere they are only answered.
+ECHO = sys.__stdout__ if sys.platform == "emscripten" else None
 
-    def __init__(self):
-        self.parts, self.kept, self.dropped = [], 0, 0
+
+class BoundedText(io.TextIOBase):
+    """Print output, of which the first PRINT_LIMIT characters are kept and the rest only counted; echo (a stream
+    or None) is also given what is kept, as it is written."""
+
+    def __init__(self, echo: io.TextIOBase | None = None):
+        self.parts, self.kept, self.dropped, self.echo = [], 0, 0, echo
 
     def writable(self) -> bool:
         return True
@@ -452,6 +553,9 @@ class BoundedText(io.TextIOBase):
         if room > 0:
             self.parts.append(text[:room])
             self.kept += min(room, len(text))
+            if self.echo is not None:
+                self.echo.write(text[:room])
+                self.echo.flush()  # now: the code may never return
         self.dropped += max(0, len(text) - max(room, 0))
         return len(text)
 
@@ -539,7 +643,7 @@ def run_exercise(name: str, code: str, params: str | None = None) -> dict:
     params: the trained model's weights (mha_core.views.training.encode_params' form, the default
     TrainConfig), for an exercise that checks the reader's functions on its patterns; None for the others.
     """
-    exercise, output = EXERCISES[name], BoundedText()
+    exercise, output = EXERCISES[name], BoundedText(ECHO)
     cases = exercise_cases(exercise, params)  # a misfit params is refused before the reader's code runs
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):

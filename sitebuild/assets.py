@@ -123,7 +123,8 @@ def from_cdn(names: list[str], folder: Path) -> list[str]:
             with urllib.request.urlopen(PYODIDE_CDN + name, timeout=CDN_TIMEOUT) as r:
                 data = r.read()
         except OSError as e:
-            print(f"  CDN unreachable ({e.__class__.__name__}); using the npm and PyPI packages")
+            print(f"  from the npm and PyPI packages instead of Pyodide's CDN ({e.__class__.__name__}): the same "
+                  "files, checked by the same sha256")
             return names[i:]
         store(data, folder / name, PYODIDE_PINS[name])
     return []

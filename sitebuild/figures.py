@@ -302,19 +302,20 @@ def block() -> Figure:
                      "x″", "x″ = x′ + FFN(Norm(x′))")
     body.append(line(stream, 411, stream, 446, "link fg", marker_end=arrow("block", "fg")))
     body.append(text(stream - 12, 466, "x″ to the next block, n × d_model", "strong"))
-    body.append(text(stream - 12, 492, "after the last block: × W_U (unembed), softmax", "small"))
+    body.append(text(stream - 12, 492, "after the last block: Norm, × W_U (unembed), softmax", "small"))
     body.append(text(stream - 12, 510, "→ next-token probabilities, a row per position", "small"))
     desc = ("A pre-norm transformer block, top to bottom. The residual stream x, n by d_model, runs down the left. "
             "It branches into a normalisation and the multi-head attention layer, whose output is added back to "
             "it: x prime equals x plus MultiHead of Norm of x. It branches again into a normalisation and the "
             "feed-forward network, which widens each position to d_ff and back, and that output is added too: "
             "x double prime equals x prime plus FFN of Norm of x prime, which goes on to the next block with the "
-            "same shape. After the last block, each position's row is multiplied by the unembedding W_U and a "
-            "softmax turns the result into that position's next-token probabilities.")
+            "same shape. After the last block, each position's row is normalised once more, multiplied by the "
+            "unembedding W_U, and a softmax turns the result into that position's next-token probabilities.")
     caption = ("The pre-norm block around the layer (GPT-2 and later): the first block reads X, the embeddings; each "
                "sub-layer reads a normalised copy of the residual stream and adds its output back, so the stream keeps "
-               "its shape, n × d_model, and is only ever added to. After the last block, the unembedding W_U and a "
-               "softmax turn each position's row into next-token probabilities.")
+               "its shape, n × d_model, and is only ever added to. After the last block, a final norm, the unembedding "
+               "W_U and a softmax turn each position's row into next-token probabilities (the attention-only toy "
+               "model of what heads learn has no norm at all).")
     return Figure("A pre-norm transformer block: residual connections, normalisation, attention, feed-forward",
                   desc, caption, 518, "\n".join(body))
 

@@ -161,7 +161,7 @@ def one_vs_many_expected(**args) -> dict:
 
 def ask(name, widget, value) -> None:
     """Change the widget's input (batch, a sentence, the training widget's text, the heads drawn in memory,
-    the worked example's numbers, drawn anew up to seed value, a key pressed on the one-vs-many widget's
+    the worked example's numbers, drawn anew up to seed value, the tiling widget's block, a key pressed on the one-vs-many widget's
     subject slider or the circuits widget's step, the real model's text) without waiting for an answer."""
     if name == "memory":
         return widget.locator('select[name="n_heads"]').select_option(str(value))
@@ -171,6 +171,10 @@ def ask(name, widget, value) -> None:
         return widget.locator('input[name="subject"]').press(value)
     if name == "circuits":  # value: a key pressed on the step slider (its views are in the page)
         return widget.locator('input[name="step"]').press(value)
+    if name == "tiling":  # value: a block size, set on the block slider and applied
+        block = widget.locator('input[name="block"]')
+        block.fill(str(value))
+        return block.dispatch_event("change")
     if name == "real-model":  # value: another of the texts the atlas was built for (no model needed)
         return widget.locator('select[name="example"]').select_option(value)
     if name == "exercise":  # the shipped solution, written as a reader writes it, then Run
@@ -203,6 +207,15 @@ def check_answered(name, widget, value) -> None:
     elif name == "real-model":  # the atlas of that text, before any Load
         expect(widget).to_have_attribute("data-text", value)
         expect(widget).to_have_attribute("data-state", "idle")
+    elif name == "tiling":  # the tiles of that block, counted as mha_core counts them
+        expect(widget).to_have_attribute("data-block", str(value))
+        expect(widget).to_have_attribute("data-state", "live")
+        n, causal = int(widget.get_attribute("data-n")), widget.get_attribute("data-causal") == "true"
+        d = int(widget.get_attribute("data-d-head"))
+        counts = mha_core.flash_counts(n, n, d, d, value, value, causal)
+        shown = {name: int(widget.locator(f'[data-output="{name}"]').get_attribute("data-value"))
+                 for name in ("held", "tiles", "tiles-skipped")}
+        assert shown == {"held": counts["held"], "tiles": counts["tiles"], "tiles-skipped": counts["skipped"]}
     elif name == "training":  # the heatmap shows the text's tokens
         expect(widget).to_have_attribute("data-state", "live")
         expect(widget.locator("thead [data-token-index]")).to_have_text(tokens_of(value))

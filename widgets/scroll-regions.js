@@ -11,7 +11,7 @@
 // alone), and again after the window resizes; its observers leave it alone while it is skipped. (A widget's box is
 // measured as the widget comes near: laying a whole widget out is no small task.)
 const BOXES = { "div.arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
-  ".mha-heads__scroll--grid": "Attention weights" };
+  ".mha-heads__scroll--grid": "Attention weights", ".mha-tiling__scroll": "Table" };
 
 // Whether box's content is skipped now (a box with no element inside: itself).
 const skipped = (box) => (box.firstElementChild ?? box).checkVisibility?.({ contentVisibilityAuto: true }) === false;
@@ -36,24 +36,31 @@ function update(box, name) {
 }
 
 let boxes = []; // [box, name] of the page shown
-let measuring = 0; // the latest pass of measureWhenIdle: an earlier one stops
+// The boxes left to measure, one per idle moment (null: those skipped at the next one, asked then: asking restyles
+// a page that changed); a newer pass replaces an older's.
+let pending = null;
+let measuring = false;
 // When the page is idle, or after a second at most: a headless browser that draws no frame may never be idle.
 const whenIdle = window.requestIdleCallback
   ? (fn) => requestIdleCallback(fn, { timeout: 1000 })
   : (fn) => setTimeout(fn, 0);
 
+function measureNext() {
+  pending ??= boxes.filter(([box]) => skipped(box) && !box.closest("[data-mha-widget]"));
+  measuring = pending.length > 0;
+  if (!measuring) return;
+  const [box, name] = pending.shift();
+  (box.firstElementChild ?? box).getBoundingClientRect();
+  measure(box, name);
+  whenIdle(measureNext);
+}
+
 function measureWhenIdle() {
-  const pass = ++measuring;
-  let queue = null; // the boxes skipped once the page is idle (asked then: asking restyles a page that changed)
-  const next = () => {
-    queue ??= boxes.filter(([box]) => skipped(box) && !box.closest("[data-mha-widget]"));
-    if (pass !== measuring || !queue.length) return;
-    const [box, name] = queue.shift();
-    (box.firstElementChild ?? box).getBoundingClientRect();
-    measure(box, name);
-    whenIdle(next);
-  };
-  whenIdle(next);
+  pending = null;
+  if (!measuring) {
+    measuring = true;
+    whenIdle(measureNext);
+  }
 }
 
 window.addEventListener("resize", measureWhenIdle);

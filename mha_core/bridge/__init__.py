@@ -23,11 +23,14 @@ from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view
 from ..views.runtime import ready_message
 from ..views.shapes import shapes_view
+from ..views.tiling import tiling_view
 from ..views.circuits import circuits_run_view
 from ..views.training import training_advance, training_evaluate, training_start, training_stop
 from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
-from .real_model import real_model_advance, real_model_pattern, real_model_start
+from .real_model import (real_model_advance, real_model_head_set, real_model_knockout_advance,
+                         real_model_knockout_start, real_model_lens, real_model_pattern, real_model_position,
+                         real_model_start)
 
 
 def declare(fn, **args) -> Declared:
@@ -38,7 +41,9 @@ def declare(fn, **args) -> Declared:
 FUNCTIONS = {fn.__name__: fn for fn in (
     check_config, shapes_view, param_count, presets, heads_view, heads_weights_view, worked_view, memory_view,
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
-    circuits_over_training, circuits_run_view, real_model_start, real_model_advance, real_model_pattern, ready_message)}
+    circuits_over_training, circuits_run_view, real_model_start, real_model_advance, real_model_pattern,
+    real_model_position, real_model_lens, real_model_knockout_start, real_model_knockout_advance, real_model_head_set,
+    tiling_view, ready_message)}
 
 
 def limits(fn_name: str) -> dict:

@@ -6,6 +6,8 @@ llama.cpp's GGUF file with NumPy alone, its attention the one attention.py teach
                 the model cut into a file per layer for a browser
     tokenizer   its byte-level BPE tokenizer, from the file's vocabulary and merges
     scores      how much each head is a previous-token, first-token, induction or duplicate-token head
+    lab         the model as a laboratory: its predictions and loss on every token, heads knocked out, the heads
+                that wrote a logit, the logit lens
 
     >>> from mha_core.llama import read_gguf, tokenizer_from_gguf, forward, head_scores
     >>> model = read_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -15,6 +17,8 @@ llama.cpp's GGUF file with NumPy alone, its attention the one attention.py teach
 """
 
 from .gguf import GGUFFile, TensorInfo, dequantize, gguf_bytes, raw_tensor, read_gguf, tensor, tensor_rows
+from .lab import (control_heads, knockout_effects, logit_attribution, logit_lens, parse_heads, predictions,
+                  recorded_run, removable_heads, run, strongest_heads, unpacked_layers)
 from .model import LlamaConfig, embed, forward, layer_weights, llama_config, run_layers, split_model, unembed
 from .scores import SCORES, head_scores, ideal_keys
 from .tokenizer import Tokenizer, pre_tokenize, tokenizer_from_gguf
@@ -23,4 +27,6 @@ __all__ = [
     "GGUFFile", "TensorInfo", "dequantize", "gguf_bytes", "raw_tensor", "read_gguf", "tensor", "tensor_rows",
     "LlamaConfig", "embed", "forward", "layer_weights", "llama_config", "run_layers", "split_model", "unembed",
     "SCORES", "head_scores", "ideal_keys", "Tokenizer", "pre_tokenize", "tokenizer_from_gguf",
+    "control_heads", "knockout_effects", "logit_attribution", "logit_lens", "parse_heads", "predictions",
+    "recorded_run", "removable_heads", "run", "strongest_heads", "unpacked_layers",
 ]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..fields import Array, Having, Invalid, Maybe, arguments
 from ..attention import merge_heads, project, scaled_dot_product_attention, split_heads
 from .gguf import GGUFFile, gguf_bytes, raw_tensor, tensor, tensor_rows
 
@@ -85,17 +86,55 @@ def layer_weights(gguf, layer: int) -> dict[str, np.ndarray]:
 
 def check_tokens(tokens, config: LlamaConfig) -> np.ndarray:
     """tokens as a [n] int64 array, or a ValueError naming them."""
-    try:
-        array = np.asarray(tokens)
-    except (TypeError, ValueError):
-        array = np.asarray([], dtype=object)
-    if array.ndim != 1 or array.size == 0 or array.dtype.kind not in "iu":
-        raise ValueError(f"tokens must be a non-empty sequence of token ids, got {tokens!r:.80}")
+    array = TokenIds().check("tokens", tokens)
     if array.size > config.n_ctx:
-        raise ValueError(f"tokens holds {array.size} ids, more than the model's context of {config.n_ctx}")
+        raise Invalid(f"tokens holds {array.size} ids, more than the model's context of {config.n_ctx}")
     if array.min() < 0 or array.max() >= config.d_vocab:
-        raise ValueError(f"tokens must be ids in [0, {config.d_vocab}), got {int(array.min())}..{int(array.max())}")
-    return array.astype(np.int64)
+        raise Invalid(f"tokens must be ids in [0, {config.d_vocab}), got {int(array.min())}..{int(array.max())}")
+    return array
+
+
+class Model:
+    """A GGUFFile holding a Llama-style model (read_gguf's result)."""
+
+    def check(self, name: str, value) -> GGUFFile:
+        try:
+            return _gguf(value)
+        except ValueError as error:
+            raise Invalid(str(error).replace("gguf", name, 1)) from None
+
+
+class TokenIds:
+    """A [n] sequence of token ids as an int64 array: not empty unless empty is True."""
+
+    def __init__(self, empty: bool = False):
+        self.empty = empty
+
+    def check(self, name: str, value) -> np.ndarray:
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):
+            array = np.asarray([], dtype=object)
+        if self.empty and array.ndim == 1 and array.size == 0:
+            return array.astype(np.int64)
+        if array.ndim != 1 or array.size == 0 or array.dtype.kind not in "iu":
+            what = "a sequence" if self.empty else "a non-empty sequence"
+            raise Invalid(f"{name} must be {what} of token ids, got {value!r:.80}")
+        return array.astype(np.int64)
+
+
+def _tokens_fit(args: dict) -> None:
+    if "gguf" in args and "tokens" in args:
+        check_tokens(args["tokens"], llama_config(args["gguf"]))
+
+
+def _resid_fits(args: dict) -> None:
+    d_model = llama_config(args["gguf"]).d_model
+    if args["resid"].shape[-1] != d_model:
+        raise Invalid(f"resid must be [n, d_model={d_model}], got shape {args['resid'].shape}")
+
+
+LAYER_FILES = Maybe(Having(("__iter__",), "an iterable of GGUFFiles, one per layer"))
 
 
 # ---------------------------------------------------------------- the pieces of a block
@@ -128,22 +167,23 @@ def silu(x: np.ndarray) -> np.ndarray:
         return x / (np.float32(1) + np.exp(-x))
 
 
-def attention(x: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin: np.ndarray):
-    """ln1(resid) [n, d_model] -> (attn_out [n, d_model], pattern [h, n, n]): causal grouped-query attention,
-    its queries and keys rotated by position."""
+def attention(x: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin: np.ndarray, mask=None):
+    """ln1(resid) [..., n, d_model] -> (z [..., h, n, d_head], pattern [..., h, n, n]): causal grouped-query
+    attention, its queries and keys rotated by position; z is each head's weighted sum of values, before W_O
+    (leading axes: a batch of texts of one length). mask: None, or [n, n] bool, True where a query may attend
+    to a key (on top of the causal mask)."""
     q = project(x, w["W_Q"])  # [n, d_model] @ [d_model, h·d_head] -> [n, h·d_head]
     k = project(x, w["W_K"])  # [n, d_model] @ [d_model, h_kv·d_head] -> [n, h_kv·d_head]
     v = project(x, w["W_V"])  # [n, d_model] @ [d_model, h_kv·d_head] -> [n, h_kv·d_head]
     q_heads = rotate(split_heads(q, config.n_heads), cos, sin)  # [n, h·d_head] -> [h, n, d_head]
     k_heads = rotate(split_heads(k, config.n_kv_heads), cos, sin)  # [n, h_kv·d_head] -> [h_kv, n, d_head]
     v_heads = split_heads(v, config.n_kv_heads)  # [n, h_kv·d_head] -> [h_kv, n, d_head]
-    h, n, d_head = q_heads.shape
-    q_groups = q_heads.reshape(config.n_kv_heads, -1, n, d_head)  # [h, n, d_head] -> [h_kv, g, n, d_head]
+    *batch, h, n, d_head = q_heads.shape
+    q_groups = q_heads.reshape(*batch, config.n_kv_heads, -1, n, d_head)  # [h, n, d_head] -> [h_kv, g, n, d_head]
     # Query heads g·j .. g·j + g − 1 share key/value head j: its keys and values broadcast over the group's axis.
-    z, pattern = scaled_dot_product_attention(q_groups, k_heads[:, None], v_heads[:, None], causal=True)
-    z, pattern = z.reshape(h, n, d_head), pattern.reshape(h, n, n)  # [h_kv, g, n, ...] -> [h, n, ...]
-    merged = merge_heads(z)  # [h, n, d_head] -> [n, h·d_head]
-    return project(merged, w["W_O"]), pattern  # [n, h·d_head] @ [h·d_head, d_model] -> [n, d_model]
+    k_groups, v_groups = k_heads[..., None, :, :], v_heads[..., None, :, :]  # [h_kv, 1, n, d_head] each
+    z, pattern = scaled_dot_product_attention(q_groups, k_groups, v_groups, causal=True, mask=mask)
+    return z.reshape(*batch, h, n, d_head), pattern.reshape(*batch, h, n, n)  # [h_kv, g, n, ...] -> [h, n, ...]
 
 
 def mlp(x: np.ndarray, w: dict) -> np.ndarray:
@@ -153,21 +193,34 @@ def mlp(x: np.ndarray, w: dict) -> np.ndarray:
     return project(hidden, w["W_down"])  # [n, d_mlp] @ [d_mlp, d_model] -> [n, d_model]
 
 
+def block_parts(resid: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin: np.ndarray, knocked=None,
+                mask=None) -> dict:
+    """resid_pre [..., n, d_model] -> {resid_post [..., n, d_model], pattern [..., h, n, n], z [..., h, n, d_head],
+    mlp_out [..., n, d_model]}. knocked: None, or [..., h] bool, the heads whose z is set to 0 (zero-ablated)
+    before W_O; mask: as attention takes it."""
+    z, pattern = attention(rms_norm(resid, w["ln1"], config.eps), w, config, cos, sin, mask)
+    if knocked is not None:
+        z = np.where(knocked[..., None, None], np.float32(0), z)  # [..., h, n, d_head]
+    resid = resid + project(merge_heads(z), w["W_O"])  # resid_mid: [n, h·d_head] @ [h·d_head, d_model]
+    mlp_out = mlp(rms_norm(resid, w["ln2"], config.eps), w)  # [n, d_model]
+    return {"resid_post": resid + mlp_out, "pattern": pattern, "z": z, "mlp_out": mlp_out}
+
+
 def block(resid: np.ndarray, w: dict, config: LlamaConfig, cos: np.ndarray, sin: np.ndarray):
     """resid_pre [n, d_model] -> (resid_post [n, d_model], pattern [h, n, n])."""
-    attn_out, pattern = attention(rms_norm(resid, w["ln1"], config.eps), w, config, cos, sin)
-    resid = resid + attn_out  # resid_mid
-    return resid + mlp(rms_norm(resid, w["ln2"], config.eps), w), pattern
+    parts = block_parts(resid, w, config, cos, sin)
+    return parts["resid_post"], parts["pattern"]
 
 
 # ---------------------------------------------------------------- the model
 
+@arguments(_tokens_fit, gguf=Model(), tokens=TokenIds())
 def embed(gguf, tokens) -> np.ndarray:
     """tokens [n] -> resid_pre_0 [n, d_model]: only the embedding rows the tokens need are dequantized."""
-    tokens = check_tokens(tokens, llama_config(gguf))
     return tensor_rows(gguf, "token_embd.weight", tokens)  # [n, d_model]
 
 
+@arguments(_tokens_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES)
 def run_layers(gguf, tokens, layers=None):
     """Yield (layer, resid_post [n, d_model], pattern [h, n, n]) after each block, one layer's weights
     unpacked at a time (a caller reports progress between layers, or stops early).
@@ -191,6 +244,7 @@ def run_layers(gguf, tokens, layers=None):
         raise ValueError(f"layers holds {layer + 1} layers, not the model's {config.n_layers}")
 
 
+@arguments(_resid_fits, gguf=Model(), resid=Array(ndim=(2,)))
 def unembed(gguf, resid) -> np.ndarray:
     """resid_final [n, d_model] -> logits [n, V], through the final RMSNorm and the tied embedding W_Eᵀ,
     dequantized UNEMBED_ROWS rows at a time (the whole of it as float32 would be 113 MB)."""
@@ -204,6 +258,7 @@ def unembed(gguf, resid) -> np.ndarray:
     return logits
 
 
+@arguments(_tokens_fit, gguf=Model(), tokens=TokenIds(), layers=LAYER_FILES)
 def forward(gguf, tokens, layers=None) -> tuple[np.ndarray, np.ndarray]:
     """tokens [n] -> (logits [n, V], patterns [n_layers, h, n, n]): the whole model, layer by layer (layers: as
     run_layers takes them)."""

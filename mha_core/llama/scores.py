@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..fields import Invalid, arguments
+from .model import TokenIds
+
 SCORES = ("previous_token", "first_token", "induction", "duplicate_token")
 
 
@@ -30,15 +33,35 @@ def ideal_keys(tokens) -> dict[str, np.ndarray]:
             "duplicate_token": same & (j < i)}
 
 
+class Patterns:
+    """Attention weights [..., n, n]: floating, finite, each in [0, 1], each row summing to 1."""
+
+    def check(self, name: str, value) -> np.ndarray:
+        patterns = np.asarray(value)
+        if patterns.dtype.kind != "f" or patterns.ndim < 2 or patterns.shape[-1] != patterns.shape[-2]:
+            raise Invalid(f"patterns must be floating [..., n, n] attention weights, got {patterns.dtype} "
+                          f"{patterns.shape}")
+        sums = patterns.sum(axis=-1)  # [..., n]
+        off = np.abs(sums - 1)  # [..., n]
+        if not (np.isfinite(sums).all() and off.max() <= SUM_TOLERANCE and patterns.min() >= 0):  # so each ≤ 1 too
+            raise Invalid(f"patterns must be probabilities: weights in [0, 1], each row summing to 1 (the smallest "
+                          f"weight is {float(patterns.min()):.4g}, a row sums to {float(sums.flat[off.argmax()]):.4g})")
+        return patterns
+
+
+SUM_TOLERANCE = 1e-3  # float32 rows of 8,192 weights sum to 1 within far less
+
+
+def _patterns_fit(args: dict) -> None:
+    if "patterns" in args and "tokens" in args and len(args["tokens"]) != args["patterns"].shape[-1]:
+        raise Invalid(f"tokens holds {len(args['tokens'])} ids but patterns are over {args['patterns'].shape[-1]} "
+                      f"positions")
+
+
+@arguments(_patterns_fit, patterns=Patterns(), tokens=TokenIds())
 def head_scores(patterns, tokens) -> dict[str, np.ndarray]:
     """patterns [..., n, n] (for instance [n_layers, h, n, n]) on tokens [n] -> {kind: scores [...]}."""
-    patterns = np.asarray(patterns)
-    if patterns.dtype.kind != "f" or patterns.ndim < 2 or patterns.shape[-1] != patterns.shape[-2]:
-        raise ValueError(f"patterns must be floating [..., n, n] attention weights, got {patterns.dtype} "
-                         f"{patterns.shape}")
     ideal = ideal_keys(tokens)
-    if len(tokens) != patterns.shape[-1]:
-        raise ValueError(f"tokens holds {len(tokens)} ids but patterns are over {patterns.shape[-1]} positions")
     scores = {}
     for kind in SCORES:
         counted = ideal[kind].any(axis=-1)  # [n]: the queries that count

@@ -24,7 +24,9 @@ import functools
 import re
 import unicodedata
 
+from ..fields import Text, arguments
 from .gguf import GGUFFile
+from .model import TokenIds
 
 CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type of the tokens matched whole in a text
 
@@ -55,6 +57,10 @@ def _char_class(char: str) -> str:
     return "!"
 
 
+MAX_CHARS = 10**7  # a text longer than this is refused rather than tokenized (10 MB of it)
+
+
+@arguments(text=Text(MAX_CHARS, blank=True))
 def pre_tokenize(text: str) -> list[str]:
     """text -> its words by GPT-2's pattern, which join back to text (["Hello", " world", "!"])."""
     table = {ord(c): _char_class(c) for c in set(text) if c > "\x7f"}
@@ -135,6 +141,7 @@ class Tokenizer:
             return token.encode("utf-8")
         return bytes(self.byte_of[char] for char in token)
 
+    @arguments(ids=TokenIds(empty=True))
     def decode(self, ids) -> str:
         """token ids -> text (a byte sequence cut inside a character reads as U+FFFD)."""
         return b"".join(self.token_bytes(int(i)) for i in ids).decode("utf-8", "replace")

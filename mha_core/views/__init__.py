@@ -21,10 +21,11 @@ from __future__ import annotations
 from ..fields import Declared
 
 
-def declared_as(numerics):
+def declared_as(numerics, **more):
     """@declared_as(fn): the view takes the arguments of the numerics it shows, as fn declares them (one
-    declaration: the browser's bridge and a Python user's call check the same)."""
-    return lambda view: Declared(view, numerics.args, numerics.relations)
+    declaration: the browser's bridge and a Python user's call check the same), and the fields more declares:
+    what only the view needs."""
+    return lambda view: Declared(view, numerics.args | more, numerics.relations)
 
 
 def decimal(value: float, decimals: int = 2) -> str:

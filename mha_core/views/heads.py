@@ -53,6 +53,7 @@ WORDS = {
     },
     "averaged": {
         "label": "One averaged head",
+        "shown": "four heads averaged into one",  # not a head of the model: "the … head" would misname it
         "q_reads": "—",
         "k_reads": "—",
         "explanation": "The mean of the four patterns: one softmax has to blur the four relationships "
@@ -110,7 +111,8 @@ def _head(kind: str, result: dict, ablate: tuple) -> dict:
     """What one head shows: its cells, and the outputs it fills (its words, what the knock-out does to it)."""
     words, knocked = WORDS[kind], KNOCKED_OUT[kind] if ablate else ""
     return {"cells": _cells(result["heads"][kind]), "outputs": {
-        "label": words["label"], "how-label": words["label"], "layer": LAYERS[HEAD_LAYER[kind]],
+        "label": words["label"], "shown": words.get("shown", f"{words['label'].lower()} head"), "how-label": words["label"],
+        "layer": LAYERS[HEAD_LAYER[kind]],
         "q_reads": words["q_reads"], "k_reads": words["k_reads"], "explanation": words["explanation"],
         "averaged": {"hidden": kind != "averaged"}, "ablated": {"hidden": kind not in ablate},
         "ablation": {"text": knocked, "hidden": not knocked}}}

@@ -88,6 +88,7 @@ def memory_view(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> dic
         "heads": {"rows": [pattern(split, h, head) for h, head in enumerate(r["patterns"][split].tolist())]}}}
         for split in SPLITS]
     return {"data": {"n": r["n"], "h": r["h"], "wrong": "true" if wrong else "false"},
-            "outputs": {"steps": {"rows": [step(s, r["h"], r["d_model"], r["itemsize"]) for s in r["steps"]]},
+            "outputs": {"legend": {"rows": [{"text": f"head {i + 1}", "data": {"cell-head": i}} for i in range(r["h"])]},
+                        "steps": {"rows": [step(s, r["h"], r["d_model"], r["itemsize"]) for s in r["steps"]]},
                         "patterns": {"rows": figures}},
             "fixed": {"d_model": r["d_model"], "itemsize": r["itemsize"]}}

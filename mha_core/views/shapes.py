@@ -7,6 +7,8 @@ shapes_view(...) puts them in the widget's slots. Counts are exact Python ints, 
 
 from __future__ import annotations
 
+from ..fields import Choice
+from ..presets import PRESETS
 from ..shapes import shape_report
 from . import declared_as
 
@@ -110,21 +112,33 @@ def shapes_display(report: dict) -> dict:
     return shown
 
 
-def _totals_line(shown: dict, n_layers: int) -> str:
+NO_CACHE = {"value": "0", "text": "none"}  # a model that generates nothing keeps no KV cache
+
+
+def _totals_line(shown: dict, n_layers: int, cached: bool) -> str:
     """shapes_display's totals in one sentence, shown under the check: on a phone the table that ends with them
     is a few screens below the controls."""
     totals = shown["totals"]
-    line = (f"This layer: {totals['params']['text']} parameters ({totals['params_bytes']['text']}), KV cache "
-            f"{totals['kv_cache']['text']}, {totals['flops']['text']} per forward pass")
+    line = f"This layer: {totals['params']['text']} parameters ({totals['params_bytes']['text']}), "
+    if not cached:
+        return line + f"{totals['flops']['text']} per forward pass; no KV cache (the model generates nothing)."
+    line += f"KV cache {totals['kv_cache']['text']}, {totals['flops']['text']} per forward pass"
     whole = f"; the KV cache of all {shown['n_layers']}: {totals['kv_cache_model']['text']}"
     return line + (whole if n_layers > 1 else "") + "."
 
 
-@declared_as(shape_report)
+def _cache_note(preset: str) -> dict:
+    """What the preset's whole-model KV cache covers, where that is not simply every layer (hidden otherwise)."""
+    note = PRESETS[preset].cache_note if preset else ""
+    return {"text": note, "hidden": not note}
+
+
+@declared_as(shape_report, preset=Choice(("", *PRESETS), "a real model's key, or none"))
 def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, bias=True, dtype_bytes=4,
-                n_layers=1) -> dict:
-    """The widget's view for the form's sizes (as shape_report takes them). A configuration that does not fit
-    fills the check and its suggestions only: the results keep the last that did, marked stale."""
+                 n_layers=1, preset="") -> dict:
+    """The widget's view for the form's sizes (as shape_report takes them) and the real model they are, if any
+    (preset: a key of mha_core.PRESETS, "" for none; an encoder's preset keeps no KV cache). A configuration
+    that does not fit fills the check and its suggestions only: the results keep the last that did, marked stale."""
     shown = shapes_display(shape_report(d_model, n_heads, seq_len, batch, n_kv_heads, d_head, bias, dtype_bytes, n_layers))
     check = shown["check"]
     outputs = {
@@ -143,6 +157,10 @@ def shapes_view(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None, 
             "bytes": t["bytes"], "layout": t["note"]}}
     for p in shown["params"]:
         outputs[f"param-{p['name']}"] = {"outputs": {"shape": p["shape"], "numel": p["numel"]}}
-    outputs |= shown["totals"] | {"kind": shown["kind"], "n_layers": shown["n_layers"]}
-    outputs["totals"]["text"] = _totals_line(shown, n_layers)
+    cached = not preset or PRESETS[preset].kv_layers > 0
+    if not cached:
+        shown["totals"] |= {"kv_cache": NO_CACHE, "kv_cache_model": NO_CACHE}
+    outputs |= shown["totals"] | {"kind": shown["kind"], "n_layers": shown["n_layers"], "cache_note": _cache_note(preset)}
+    outputs["totals"]["text"] = _totals_line(shown, n_layers, cached)
     return {"outputs": outputs}
+

@@ -1,6 +1,6 @@
 """Accessibility, checked by axe-core in Chromium: every page of the built site, in the light and the dark
 scheme (Material follows prefers-color-scheme), on a desktop (1280 × 800) and a phone (390 × 844), and the
-shapes, heads and exercise widgets in each of their states. None may have a serious or critical violation.
+shapes, heads, tiling and exercise widgets in each of their states. None may have a serious or critical violation.
 Each page, and each widget, is walked through once; at every moment the walk stops, axe runs in each of the
 four looks, and each look's test asserts its own findings. The reader of every look has asked for reduced
 motion (MOTION), so that a resize lands at once: the layout each look checks is the one the others reach
@@ -344,3 +344,38 @@ def exercise_walk(browser, site_url, built_site, axe_source) -> Findings:
 @in_every_look
 def test_the_exercises_in_every_state(exercise_walk, scheme, viewport):
     exercise_walk.assert_none(scheme, viewport)
+
+
+@pytest.fixture(scope="module")
+def tiling_walk(browser, site_url, built_site, axe_source) -> Findings:
+    """Initial, stale (a block asked while Python is held back), live at the last step without the mask, a block
+    refused in words for a long sentence, and after a failed start (error)."""
+    url = site_url + pages_with(built_site, 'data-mha-widget="tiling"')[0]
+    with widget_walk(browser, url, "tiling", axe_source, '[data-mha-widget="tiling"]') \
+            as (page, widget, release, findings):
+        findings.check("initial")
+        widget.locator('input[name="block"]').press("ArrowLeft")
+        expect(widget.locator('[data-results][data-stale="true"]')).to_be_attached()
+        findings.check("stale")
+        release()
+        wait_ready(page)
+        expect(widget).to_have_attribute("data-block", "3")
+        expect(widget).to_have_attribute("data-state", "live")
+        widget.locator('input[name="causal"]').press("Space")
+        expect(widget).to_have_attribute("data-causal", "false")
+        widget.locator('input[name="step"]').press("End")
+        expect(widget.locator('[data-output="max-error"]')).to_be_visible()
+        findings.check("live, the last step")
+        sentence = widget.locator('input[name="sentence"]')
+        sentence.fill(" ".join(f"w{i}" for i in range(40)))
+        sentence.press("Enter")
+        expect(widget.locator('[data-message="error"]')).to_be_visible()
+        findings.check("a block refused")
+        findings.subject = break_worker_and_reload(page, "tiling")
+        findings.check("error")
+    return findings
+
+
+@in_every_look
+def test_the_tiling_widget_in_every_state(tiling_walk, scheme, viewport):
+    tiling_walk.assert_none(scheme, viewport)

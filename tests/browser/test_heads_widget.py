@@ -137,7 +137,7 @@ def test_ticking_the_knock_out_shows_the_induction_head_and_says_it_is_ablated(l
     expect(widget.locator('button[data-head="induction"]')).to_have_attribute("aria-pressed", "true")
     expect(widget).to_have_attribute("data-ablate", "true")
     expect(widget).to_have_attribute("data-state", "live")
-    expect(widget.locator('[data-output="label"]')).to_have_text("Induction")
+    expect(widget.locator('[data-output="shown"]')).to_have_text("induction head")
     expect(note).to_be_visible()
     expect(note).to_contain_text("Ablated pattern: the previous-token head is knocked out")
     W = heatmap(widget.evaluate(READ), len(tokens))
@@ -317,7 +317,7 @@ def expect_stale(widget, line: str | None) -> None:
     a dashed frame and the line at full opacity, not faded text."""
     stale = widget.locator('[data-output="stale"]')
     marked = widget.locator("[data-stale]")
-    expect(marked).to_have_count(4)  # the heads, the heatmap, the sentence's highlights and the notice
+    expect(marked).to_have_count(5)  # the heads, the heatmap, the sentence's highlights, the notice, the matrices
     for section in marked.all():
         expect(section).to_have_attribute("data-stale", "true" if line else "false")
     if not line:

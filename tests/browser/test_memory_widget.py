@@ -59,6 +59,8 @@ def assert_shows(widget, n: int, h: int, wrong: bool) -> None:
         assert np.allclose([[[w for _, w in row] for row in head] for head in shown], weights, rtol=0, atol=5e-7)
         assert np.allclose([[[float(t) for t, _ in row] for row in head] for head in shown], weights, atol=0.005)
     assert widget.get_attribute("data-n") == str(n) and widget.get_attribute("data-h") == str(h)
+    legend = widget.locator('[data-output="legend"] > span')  # the colour of each head there is, no more
+    assert legend.evaluate_all("chips => chips.map((c) => Number(c.dataset.cellHead))") == list(range(h))
 
 
 def choose(widget, n=None, h=None, wrong=None) -> None:

@@ -134,15 +134,18 @@ def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(fresh_w
     expect(error).to_be_visible()
     expect(error).to_contain_text("give at least one relationship some weight")
     assert one_vs_many_outputs(widget) == before
-    results = widget.locator("[data-results]")  # the panels and the line beside the controls
-    expect(results).to_have_count(2)
+    results = widget.locator("[data-results]")  # the panels, the verdict, the summary and the three shares
+    expect(results).to_have_count(6)
     for shown in results.all():
         expect(shown).to_have_attribute("data-stale", "true")  # the old numbers, marked as not the sliders' answer
+    note = widget.locator(".mha-stale-note")
+    expect(note).to_be_visible()  # and said in words, not only greyed
     widget.locator('input[name="clause"]').press("ArrowRight")
     answered(widget)
     expect(error).to_be_hidden()
     for shown in results.all():
         expect(shown).to_have_attribute("data-stale", "false")
+    expect(note).to_be_hidden()
 
 
 def test_a_keyboard_user_sees_where_the_focus_is(fresh_widget):

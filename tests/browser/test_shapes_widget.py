@@ -114,7 +114,8 @@ def test_the_page_places_the_sliders_before_python(page, site_url, shapes_path, 
     """The built page carries each slider's steps (powers of two) or rule (h: the divisors of d_model up to a
     cap), never a position: sliders.js places each at the step nearest its field, then shows it."""
     html = (built_site / shapes_path / "index.html").read_text(encoding="utf-8")
-    ranges = re.findall(r'<input type="range"[^>]*>', html)
+    shapes = html.split('data-mha-widget="shapes"')[1].split("data-mha-widget=")[0]  # not the page's other widgets
+    ranges = re.findall(r'<input type="range"[^>]*>', shapes)
     assert ranges and not any(" value=" in r for r in ranges), ranges
     hold_python(page)
     widget = open_widget(page, site_url, shapes_path)
@@ -542,6 +543,7 @@ def test_the_kv_cache_of_an_encoder_decoder_and_of_an_encoder(fresh_widget):
     for name in ("kv_cache", "kv_cache_model"):
         expect(widget.locator(f'[data-output="{name}"]')).to_have_text("none")
         expect(widget.locator(f'[data-output="{name}"]')).to_have_attribute("data-value", "0")
+    expect(widget.locator('[data-output="totals"]')).to_contain_text("no KV cache")  # the headline agrees
     set_number(widget, "n_heads", 8)  # no longer BERT: sizes again, and no note
     expect(note).to_be_hidden()
     assert_shows(widget, **form_config(widget))

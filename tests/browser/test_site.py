@@ -23,7 +23,7 @@ POLICY = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*
 NEXT_FRAME = "() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))"
 CHANGES = {"shapes": 5, "heads": "Mary gave John a book; Mary gave", "memory": 4, "worked": 2,
            "training": "Mary gave John a book; Mary gave", "one-vs-many": "Home",
-           "circuits": "Home", "real-model": "prose", "exercise": None}
+           "circuits": "Home", "real-model": "prose", "exercise": None, "tiling": 3}
 
 
 # What of a widget reaches past its content box (its padding is its margin inside the frame), as
@@ -111,8 +111,8 @@ def test_every_page_meets_its_csp_and_loads_from_the_site_only(shared_page, brow
         follow_link(page, site_url + path) if path else page.goto(site_url)
         assert page.locator(META).get_attribute("content") == policy
         live += use_widgets(page)
-    assert sorted(live) == ["circuits"] + ["exercise"] * 5 + ["heads", "memory", "one-vs-many", "real-model", "shapes",
-                                                              "training", "worked"]
+    assert sorted(live) == ["circuits"] + ["exercise"] * 6 + ["heads", "memory", "one-vs-many", "real-model", "shapes",
+                                                              "tiling", "training", "worked"]
     assert {urlsplit(u).hostname for u in page_log.requests if urlsplit(u).scheme.startswith("http")} <= LOCAL_HOSTS
 
 
@@ -163,7 +163,7 @@ def test_moving_between_pages_mounts_the_widgets(shared_page, site_url, shapes_p
         page.goto(site_url + shapes_path)
     features = json.loads(page.locator("#__config").text_content())["features"]
     assert "navigation.instant" in features
-    assert use_widgets(page) == ["shapes", "exercise"]
+    assert use_widgets(page) == ["shapes", "exercise", "tiling", "exercise"]
     page.evaluate("window.__earlier = true")
     page.locator("a.md-footer__link--next").click()  # shapes -> heads, the next page
     expect(page).to_have_url(site_url + heads_path)

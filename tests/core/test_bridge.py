@@ -24,7 +24,9 @@ def test_whitelist():
                                     "heads_view", "heads_weights_view", "worked_view", "memory_view", "one_vs_many_view",
                                     "training_start", "training_advance", "training_stop", "training_evaluate",
                                     "circuits_at", "circuits_over_training", "circuits_run_view", "real_model_start",
-                                    "real_model_advance", "real_model_pattern", "ready_message"}
+                                    "real_model_advance", "real_model_pattern", "real_model_position", "real_model_lens",
+                                    "real_model_knockout_start", "real_model_knockout_advance", "real_model_head_set",
+                                    "tiling_view", "ready_message"}
 
 
 def test_shapes_view_round_trip():

@@ -130,6 +130,28 @@ def test_position_losses_are_each_predictions_cross_entropy(weights):
     np.testing.assert_allclose(circuits.position_losses(params, tokens, config), want.numpy(), rtol=1e-12)
 
 
+def test_logit_attribution_splits_the_logit_into_the_direct_path_and_each_head(weights):
+    """The parts sum to torch's logit; the direct path is the embeddings through W_U; a last-layer head's term is
+    what removing it takes from the logit (nothing reads it after), computed in torch with that head's W_O zeroed."""
+    params, t, config = weights
+    tokens = np.array([3, 1, 4, 1, 5, 2, 6, 5, 3])
+    last = config.n_layers - 1
+    for position in (0, 4, len(tokens) - 2):
+        a = circuits.logit_attribution(params, tokens, config, position)
+        target = int(tokens[position + 1])
+        logit = torch_logits(t, tokens[None], config)[0, position, target].item()
+        assert a["target"] == target and a["logit"] == pytest.approx(logit, rel=1e-12, abs=1e-12)
+        assert a["direct"] + a["heads"].sum() == pytest.approx(logit, rel=1e-12, abs=1e-12)
+        direct = (t["W_E"][tokens[position]] + t["W_pos"][position]) @ t["W_U"][:, target]
+        assert a["direct"] == pytest.approx(direct.item(), rel=1e-12, abs=1e-12)
+        assert a["heads"].shape == (config.n_layers, config.n_heads)
+        for head in range(config.n_heads):
+            W_O = t[f"blocks.{last}.attn.W_O"].clone()
+            W_O[head] = 0
+            without = torch_logits({**t, f"blocks.{last}.attn.W_O": W_O}, tokens[None], config)[0, position, target]
+            assert a["heads"][last, head] == pytest.approx(logit - without.item(), rel=1e-9, abs=1e-9)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda p: circuits.full_ov_circuits(p, SMALL, 3), "layer must be a whole number from 0 to 2"),
     (lambda p: circuits.positional_qk_circuits(p, SMALL, -1), "layer must be"),
@@ -140,6 +162,9 @@ def test_position_losses_are_each_predictions_cross_entropy(weights):
     (lambda p: circuits.over_training([{"step": 0, "params": p}], SMALL, [1, 2], [[1, 2.5]]), "eval_tokens must be"),
     (lambda p: circuits.over_training([{"params": p}], SMALL, [1, 2], [[1, 2]]), "checkpoints must be a list of"),
     (lambda p: circuits.copying_scores(np.ones((2, 3))), r"full_ov must be \[..., V, V\]"),
+    (lambda p: circuits.logit_attribution(p, [1, 2, 3], SMALL, 2), "position must be a whole number from 0 to 1"),
+    (lambda p: circuits.logit_attribution(p, [1, 2, 3], SMALL, True), "position must be"),
+    (lambda p: circuits.logit_attribution(p, [1, 9], SMALL, 0), "tokens must be"),
     (lambda p: circuits.random_k_composition(SMALL, samples=0), "samples must be a whole number of at least 1"),
 ])
 def test_nonsense_is_refused_naming_the_argument(call, message):

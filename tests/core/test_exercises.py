@@ -4,11 +4,13 @@ differed; a copy where a view is asked for is refused as a copy; errors point at
 is kept, bounded; the widgets' bridge cannot run code. The detectors exercise is checked on the weights of the run
 the page ships, as the page hands them over."""
 
+import io
 import json
 
 import numpy as np
 import pytest
 
+from mha_core import exercises
 from mha_core.exercises import EXERCISES, PRINT_LIMIT, run_exercise
 from widgets.training.widget import asset_bytes as training_run
 
@@ -52,6 +54,15 @@ def attention(q, k, v, causal=False):
     top = np.max(scores, axis=-1, keepdims=True)
     e = np.exp(scores - top)
     return np.einsum("...qk,...kd->...qd", e / e.sum(-1, keepdims=True), v)
+""",
+    "online_softmax": """
+import numpy as np
+
+def online_softmax_update(m, l, o, scores, v):
+    new_max = np.max(np.concatenate([m[:, None], scores], axis=1), axis=1)
+    alpha = np.exp(m - new_max)
+    weights = np.exp(scores - new_max[:, None])
+    return new_max, alpha * l + weights.sum(axis=1), alpha[:, None] * o + np.einsum("qk,kd->qd", weights, v)
 """,
     "kv_cache": """
 def kv_cache_bytes(n_layers, batch, seq_len, n_heads, n_kv_heads, d_head, bytes_per_number):
@@ -126,6 +137,21 @@ WRONG = [
      ['Case "Llama 3 8B', "n_kv_heads: 8", "expected 1,073,741,824 bytes", "every query head"]),
     ("kv_cache", RIGHT["kv_cache"].replace("(keys + values)", "keys"),
      ['Case "GPT-2 small', "Both keys and values"]),
+    ("online_softmax", RIGHT["online_softmax"].replace("alpha * l +", "l +"),
+     ['Case "the maximum rises for some queries"', "scores: [4, 5] float64", "l: values differ",
+      "The old sum was not rescaled"]),
+    ("online_softmax", RIGHT["online_softmax"].replace("alpha[:, None] * o", "np.exp(new_max - m)[:, None] * o"),
+     ['Case "the first block', "o: values differ", "rescaled by exp(m' − m)"]),
+    ("online_softmax", RIGHT["online_softmax"].replace("alpha[:, None] * o", "o"),
+     ['Case "the maximum rises for some queries"', "o: values differ", "rescaled by nothing"]),
+    ("online_softmax", RIGHT["online_softmax"].replace("alpha[:, None] * o", "np.exp(m - scores.max(axis=1))[:, None] * o"),
+     ['Case "the maximum rises for some queries"', "o: values differ", "exp(m − the block's maximum)"]),
+    ("online_softmax", RIGHT["online_softmax"].replace("return new_max,", "return m,"),
+     ['Case "the first block', "m: values differ", "The maximum was not updated"]),
+    ("online_softmax", RIGHT["online_softmax"].replace("np.concatenate([m[:, None], scores], axis=1)", "scores"),
+     ['Case "the maximum rises for some queries"', "m: values differ", "forgot the old maximum"]),
+    ("online_softmax", RIGHT["online_softmax"].replace("return new_max, alpha * l +", "return new_max.astype(np.float64), alpha * l +"),
+     ['Case "float32"', "m: expected dtype float32, received float64"]),
     ("detectors", DETECTORS.replace(PREVIOUS_END, "return total / (B * n)\n\ndef induction"),
      ['Case "a perfect previous-token head', "previous_token_score(pattern: [2, 2, 5, 5] float64)",
       "head 0: expected 1, received 0.8.", "as TransformerLens does", "(8 of 10 here)"]),
@@ -193,6 +219,9 @@ def test_every_case_the_pages_discuss_is_checked():
         labels = " ".join(c.label for c in EXERCISES[name].cases(Random(0)))
         for edge in ("h = 1", "n = 1", "B > 1", "non-contiguous", "float32"):
             assert edge in labels, (name, edge)
+    online = " ".join(c.label for c in EXERCISES["online_softmax"].cases(Random(0)))
+    for edge in ("the first block", "the maximum rises for some queries", "no maximum rises", "masked", "float32"):
+        assert edge in online, edge
     detectors = " ".join(c.label for c in EXERCISES["detectors"].cases(Random(0)))
     for edge in ("no repeat: no query has a target", "the first token has no previous token", "ties",
                  "one token: no query has a target", "two targets", "B = 2"):
@@ -251,6 +280,23 @@ def test_print_output_is_kept_and_bounded():
     kept, _, note = answer["output"].partition("\n… (")
     assert len(kept) == PRINT_LIMIT
     assert note == f"{6 + 1_000_001 - PRINT_LIMIT:,} more characters not shown)"
+
+
+def test_what_is_kept_of_the_prints_is_echoed_as_it_is_written(monkeypatch):
+    """In the browser the kept prints also go to the exercises' Python's stdout as they happen (the page keeps
+    them when it ends a run): the echo receives exactly the output's kept part, the first part before the run
+    goes on."""
+    assert exercises.ECHO is None  # in CPython the prints are only answered
+    echo = io.StringIO()
+    seen = []
+    monkeypatch.setattr(exercises, "ECHO", echo)
+    code = ("import sys\nprint('hello')\ndef kv_cache_bytes(*a):\n    print('x' * 10**6)\n    return 0\n"
+            "sys.stderr.write('to stderr\\n')\n")
+    monkeypatch.setattr(echo, "write", lambda text, write=echo.write: seen.append(text) or write(text))
+    answer = run_exercise("kv_cache", code)
+    kept = answer["output"].partition("\n… (")[0]
+    assert echo.getvalue() == kept and kept.startswith("hello\nto stderr\nxxx")
+    assert seen[:2] == ["hello", "\n"]  # as print wrote them, one write at a time
 
 
 def test_the_reader_s_code_is_data():

@@ -8,10 +8,11 @@ from sitebuild.assets import fetch_model
 
 
 def test_the_exports_are_the_modules_functions():
-    from mha_core.llama import gguf, model, scores, tokenizer
+    from mha_core.llama import gguf, lab, model, scores, tokenizer
 
     for name in llama.__all__:
-        assert any(getattr(module, name, None) is getattr(llama, name) for module in (gguf, model, scores, tokenizer))
+        assert any(getattr(module, name, None) is getattr(llama, name) for module in (gguf, model, scores, tokenizer,
+                                                                                       lab))
 
 
 def test_the_docstring_s_example_runs_on_the_real_model():

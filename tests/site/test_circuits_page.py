@@ -151,3 +151,31 @@ def test_the_lesson_s_circuit_facts_are_the_shipped_run_s(built):
     assert facts["positions_first_end"] == f"{losses[:period - 1].mean():.2f}"
     assert facts["positions_start_end"] == f"{losses[period - 1]:.2f}"
     assert facts["positions_repeat_end"] == f"{losses[period:].mean():.2f}"
+
+
+def test_the_lesson_s_logit_attribution_is_the_shipped_run_s(built):
+    """The direct logit attribution the lesson quotes, recomputed from run.json's last checkpoint: the last token of
+    the chart's sequence, from the token before it; the parts as the page lists them add up to the logit."""
+    from mha_core.views.training import decode_params, display_tokens
+    from mha_core.model import TrainConfig, forward
+    from sitebuild import facts as fact_markers
+    _, _, run = built
+    facts = {k: v.replace("\u2212", "-") for k, v in fact_markers.all_facts().items()}
+    config = TrainConfig(**run["config"])
+    params = decode_params(run["checkpoints"][-1]["params"], config)
+    tokens = np.array(display_tokens(config))
+    p, target = len(tokens) - 2, tokens[-1]
+    logits, patterns = forward(params, tokens[None], config)
+    x = params["W_E"][tokens] + params["W_pos"][:len(tokens)]  # [n, d_model]
+    terms = {}
+    for layer in range(config.n_layers):
+        for head in range(config.n_heads):  # each head's output at p, from its own pattern and weights
+            z = patterns[layer][0, head, p] @ (x @ params[f"blocks.{layer}.attn.W_V"][head])  # [d_k]
+            terms[f"L{layer} H{head}"] = float(z @ params[f"blocks.{layer}.attn.W_O"][head] @ params["W_U"][:, target])
+        x = x + sum(patterns[layer][0, h] @ (x @ params[f"blocks.{layer}.attn.W_V"][h]) @ params[f"blocks.{layer}.attn.W_O"][h]
+                    for h in range(config.n_heads))
+    direct = float((params["W_E"][tokens[p]] + params["W_pos"][p]) @ params["W_U"][:, target])
+    assert facts["dla_logit"] == f"{logits[0, p, target]:.2f}" and facts["dla_direct"] == f"{direct:.2f}"
+    shown = dict(re.findall(r"(L\d H\d) (-?\d+\.\d\d)", facts["dla_heads"]))
+    assert shown == {name: f"{round(v, 2) + 0.0:.2f}" for name, v in terms.items()}
+    assert direct + sum(terms.values()) == pytest.approx(float(logits[0, p, target]), abs=1e-9)

@@ -144,6 +144,7 @@ def test_widgets_are_placed_where_the_text_expects_them(pages):
         ("mechanism.md", "<!-- widget: memory -->", "memory"),
         ("why-heads.md", "<!-- widget: one_vs_many -->", "one-vs-many"),
         ("what-heads-learn.md", "<!-- widget: circuits -->", "circuits"),
+        ("parameters-and-shapes.md", "<!-- widget: tiling -->", "tiling"),
     ]
     for page in PAGES:
         lines = [line.strip() for line in (DOCS / page).read_text(encoding="utf-8").splitlines()]
@@ -340,6 +341,36 @@ def test_scores_memory():
     assert quadrupled == 4 * scores["bytes"]
 
 
+def test_the_tiles_save_what_the_page_says():
+    """The tiling section's numbers: its question's online softmax over sat's row, fed a key at a time, and one
+    GPT-2 small head's counts (n = 1024, d_k = 64) in tiles of 128 and of 64, with and without the mask."""
+    scores, values = [0.5, 2.0, 1.0], np.eye(3)  # sat's row on the first page; each key's value marks it
+    m, l, o = np.full(1, -np.inf), np.zeros(1), np.zeros((1, 3))
+    sums = []
+    for j, s in enumerate(scores):
+        factor = float(np.exp(m[0] - max(m[0], s)))
+        m, l, o = mha_core.online_softmax_update(m, l, o, np.array([[s]]), values[j:j + 1])
+        sums.append((float(m[0]), round(float(l[0]), 3), round(factor, 3)))
+    assert sums == [(0.5, 1.0, 0.0), (2.0, 1.223, 0.223), (2.0, 1.591, 1.0)]
+    cat = float(o[0, 1] / l[0])
+    assert round(cat, 3) == round(float(mha_core.softmax(np.array(scores))[1]), 3) == 0.629
+    quoted("parameters-and-shapes.md", "$m = 0.5$, $\\ell = 1$", "multiplied by $e^{0.5 - 2} = 0.223$",
+           "$\\ell = 0.223 + 1 = 1.223$", "$\\ell = 1.223 + e^{1 - 2} = 1.591$", "$1 / 1.591 = 0.629$")
+    n, d = 1024, 64
+    assert (preset("gpt2-small")["d_model"] // preset("gpt2-small")["n_heads"]) == d
+    c, small = mha_core.flash_counts(n, n, d, d, 128, 128), mha_core.flash_counts(n, n, d, d, 64, 64)
+    causal = mha_core.flash_counts(n, n, d, d, 128, 128, causal=True)
+    moved = {way: c[way]["reads"] + c[way]["writes"] for way in ("ordinary", "tiled")}
+    assert moved["ordinary"] == 4 * n * d + 4 * n * n and c["tiled"]["reads"] == n * d + 2 * (n // 128) * n * d
+    quoted("parameters-and-shapes.md", f"holds ${c['held']:,}$ scores at a time instead of ${c['full']:,}$",
+           f"moves ${moved['tiled']:,}$ numbers instead of ${moved['ordinary']:,}$",
+           f"it skips {causal['skipped']} of its {causal['tiles'] + causal['skipped']} tiles",
+           f"The scores held fall four times, to ${small['held']:,}$",
+           f"The traffic rises to ${small['tiled']['reads'] + small['tiled']['writes']:,}$",
+           f"{n // 64} query blocks instead of {n // 128}")
+    assert small["held"] * 4 == c["held"]
+
+
 def test_flops_formula_matches_the_core():
     for d_model, h, n, B in ((512, 8, 10, 2), (768, 12, 1024, 1), (64, 1, 7, 3)):
         flops = shape_report(d_model, h, n, B)["flops"]
@@ -459,7 +490,6 @@ def test_the_averaged_head_counts_right():
     quoted("what-heads-learn.md", f"mean of the {words[len(heads)]} heads' patterns",
            f"The {words[len(heads)]} heads span two layers, {words[in_layer0]} reading the embeddings",
            "diluted to a quarter")
-    quoted("why-heads.md", f"mean of {words[len(heads)]} heads' patterns")
     # The page's claim about dilution: where all four look at different keys, each keeps a quarter.
     patterns = mha_core.head_patterns("a b c d e f g a b c d e f g")
     mean = np.mean([patterns["heads"][kind] for kind in heads], axis=0)

@@ -50,6 +50,10 @@ TERMS = {
     "nats": (r"\bnats?\b", False, "nats"),
     "learning rate": (r"\blearning rates?\b", False, "learning-rate"),
     "Adam": (r"\bAdam\b", True, "adam"),
+    "feed-forward": (r"\bfeed-forward\b", False, "feed-forward"),
+    "MLP": (r"\bMLPs?\b", True, "feed-forward"),
+    "RMSNorm": (r"\bRMSNorm\b", True, "rmsnorm"),
+    "K-composition": (r"\bK-composition\b", True, "k-composition"),
 }
 
 DEFINITION = re.compile(r"\*\*([^*]+)\*\*\{#([a-z0-9-]+)\}")
@@ -119,7 +123,8 @@ def test_terms_are_defined_before_they_are_used():
 def test_the_term_check_can_fail():
     later = "An **encoder**{#encoder}.\n"
     defined = "A **decoder**{#decoder} with a **causal mask**{#causal-mask}.\n"
-    others = "".join(f"**{t}**{{#{a}}} " for t, (_, _, a) in TERMS.items() if a not in ("decoder", "causal-mask", "encoder"))
+    anchors = dict.fromkeys(a for _, _, a in TERMS.values())  # a term may share its definition with another (MLP)
+    others = "".join(f"**{a}**{{#{a}}} " for a in anchors if a not in ("decoder", "causal-mask", "encoder"))
     ok = {"a.md": others + defined + "A decoder again.", "b.md": later}
     assert undefined_uses(ok) == []
     used_early = {"a.md": others + "The decoder reads.\n" + defined, "b.md": later}
@@ -271,6 +276,11 @@ def test_the_worked_question_s_answer_holds():
         w = steps[f"weights_{head}"]
         assert np.allclose(w[:, 0], w[:, 2])
     assert np.allclose(steps["out"][0], steps["out"][2])
+    # with a causal mask the first "the" reads only itself, the second all three: their rows differ
+    for head in range(2):
+        q, k, v = (steps[f"{m}_{head}"] for m in "qkv")
+        masked = mha_core.scaled_dot_product_attention(q, k, v, causal=True)[0]  # [n, d_k]
+        assert not np.allclose(masked[0], masked[2])
 
 
 # ---------------------------------------------------------------- the review's corrections, computed
@@ -362,3 +372,65 @@ def test_the_knock_out_question_s_answer_holds():
     ablated = np.array(mha_core.head_patterns(sentence, ablate=["previous_token"])["heads"]["induction"])
     assert intact[8, 2] > 0.9 and intact[9, 3] > 0.9  # the second "cat" and "sat" read the tokens after their first
     assert all(ablated[i, i] > 0.9 for i in (7, 8, 9))
+
+
+def test_pytorch_fuses_attention_on_a_cpu_too():
+    """The shapes page's fused kernels: the pinned torch, on this CPU, runs its flash kernel for SDPA with or
+    without a mask, and the unfused steps (a softmax of its own) when dropout is asked for."""
+    import torch
+    import torch.nn.functional as F
+
+    q = torch.randn(1, 4, 16, 8)
+
+    def kernels(**kw):
+        with torch.profiler.profile() as prof:
+            F.scaled_dot_product_attention(q, q, q, **kw)
+        return {e.key for e in prof.key_averages()}
+
+    flash = "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert flash in kernels(is_causal=True)
+    assert flash in kernels(attn_mask=torch.ones(16, 16, dtype=torch.bool).tril())
+    steps = kernels(dropout_p=0.5)
+    assert flash not in steps and "aten::_scaled_dot_product_attention_math" in steps
+
+
+def test_the_toy_unembeds_with_no_norm_and_the_real_model_with_one():
+    """The block figure's caption: the attention-only toy's logits are its last residual stream times W_U, and it
+    has no norm's weights; the real model's unembed normalises first (its output_norm), as mha_core.llama runs it."""
+    from mha_core.llama.model import rms_norm, unembed
+    from mha_core.model import TrainConfig, init_params, run_with_cache
+
+    config = TrainConfig()
+    params = init_params(config, 0)
+    logits, cache = run_with_cache(params, np.array([[5, 7, 9, 5, 7]]), config)
+    np.testing.assert_allclose(logits, cache["hook_resid_final"] @ params["W_U"], rtol=1e-12)
+    assert not any("norm" in name or name.startswith("ln") for name in params)
+
+    from mha_core.llama import llama_config, read_gguf, tensor, tensor_rows
+    from sitebuild.assets import fetch_model
+
+    gguf = read_gguf(fetch_model())
+    resid = np.random.default_rng(0).standard_normal((2, llama_config(gguf).d_model)).astype(np.float32) * 3
+    W_E = tensor_rows(gguf, "token_embd.weight", np.arange(8))  # [8, d_model], tied: W_U = W_Eᵀ
+    normed = rms_norm(resid, tensor(gguf, "output_norm.weight"), llama_config(gguf).eps)
+    np.testing.assert_allclose(unembed(gguf, resid)[:, :8], normed @ W_E.T, rtol=1e-4, atol=1e-4)
+    assert not np.allclose(resid @ W_E.T, normed @ W_E.T, atol=0.1)
+
+
+def test_the_clause_s_nouns_are_shrunk_by_the_average_as_why_heads_says():
+    """The clause's nouns, from the sentence itself (committee +1, members −1, rules −1), averaged over all its
+    tokens, and one head giving the subject and the clause half each: the numbers why-heads quotes."""
+    import importlib.util
+    from mha_core import one_vs_many as ovm
+
+    spec = importlib.util.spec_from_file_location("ovm_facts", ROOT / "widgets/one_vs_many/facts.py")
+    facts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(facts)
+    f = {k: v.replace("\u2212", "-") for k, v in facts.facts().items()}
+    clause = ovm.TOKENS[2:-1]  # after the subject, before the verb
+    nouns = [{"committee": 1, "members": -1, "rules": -1}[t] for t in clause if t in ("committee", "members", "rules")]
+    assert [int(x) for x in re.split(r", | and ", f["ovm_clause_nouns"])] == nouns
+    assert int(f["ovm_clause_sum"]) == sum(nouns) and f["ovm_clause_tokens"] == str(len(clause))
+    assert float(f["ovm_clause_mean"]) == sum(nouns) / len(clause)
+    assert float(f["ovm_pair_number"]) == pytest.approx(0.5 * 1 + 0.5 * sum(nouns) / len(clause), abs=0.005)
+    assert 0 < float(f["ovm_pair_number"])  # still singular

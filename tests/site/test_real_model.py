@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
+from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
 from mha_core.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
@@ -52,9 +52,11 @@ def shown(page) -> dict:
     for h in heads:
         for kind in KINDS:
             scores[kind][int(h["layer"]), int(h["head"])] = float(h[f"score-{KIND_NAMES[kind]}"])
-    tokens = [html.unescape(t) for t in re.findall(r'<li data-token-index="\d+">([^<]*)</li>', page)]
+    rows = re.findall(r'<li ([^>]*data-token-index="\d+"[^>]*)>([^<]*)</li>', page)
+    tokens = [html.unescape(t) for _, t in rows]
+    losses = [float(dict(ATTR.findall(attrs)).get("loss", "nan")) for attrs, _ in rows]
     text = html.unescape(re.search(r'<textarea [^>]*name="text"[^>]*>([^<]*)</textarea>', page).group(1))
-    return {"scores": scores, "tokens": tokens, "text": text}
+    return {"scores": scores, "tokens": tokens, "text": text, "losses": np.array(losses)}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +75,28 @@ def test_the_page_s_tokens_are_mha_core_s(shown, ours, gguf):
     """mha_core's tokenizer and heads are transformers' on the page's texts (tests/core/llama)."""
     tokenizer = tokenizer_from_gguf(gguf)
     assert shown["tokens"] == [tokenizer.decode([i]) for i in ours["ids"]]  # nothing added, each as read
+
+
+def test_the_page_s_losses_predictions_and_attribution_are_mha_core_s(page, shown, ours, gguf):
+    """Each token's data-loss, mean-loss's data-value, the picked position's predictions and every head's
+    data-logit-attribution are mha_core.llama.lab's on the text the page shows."""
+    record = lab.run(gguf, ours["ids"])
+    expected = lab.predictions(gguf, record)
+    np.testing.assert_allclose(shown["losses"], expected["losses"], rtol=0, atol=1e-4)  # NaN at 0 on both
+    mean = float(re.search(r'data-output="mean-loss" data-value="([^"]+)"', page).group(1))
+    assert mean == pytest.approx(np.mean(shown["losses"][1:]), abs=1e-4)
+    position = int(re.search(r'data-mha-widget="real-model"[^>]* data-position="(\d+)"', page).group(1))
+    predictions = [dict(ATTR.findall(a)) for a in re.findall(r'<li data-output="prediction" ([^>]*)>', page)]
+    assert [int(p["rank"]) for p in predictions] == [1, 2, 3, 4, 5]
+    assert [int(p["token-id"]) for p in predictions] == expected["top_ids"][position].tolist()
+    np.testing.assert_allclose([float(p["probability"]) for p in predictions], expected["top_probabilities"][position],
+                               atol=1e-4)
+    heads = [dict(ATTR.findall(attrs)) for attrs in HEAD.findall(page)]
+    shown_heads = np.zeros((30, 9))
+    for h in heads:
+        shown_heads[int(h["layer"]), int(h["head"])] = float(h["logit-attribution"])
+    attribution = lab.logit_attribution(gguf, record, position, ours["ids"][position + 1])
+    np.testing.assert_allclose(shown_heads, attribution["heads"], rtol=0, atol=1e-4)
 
 
 def test_the_patterns_asset_holds_each_head_s_weights(plain_site, ours):
@@ -129,3 +153,121 @@ def test_each_claim_the_page_makes_in_words_holds():
     text = widget.texts()["repeated"]
     words = text.split()
     assert len(words) == 2 * widget.N_RANDOM and words[:widget.N_RANDOM] == words[widget.N_RANDOM:]
+
+
+def number(text: str) -> float:
+    return float(text.replace("\u2212", "-"))
+
+
+def test_one_group_s_heads_write_different_things():
+    """The OV circuits' cosines, from the GGUF as gguf-py reads it (an independent reader): the group shares
+    attn_v, each query head has its own 64 columns of attn_output ([out, in] as stored)."""
+    import gguf as reference
+    from gguf.quants import dequantize as reference_dequantize
+    from sitebuild.assets import fetch_model as path
+
+    facts = load("facts").facts()
+    stored = {t.name: reference_dequantize(t.data, t.tensor_type) for t in reference.GGUFReader(path()).tensors
+              if t.name in ("blk.17.attn_v.weight", "blk.17.attn_output.weight")}
+    v, o = stored["blk.17.attn_v.weight"], stored["blk.17.attn_output.weight"]  # [192, 576], [576, 576]
+    circuit = {h: (v[64:128].T @ o[:, 64 * h:64 * (h + 1)].T).ravel() for h in (3, 4, 5)}  # kv head 1 for heads 3-5
+    expected = [circuit[a] @ circuit[b] / np.linalg.norm(circuit[a]) / np.linalg.norm(circuit[b])
+                for a, b in ((3, 4), (3, 5), (4, 5))]
+    shown = [number(x) for x in re.split(r", | and ", facts["rm_group_ov_cosines"])]
+    np.testing.assert_allclose(shown, expected, atol=0.005 + 1e-9)
+    assert max(expected) < 0.5  # three heads that attend alike write far from alike
+    assert facts["rm_d_model"] == str(v.shape[1])
+
+
+def test_the_induction_heads_found_depend_on_the_text(gguf):
+    """The spread the page states: the other random-word texts, run again here; each count and the heads
+    that score as induction heads on every text, the page's own included."""
+    facts, widget = load("facts"), load("widget")
+    tokenizer = tokenizer_from_gguf(gguf)
+    masks = [widget.scores_of("repeated")["induction"] >= facts.ROLE_MIN]
+    for seed in facts.SPREAD_SEEDS:
+        ids = tokenizer.encode(widget.repeated_text(seed))
+        assert len(ids) == 2 * widget.N_RANDOM and seed != widget.SEED
+        patterns = np.stack([p for _, _, p in run_layers(gguf, ids)])
+        masks.append(head_scores(patterns, ids)["induction"] >= facts.ROLE_MIN)
+    f = facts.facts()
+    assert (facts.CACHE / f"real-model-spread-{facts.spread_key(widget)}.json").exists()  # kept: a rebuild reruns nothing
+    counts = sorted(int(m.sum()) for m in masks[1:])
+    assert [int(x) for x in re.split(r", | and ", f["rm_spread_counts"])] == counts
+    assert f["rm_spread_texts"] == str(len(facts.SPREAD_SEEDS))
+    stable = {f"L{l} H{h}" for l, h in zip(*np.nonzero(np.logical_and.reduce(masks)))}
+    assert set(re.split(r", | and ", f["rm_spread_stable"])) == stable
+    assert f["rm_spread_stable_count"] == str(len(stable)) and len(set(counts)) > 1  # a spread, not one count
+
+
+def test_the_storage_the_page_describes(gguf):
+    """Layers in Q4_1 blocks of 32 four-bit numbers with a float16 scale and minimum (2 + 2 + 16 bytes), the
+    embedding in Q8_0 blocks of 32 bytes with a float16 scale (tests/core/llama checks the values with gguf-py's)."""
+    from mha_core.llama.gguf import GGML_TYPES, Q4_1, Q8_0
+    assert GGML_TYPES[Q4_1][1:] == (32, 2 + 2 + 32 * 4 // 8) and GGML_TYPES[Q8_0][1:] == (32, 2 + 32 * 8 // 8)
+    kinds = {name: info.ggml_type for name, info in gguf.tensors.items()}
+    assert kinds["token_embd.weight"] == Q8_0
+    assert all(kinds[n] == Q4_1 for n in kinds if n.startswith("blk.") and not n.endswith("norm.weight"))
+
+
+def test_what_the_page_states_about_predictions_and_knock_outs_is_computed(gguf):
+    """The lesson's facts on the repeated words and the prose are mha_core.llama.lab's, recomputed here from the
+    texts: the loss per token in each copy, the induction set and its control knocked out, the first token hidden;
+    and they say what the page says of them (in-context learning; the induction heads matter, a control far less;
+    hiding the first token raises the loss)."""
+    facts, widget = load("facts"), load("widget")
+    stated = facts.facts()
+    tokenizer = tokenizer_from_gguf(gguf)
+    n = widget.N_RANDOM
+    ids = tokenizer.encode(widget.texts()["repeated"])
+    clean = lab.run(gguf, ids)
+
+    def second_copy(record):
+        return float(np.mean(lab.predictions(gguf, record)["losses"][n + 1:]))
+
+    induction = lab.parse_heads(stated["rm_induction_set"].replace(" and ", ", ").replace(", ", " "))
+    control = lab.parse_heads(stated["rm_control_set"].replace(" and ", ", ").replace(", ", " "))
+    assert sorted(l for l, _ in control) == sorted(l for l, _ in induction) and not set(control) & set(induction)
+    first = float(np.mean(lab.predictions(gguf, clean)["losses"][1:n]))
+    numbers = {"rm_first_copy_loss": first, "rm_second_copy_loss": second_copy(clean),
+               "rm_induction_knocked_loss": second_copy(lab.run(gguf, ids, knocked=induction, clean=clean)),
+               "rm_control_knocked_loss": second_copy(lab.run(gguf, ids, knocked=control, clean=clean))}
+    prose_ids = tokenizer.encode(widget.TEXTS["prose"])
+    prose = lab.run(gguf, prose_ids)
+    numbers["rm_prose_loss"] = lab.predictions(gguf, prose)["mean_loss"]
+    hidden = lab.run(gguf, prose_ids, hide_first=True, clean=prose)
+    numbers["rm_prose_hidden_loss"] = lab.predictions(gguf, hidden)["mean_loss"]
+    for name, value in numbers.items():
+        assert float(stated[name]) == pytest.approx(value, abs=0.006), name
+    assert numbers["rm_first_copy_loss"] > 2 * numbers["rm_second_copy_loss"] + 5
+    knocked, controlled = (numbers[k] - numbers["rm_second_copy_loss"] for k in ("rm_induction_knocked_loss",
+                                                                                   "rm_control_knocked_loss"))
+    assert knocked > 3 and knocked > 3 * controlled
+    assert numbers["rm_prose_hidden_loss"] > numbers["rm_prose_loss"]
+
+
+def test_how_many_heads_can_go_is_what_the_page_states(gguf):
+    """The order is each head's own knock-out effect (three heads of it rerun alone here), smallest first; knocking
+    out the first rm_removable heads of it together keeps the mean loss on the repeated words within 0.1 nats,
+    one more crosses it; the kinds of the heads that go last are counted from the scores."""
+    facts, widget = load("facts"), load("widget")
+    stated, pruned = facts.facts(), widget.pruning()
+    ids = tokenizer_from_gguf(gguf).encode(widget.texts()[widget.PRUNED_TEXT])
+    clean = lab.run(gguf, ids)
+    base = lab.predictions(gguf, clean)["mean_loss"]
+    order = [tuple(head) for head in pruned["order"]]
+    assert sorted(order) == [(l, h) for l in range(30) for h in range(9)]
+    effects = np.array(pruned["effects"])
+    assert all(effects[a] <= effects[b] for a, b in zip(order, order[1:]))
+    for head in (order[0], order[135], order[-1]):
+        alone = lab.predictions(gguf, lab.run(gguf, ids, knocked=[head], clean=clean))["mean_loss"]
+        assert effects[head] == pytest.approx(alone - base, abs=1e-4)
+    k = int(stated["rm_removable"])
+    rise = float(stated["rm_removable_rise"])
+    losses = [lab.predictions(gguf, lab.run(gguf, ids, knocked=order[:count], clean=clean))["mean_loss"]
+              for count in (k, k + 1)]
+    assert losses[0] - base < rise <= losses[1] - base
+    assert float(stated["rm_removable_loss"]) == pytest.approx(losses[0], abs=0.006)
+    scores = widget.scores_of(widget.PRUNED_TEXT)
+    last = order[-int(stated["rm_last_count"]):]
+    assert int(stated["rm_last_induction"]) == sum(scores["induction"][head] >= facts.ROLE_MIN for head in last)

@@ -98,6 +98,8 @@ def test_knock_outs_quoted_are_what_the_widget_measures(run, facts):
     both = repeat_loss([[1, 0], [1, 1]])
     assert facts["ko_both_induction_repeat"] == f"{both:.2f}"
     assert repeat_loss([[1, best]]) < both / 2 and repeat_loss([[1, 1 - best]]) < both / 2  # the other does most of it
+    assert facts["ko_induction_other_head"] == f"L1 H{1 - best}"
+    assert facts["ko_induction_other_repeat"] == f"{repeat_loss([[1, 1 - best]]):.2f}"
     assert facts["ko_prev_repeat"] == f"{repeat_loss([[0, 0]]):.2f}"
 
 
@@ -127,7 +129,8 @@ def test_every_fact_in_the_page_is_shown_where_its_marker_was(site, facts):
     section = markdown[markdown.index(SECTION):]
     shown = text_of((site / "what-heads-learn/index.html").read_text(encoding="utf-8"))
     assert "fact:" not in shown
-    prose = plain(re.sub(r"(^|\n)\s*(- |\?\?\? question )", " ", section).replace("*", "").replace('"', ""))
+    prose = re.sub(r"\{#[^}]*\}", "", section)  # attr_list's ids are not shown
+    prose = plain(re.sub(r"(^|\n)\s*(- |\?\?\? question )", " ", prose).replace("*", "").replace('"', ""))
     markers = list(fact_markers.MARKER.finditer(prose))
     assert len(markers) >= 30
     values = fact_markers.MARKER.sub(lambda m: facts[m.group(1)], prose)

@@ -12,8 +12,11 @@ import json
 import numpy as np
 
 from mha_core.bridge.circuits import circuits_at, circuits_over_training
+from mha_core.circuits import logit_attribution
+from mha_core.model import TrainConfig
 from mha_core.views import decimal
 from mha_core.views.circuits import BASELINE_SPREAD, kinds
+from mha_core.views.training import decode_params
 from sitebuild import BuildError, widgets
 from widgets.training import facts as training
 
@@ -102,7 +105,24 @@ def facts() -> dict[str, str]:
         "positions_repeat_end": f2(at_end["repeat"]),
         "positions_repeat_start": f2(at_start["repeat"]),
         "period": str(run["tokens"][1:].index(run["tokens"][0]) + 1),
-    }
+    } | attribution_facts(c)
+
+
+def attribution(c: dict) -> dict:
+    """logit_attribution at the last checkpoint, for the last token of the widget's sequence, predicted from the
+    token before it (a repeat, so an induction head's to write)."""
+    config = TrainConfig(**c["run"]["config"])
+    tokens = np.asarray(c["last"]["tokens"])
+    return logit_attribution(decode_params(c["run"]["checkpoints"][-1]["params"], config), tokens, config,
+                             len(tokens) - 2)
+
+
+def attribution_facts(c: dict) -> dict[str, str]:
+    a = attribution(c)
+    signed = lambda x: f"{round(x, 2) + 0.0:.2f}".replace("-", "\u2212")  # + 0.0: no "−0.00"
+    heads = [f"L{layer} H{head} {signed(v)}" for (layer, head), v in np.ndenumerate(a["heads"])]
+    return {"dla_logit": f2(a["logit"]), "dla_direct": signed(a["direct"]),
+            "dla_heads": ", ".join(heads[:-1]) + f" and {heads[-1]}"}
 
 
 def claims(c: dict) -> dict[str, bool]:
@@ -132,4 +152,7 @@ def claims(c: dict) -> dict[str, bool]:
             np.asarray(c["last"]["positional_qk"][0][prev]))[1]),
         "the second copy's first token stays above 1 nat, the repeats end below 0.5": at_end["start"] > 1
         and at_end["repeat"] < 0.5 and at_end["first"] > 3,
+        "the layer-1 heads write the predicted logit, the previous-token head's direct term is near 0": (
+            attribution(c)["heads"][1].min() > 0.25 * attribution(c)["logit"]
+            and abs(attribution(c)["heads"][0, prev]) < 0.05 * attribution(c)["logit"]),
     }

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_core.bridge.real_model import MODEL_FOLDER
-from mha_core.llama import head_scores, read_gguf, run_layers, split_model, tokenizer_from_gguf
-from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, load_text, messages,
-                                      pattern_words, real_model_view, token_texts)
+from mha_core.bridge.real_model import MODEL_FOLDER, at_words, losses_of, position_numbers, top_at
+from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
+from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
+                                      head_sets, load_text, messages, pattern_words, predictions_views, real_model_view,
+                                      token_texts)
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.assets import MODEL_SHA256, model_path, required
 from sitebuild.sources import sources_key
@@ -83,6 +84,7 @@ def cache_key() -> str:
     digest = hashlib.sha256(f"{MODEL_SHA256} seed={SEED} n={N_RANDOM} {json.dumps(TEXTS)}".encode())
     digest.update(Path(__file__).read_bytes())
     digest.update(sources_key(ROOT, ROOT / "mha_core" / "llama" / "__init__.py").encode())
+    digest.update(sources_key(ROOT, ROOT / "mha_core" / "bridge" / "real_model.py").encode())
     return digest.hexdigest()[:20]
 
 
@@ -94,14 +96,39 @@ def quantized(patterns: np.ndarray) -> bytes:
 
 
 def compute(text: str) -> dict:
-    """{ids, tokens, scores {kind: [30][9]}, patterns (hex of quantized())} of text's first MAX_TOKENS tokens."""
+    """text's first MAX_TOKENS tokens through the model: {ids, tokens, scores {kind: [30][9]}, patterns (hex of
+    quantized()), losses [n] (null at 0), top_ids, top_probabilities [n][5] (what it predicts after each token),
+    at (position_numbers' at the default position), lens (logit_lens's there), and the knock-outs the lesson
+    cites: knocked {name: {heads, hide_first, losses}}}."""
     ids = tokenizer().encode(text)[:MAX_TOKENS]
-    patterns = np.stack([pattern for _, _, pattern in run_layers(model(), ids)])  # [n_layers, h, n, n]
+    record = lab.run(model(), ids)
+    patterns = np.stack(record["patterns"])  # [n_layers, h, n, n]
     scores = head_scores(patterns, ids)  # {kind: [n_layers, h]}
+    position = default_position(len(ids))
+    preds = lab.predictions(model(), record)
     return {"ids": ids, "tokens": token_texts(tokenizer(), ids),
             "scores": {kind: [[None if np.isnan(v) else float(v) for v in row] for row in scores[kind]]
                        for kind in KINDS},
-            "patterns": quantized(patterns).hex()}
+            "patterns": quantized(patterns).hex(), "losses": losses_of(preds), "top_ids": preds["top_ids"].tolist(),
+            "top_probabilities": preds["top_probabilities"].tolist(),
+            "at": position_numbers(model(), record, preds, position),
+            "lens": {key: values.tolist() for key, values in lab.logit_lens(model(), record, position).items()},
+            "knocked": knock_outs(ids, record, scores)}
+
+
+def knock_outs(ids, record: dict, scores: dict) -> dict:
+    """The knock-outs the lesson cites, each {heads, hide_first, losses}: the heads scoring as induction heads
+    on the text (SET_MIN) and a control of as many random heads of the same layers (seed CONTROL_SEED), as the
+    page's one-click sets make them; and the first token hidden from every later token."""
+    induction = head_sets(scores)["data"]
+    runs = {"induction": lab.parse_heads(induction["set-induction"]),
+            "control": lab.parse_heads(induction["set-induction-control"])}
+    out = {name: {"heads": heads, "hide_first": False} for name, heads in runs.items() if heads}
+    out["hide_first"] = {"heads": [], "hide_first": True}
+    for entry in out.values():
+        knocked = lab.run(model(), ids, knocked=entry["heads"], hide_first=entry["hide_first"], clean=record)
+        entry["losses"] = losses_of(lab.predictions(model(), knocked))
+    return out
 
 
 @functools.cache
@@ -112,6 +139,28 @@ def heads() -> dict:
     return json.loads(kept(CACHE / f"real-model-heads-{cache_key()}.json", make))
 
 
+PRUNED_TEXT = "repeated"  # the text heads are removed from (40 tokens: the 270 own effects take some 20 s)
+PRUNED_RISE, PRUNED_STEP = 0.1, 15  # nats the mean loss may rise; heads between two looks at the loss
+
+
+@functools.cache
+def pruning() -> dict:
+    """Many heads are redundant, measured on PRUNED_TEXT: {effects [30][9] (each head's own knock-out effect on
+    the mean loss), order [[layer, head], ...] (smallest effect first), removable (how many of order go, together,
+    before the mean loss rises PRUNED_RISE nats), curve {count: mean loss}}, from the cache when the sources match."""
+    def make() -> bytes:
+        ids = heads()[PRUNED_TEXT]["ids"]
+        weights = lab.unpacked_layers(model())
+        clean = lab.run(model(), ids, weights=weights)
+        effects = lab.knockout_effects(model(), clean, weights)  # [n_layers, h]
+        order = [[int(l), int(h)] for l, h in zip(*np.unravel_index(np.argsort(effects, axis=None, kind="stable"),
+                                                                     effects.shape))]
+        found = lab.removable_heads(model(), ids, order, clean, weights, PRUNED_RISE, PRUNED_STEP)
+        return json.dumps({"effects": effects.tolist(), "order": order, "removable": found["removable"],
+                           "curve": found["curve"]}).encode()
+    return json.loads(kept(CACHE / f"real-model-pruning-{cache_key()}.json", make))
+
+
 def scores_of(name: str) -> dict[str, np.ndarray]:
     return {kind: np.array(rows, dtype=np.float64) for kind, rows in
             ((k, [[np.nan if v is None else v for v in row] for row in heads()[name]["scores"][k]])
@@ -119,8 +168,18 @@ def scores_of(name: str) -> dict[str, np.ndarray]:
 
 
 def view_of(name: str) -> dict:
+    """The view of a page's text: every head's scores, the loss on every token, the default position's
+    predictions, attribution and logit lens, the one-click sets."""
     entry = heads()[name]
-    return real_model_view(entry["tokens"], scores_of(name), len(entry["ids"]))
+    at = at_words(tokenizer(), entry["at"], entry["lens"])
+    return real_model_view(entry["tokens"], scores_of(name), len(entry["ids"]), losses=entry["losses"], at=at)
+
+
+def positions_of(name: str) -> list[dict]:
+    """Each position's predictions of a page's text, as views (read without the model)."""
+    entry = heads()[name]
+    return predictions_views(entry["tokens"], [top_at(tokenizer(), ids, p) for ids, p in
+                                               zip(entry["top_ids"], entry["top_probabilities"])])
 
 
 @functools.cache
@@ -132,6 +191,7 @@ def assets() -> dict[str, bytes]:
     """File name -> content, written beside the widget's scripts."""
     out = {f"patterns-{name}.bin": bytes.fromhex(entry["patterns"]) for name, entry in heads().items()}
     out |= {f"view-{name}.json": json.dumps(view_of(name), separators=(",", ":")).encode() for name in TEXTS}
+    out |= {f"positions-{name}.json": json.dumps(positions_of(name), separators=(",", ":")).encode() for name in TEXTS}
     return out | {f"{MODEL_DIR}/{name}": data for name, data in model_files().items()}
 
 
@@ -154,5 +214,6 @@ def context() -> dict:
         "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "folder": MODEL_FOLDER,
                  "dir": MODEL_DIR, "maxTokens": MAX_TOKENS, "words": messages(), "pattern": pattern_words(),
                  "patterns": {name: f"patterns-{name}.bin" for name in TEXTS},
+                 "positions": {name: f"positions-{name}.json" for name in TEXTS},
                  "lengths": {name: len(heads()[name]["ids"]) for name in TEXTS}},
     }

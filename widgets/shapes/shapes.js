@@ -4,7 +4,7 @@
 // shared life cycle marks what no longer matches the form. This module wires the controls, the sliders, the
 // presets and the URL, and says what it waits for before Python has answered.
 import { bind } from "../runtime/bind.js";
-import { keepInURL, output, setData, setText, showMessage } from "../runtime/dom.js";
+import { keepInURL, output, showMessage } from "../runtime/dom.js";
 import { InputError, live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { noteIgnored } from "../runtime/status.js";
@@ -23,24 +23,12 @@ function changes(config, shown) {
     .map((k) => `${SYMBOLS[k]} = ${config[k] ?? "derived"}`).join(", ");
 }
 
-/** What the chosen preset's whole-model KV cache covers, under the figure; for a model that keeps no KV
- * cache (an encoder), the KV cache figures say so instead of a size. */
-function showCache(w) {
-  const option = w.form.querySelector('select[name="preset"]').selectedOptions[0];
-  showMessage(w.root, "cache_note", option?.dataset.cacheNote || "");
-  if (!option?.hasAttribute("data-no-cache")) return;
-  for (const name of ["kv_cache", "kv_cache_model"]) {
-    setData(output(w.root, name), "value", "0");
-    setText(output(w.root, name), "none");
-  }
-}
-
-/** The form's configuration as shapes_view's arguments, or an InputError naming each field that holds no
- * size it can take. */
+/** The form's configuration and its real model (the preset: "" when the sizes are the reader's) as
+ * shapes_view's arguments, or an InputError naming each field that holds no size it can take. */
 function args(w) {
   const { config, errors } = readConfig(w.form);
   if (errors.length) throw new InputError(errors.join(" "));
-  return config;
+  return { ...config, preset: w.form.querySelector('select[name="preset"]').value };
 }
 
 /** Say what the widget waits for, while its results are marked stale (stale: the life cycle's marked). */
@@ -96,7 +84,6 @@ function mount(root) {
     args: () => args(w),
     show: (view, config) => {
       bind(root, view);
-      showCache(w);
       w.shown = config;
     },
     failure: (error, config) => `Could not compute ${changes(config, w.shown)}: ${error.message}`,

@@ -43,7 +43,7 @@ PRESET_KEYS = ("d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers")
 def preset_options() -> list[dict]:
     """Each preset's label, source and the form values it sets (n_kv_heads and d_head empty where they
     are the derived defaults; seq_len its context, where it has one; n_layers the layers that keep a KV
-    cache), and what its whole-model KV cache covers (cache_note; no_cache for a model that keeps none)."""
+    cache). What its KV cache covers is the view's to say (mha_core.views.shapes)."""
     options = []
     for p in presets():
         values = {k: p[k] for k in PRESET_KEYS}
@@ -53,8 +53,7 @@ def preset_options() -> list[dict]:
             values["seq_len"] = p["context"]
         if p["kv_layers"]:  # L counts the layers that cache keys and values (the field is for the KV cache)
             values["n_layers"] = p["kv_layers"]
-        options.append({"key": p["key"], "label": p["label"], "source": p["source"], "settings": json.dumps(values),
-                        "cache_note": p["cache_note"], "no_cache": not p["kv_layers"]})
+        options.append({"key": p["key"], "label": p["label"], "source": p["source"], "settings": json.dumps(values)})
     return options
 
 

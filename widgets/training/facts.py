@@ -215,6 +215,7 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "ko_prev_repeat": f2(knocked_out(run, [[0, prev]])["loss_repeat"]),
         "ko_induction_head": head(1, induction[0]),
         "ko_induction_repeat": f2(knocked_out(run, [[1, induction[0]]])["loss_repeat"]),
+        "ko_induction_other_head": head(1, induction[-1]),
         "ko_induction_other_repeat": f2(knocked_out(run, [[1, induction[-1]]])["loss_repeat"]),
         "ko_both_induction_repeat": f2(knocked_out(run, [[1, h] for h in induction])["loss_repeat"]),
     }

@@ -10,7 +10,7 @@ import pytest
 
 from mha_core import bridge
 from mha_core.bridge import real_model as live
-from mha_core.llama import forward, head_scores, read_gguf, split_model, tokenizer_from_gguf
+from mha_core.llama import forward, head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
 from mha_core.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
@@ -96,3 +96,98 @@ def test_without_the_files_and_with_nonsense_through_the_bridge(tmp_path, monkey
     monkeypatch.setattr(live, "MODEL_FOLDER", str(tmp_path))
     monkeypatch.setattr(live, "LOADED", {})
     assert ask("real_model_start", {"text": "Hello"})["error"] == "the model's files are not loaded yet: press Load"
+
+
+def test_the_view_says_what_the_model_predicts_at_every_token(gguf, loaded):
+    """Each token's data-loss is −ln p(token | those before) of mha_core.llama.lab on the whole model; mean-loss is
+    their mean; the default position's predictions and every head's attribution are lab's; another position
+    and the lens come from their own calls."""
+    started, view = run_all(TEXT)
+    ids = tokenizer_from_gguf(gguf).encode(TEXT)
+    record = lab.run(gguf, ids)
+    expected = lab.predictions(gguf, record)
+    rows = view["outputs"]["tokens"]["rows"]
+    assert "loss" not in rows[0]["data"]
+    shown = np.array([float(r["data"]["loss"]) for r in rows[1:]])
+    np.testing.assert_allclose(shown, expected["losses"][1:], atol=1e-4)
+    assert float(view["outputs"]["mean-loss"]["value"]) == pytest.approx(shown.mean(), abs=1e-4)
+    position = int(view["data"]["position"])
+    assert position == len(ids) - 2
+    assert_position(view["outputs"], gguf, record, expected, position, ids[position + 1])
+    other = live.real_model_position(started["run"], 3)
+    assert other["data"]["position"] == "3"
+    assert_position(other["outputs"], gguf, record, expected, 3, ids[4])
+    last = live.real_model_position(started["run"], len(ids) - 1)["outputs"]  # nothing follows: the top prediction
+    assert_position(last, gguf, record, expected, len(ids) - 1, int(expected["top_ids"][-1, 0]))
+    lens = live.real_model_lens(started["run"], 3)["outputs"]["lens"]["rows"]
+    assert [r["data"]["token-id"] for r in lens] == lab.logit_lens(gguf, record, 3)["top_ids"].tolist()
+    assert [r["data"]["layer"] for r in lens] == list(range(-1, 30))
+    assert [r["data"]["token-id"] for r in view["outputs"]["lens"]["rows"]] == lab.logit_lens(
+        gguf, record, position)["top_ids"].tolist()
+
+
+def assert_position(outputs, gguf, record, expected, position, target):
+    rows = outputs["predictions"]["rows"]
+    assert [r["data"]["rank"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r["data"]["token-id"] for r in rows] == expected["top_ids"][position].tolist()
+    np.testing.assert_allclose([float(r["data"]["probability"]) for r in rows], expected["top_probabilities"][position],
+                               atol=1e-4)
+    heads = lab.logit_attribution(gguf, record, position, target)["heads"]
+    shown = np.array([[float(outputs[f"head-{l}-{h}"]["data"]["logit-attribution"]) for h in range(9)]
+                      for l in range(30)])
+    np.testing.assert_allclose(shown, heads, atol=1e-4)
+
+
+def test_a_knock_out_runs_a_layer_a_call_from_its_first_knocked_layer(gguf, loaded):
+    started, view = run_all(TEXT)
+    ids = tokenizer_from_gguf(gguf).encode(TEXT)
+    knock = live.real_model_knockout_start(started["run"], "l18h6, L20 H1", False, 2)
+    assert (knock["first_layer"], knock["layers_done"], knock["view"]) == (18, 18, None)
+    steps = [live.real_model_knockout_advance(started["run"], knock["knock"]) for _ in range(12)]
+    assert [s["layers_done"] for s in steps] == list(range(19, 31)) and steps[-1]["progress"] == ""
+    knocked = steps[-1]["view"]
+    expected = lab.predictions(gguf, lab.run(gguf, ids, knocked=[(18, 6), (20, 1)]))
+    rows = knocked["outputs"]["tokens"]["rows"]
+    shown = np.array([float(r["data"]["loss-knocked"]) for r in rows[1:]])
+    np.testing.assert_allclose(shown, expected["losses"][1:], atol=1e-4)
+    assert float(knocked["outputs"]["mean-loss-knocked"]["value"]) == pytest.approx(shown.mean(), abs=1e-4)
+    assert [r["data"].get("loss") for r in rows] == [r["data"].get("loss") for r in view["outputs"]["tokens"]["rows"]]
+    out = [(l, h) for l in range(30) for h in range(9)
+           if knocked["outputs"][f"head-{l}-{h}"]["data"]["knocked"] == "true"]
+    assert out == [(18, 6), (20, 1)]
+    assert [r["data"]["token-id"] for r in knocked["outputs"]["predictions-knocked"]["rows"]] == \
+        expected["top_ids"][2].tolist()
+    assert "predictions-knocked" in live.real_model_position(started["run"], 5)["outputs"]
+    with pytest.raises(ValueError, match="has run all 30 layers"):
+        live.real_model_knockout_advance(started["run"], knock["knock"])
+    older = live.real_model_knockout_start(started["run"], "", True, 2)  # hide the first token: from layer 0
+    assert older["first_layer"] == 0
+    newer = live.real_model_knockout_start(started["run"], "", False, 2)  # nothing: at once, the clean losses
+    assert newer["view"]["outputs"]["mean-loss-knocked"]["value"] == view["outputs"]["mean-loss"]["value"]
+    with pytest.raises(ValueError, match=f"knock-out {older['knock']} is not the one in progress"):
+        live.real_model_knockout_advance(started["run"], older["knock"])
+    sets = live.real_model_head_set(started["run"], "induction")
+    assert sets["heads"] == view["data"]["set-induction"] and sets["control"] == view["data"]["set-induction-control"]
+
+
+def test_knock_outs_and_positions_refuse_nonsense_through_the_bridge(loaded):
+    def ask(fn, args):
+        return json.loads(bridge.call(fn, json.dumps(args)))
+
+    started = live.real_model_start("Not finished yet.")
+    assert ask("real_model_position", {"run": started["run"], "position": 0})["error"] == (
+        f"run {started['run']} has not run all 30 layers yet")
+    for _ in range(30):
+        live.real_model_advance(started["run"])
+    run = started["run"]
+    n = started["n_tokens"]
+    assert ask("real_model_position", {"run": run, "position": n})["error"] == (
+        f"position must be at most {n - 1} (the text has {n} tokens), got {n}")
+    assert ask("real_model_lens", {"run": run, "position": -1})["error"] == "position must be at least 0, got -1."
+    knock = {"run": run, "hide_first": False, "position": 0}
+    assert ask("real_model_knockout_start", knock | {"knockout": "L17H3 L18"})["error"] == (
+        "knockout: 'L18' is not a head: write each as L17H3 (layer 17, head 3).")
+    assert "layers go from 0 to 29" in ask("real_model_knockout_start", knock | {"knockout": "L30H0"})["error"]
+    assert ask("real_model_knockout_start", knock | {"knockout": "", "hide_first": "yes"})["error"] == (
+        "hide_first must be true or false, got 'yes'.")
+    assert "kind must be one of" in ask("real_model_head_set", {"run": run, "kind": "sink"})["error"]

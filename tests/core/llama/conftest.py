@@ -33,3 +33,16 @@ def gguf(gguf_path):
 @pytest.fixture(scope="session")
 def tokenizer(gguf):
     return tokenizer_from_gguf(gguf)
+
+
+@pytest.fixture(scope="session")
+def transformers_model(gguf_path):
+    """transformers' LlamaForCausalLM loaded from the same GGUF: eager attention (its weights can be read and an
+    additive mask passed), float32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.set_num_threads(1)  # see one_thread
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                 attn_implementation="eager")
+    return model.eval()

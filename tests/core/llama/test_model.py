@@ -45,13 +45,8 @@ PAGE = widget_module("real_model")  # the texts the real model's page shows (its
 
 
 @pytest.fixture(scope="module")
-def reference(gguf_path):
-    from transformers import AutoModelForCausalLM
-
-    torch.set_num_threads(1)  # see conftest.one_thread
-    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                 attn_implementation="eager")
-    return model.eval()
+def reference(transformers_model):
+    return transformers_model
 
 
 def reference_forward(model, ids) -> tuple[np.ndarray, np.ndarray]:

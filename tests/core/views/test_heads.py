@@ -126,3 +126,10 @@ def test_bad_input_is_refused_in_python_and_through_the_bridge(fn, args, message
 def test_the_bridge_answers_the_view_itself():
     answer = json.loads(bridge.call("heads_view", json.dumps({"text_or_tokens": SENTENCE, "ablate": ["previous_token"]})))
     assert answer == {"ok": True, "result": json.loads(json.dumps(heads_view(SENTENCE, ablate=["previous_token"])))}
+
+
+def test_the_caption_names_each_pattern_once_and_calls_the_mean_no_head():
+    heads = heads_view(SENTENCE)["heads"]
+    assert heads["induction"]["outputs"]["shown"] == "induction head"
+    shown = heads["averaged"]["outputs"]["shown"]
+    assert "averaged" in shown and not shown.endswith("head")  # the mean of four heads is not a head of the model

@@ -69,3 +69,9 @@ def test_words():
 def test_through_the_bridge_the_browser_gets_the_view():
     answer = json.loads(bridge.call("memory_view", json.dumps({"n_tokens": 2, "n_heads": 4, "wrong": False})))
     assert answer["ok"] and answer["result"] == json.loads(json.dumps(memory_view(2, 4)))
+
+
+@pytest.mark.parametrize("h", [1, 2, 4])
+def test_the_legend_names_each_head_there_is(h):
+    legend = memory_view(3, h)["outputs"]["legend"]["rows"]
+    assert [(c["text"], c["data"]["cell-head"]) for c in legend] == [(f"head {i + 1}", i) for i in range(h)]

@@ -103,3 +103,25 @@ def test_a_configuration_that_does_not_fit_fills_the_check_and_marks_the_results
     assert view["check"]["data"]["ok"] == "false" and view["results"]["data"]["stale"] == "true"
     assert view["totals"] == {"data": {"stale": "true"}}  # the last that fitted stays, marked
     assert view["suggestions"]["rows"][0] == {"outputs": {"suggestion": {"text": "h = 4", "data": {"name": "n_heads", "value": "4"}}}}
+
+
+def test_an_encoder_s_preset_keeps_no_kv_cache_in_every_slot_that_names_one():
+    """BERT reads its whole input at once: the headline, the two KV cache slots and the note all say so."""
+    from mha_core.presets import PRESETS
+
+    bert = PRESETS["bert-base"]
+    sizes = {"d_model": bert.d_model, "n_heads": bert.n_heads, "seq_len": 512, "batch": 1, "n_layers": bert.n_layers}
+    view = shapes_view(**sizes, preset="bert-base")["outputs"]
+    assert view["kv_cache"] == view["kv_cache_model"] == {"value": "0", "text": "none"}
+    assert "KV cache" not in view["totals"]["text"].split(";")[0] and "no KV cache" in view["totals"]["text"]
+    assert view["cache_note"] == {"text": bert.cache_note, "hidden": False}
+    as_decoder = shapes_view(**sizes)["outputs"]  # the same sizes, no model named: a cache, no note
+    assert int(as_decoder["kv_cache"]["value"]) > 0 and as_decoder["cache_note"] == {"text": "", "hidden": True}
+    base = PRESETS["transformer-base"]
+    note = shapes_view(512, 8, 10, 2, n_layers=12, preset="transformer-base")["outputs"]["cache_note"]
+    assert note == {"text": base.cache_note, "hidden": False}
+
+
+def test_an_unknown_preset_is_refused_by_name():
+    with pytest.raises(ValueError, match="preset must be one of"):
+        shapes_view(512, 8, 10, 2, preset="gpt-5")
