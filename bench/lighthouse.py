@@ -8,11 +8,13 @@ with the site's cache and storage cleared (Lighthouse's default).
     python bench/lighthouse.py [--runs 3] [--pages / mechanism ...] [--cpu-slowdown 4]
 
 The phone's CPU is this machine's, slowed down. Lighthouse's default slowdown, 4×, makes a mid-tier phone of a
-desktop whose benchmarkIndex (Lighthouse's measure of a machine's speed) is 1,500 or more; on a slower machine it
-makes a slower phone, and Lighthouse's documentation advises a lower slowdown there (docs/throttling.md,
-"Calibrating the CPU slowdown"). So the machine's benchmarkIndex is measured first (the median of three Lighthouse
-runs on the home page), and under 1,533 the slowdown is the one Lighthouse's calculator gives for it; each page's
-line prints the benchmarkIndex of its own runs. --cpu-slowdown sets the slowdown instead.
+desktop whose benchmarkIndex (Lighthouse's measure of a machine's speed) is about 1,533; on a slower machine it
+makes a slower phone, and on a faster one a faster phone: Lighthouse's documentation advises calibrating the
+slowdown to the machine (docs/throttling.md, "Calibrating the CPU slowdown"). So the machine's benchmarkIndex is
+measured first (the median of three Lighthouse runs on the home page), and the slowdown is the one Lighthouse's
+calculator gives for it (6× at 2,000); each page's line prints the benchmarkIndex of its own runs, the slowdown the
+calculator gives for that, and the slowdown they were made with: on a machine shared with other work the two differ,
+and the page's figures are those of a slower or faster phone. --cpu-slowdown sets the slowdown instead.
 
 Prints, per page, the median of the runs of each category's score and of the main metrics (First and Largest
 Contentful Paint, Speed Index, Total Blocking Time, Cumulative Layout Shift, the number of DOM elements), and
@@ -78,19 +80,18 @@ def browser(chrome: str):
 
 
 # Lighthouse's CPU slowdown calculator (linked from its docs/throttling.md): a machine's benchmarkIndex -> the
-# slowdown that turns it into a mid-tier phone, linear between these points; from the last on, Lighthouse's default.
+# slowdown that turns it into a mid-tier phone, linear between these points and on the last segment's line past the
+# last (3 + (index - 1300) / 233: 6x at 2,000), so a faster machine is slowed down more, to the same phone.
 CALCULATOR = ((150, 1), (800, 2), (1300, 3), (1533, 4))
 
 
 def cpu_slowdown(benchmark_index: float) -> float:
-    """The CPU slowdown that turns a machine of that benchmarkIndex into Lighthouse's mid-tier phone, at most
-    Lighthouse's default."""
+    """The CPU slowdown that turns a machine of that benchmarkIndex into Lighthouse's mid-tier phone."""
     if not benchmark_index >= CALCULATOR[0][0]:
         raise ValueError(f"benchmarkIndex {benchmark_index}: under {CALCULATOR[0][0]}, this machine is too slow "
                          "to emulate Lighthouse's phone")
-    if benchmark_index >= CALCULATOR[-1][0]:
-        return CALCULATOR[-1][1]
-    (x0, y0), (x1, y1) = next(pair for pair in zip(CALCULATOR, CALCULATOR[1:]) if benchmark_index < pair[1][0])
+    (x0, y0), (x1, y1) = next((pair for pair in zip(CALCULATOR, CALCULATOR[1:]) if benchmark_index < pair[1][0]),
+                              CALCULATOR[-2:])
     return y0 + (benchmark_index - x0) * (y1 - y0) / (x1 - x0)
 
 
@@ -124,10 +125,16 @@ def medians(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
-def page_line(page: str, figures: dict[str, float]) -> str:
+def page_line(page: str, figures: dict[str, float], slowdown: float) -> str:
+    """page's medians, ending with the benchmarkIndex its runs measured, the slowdown the calculator gives for it
+    (another than the calibrated one: the machine was busier or quieter than when it was calibrated) and the
+    slowdown they were made with."""
     scores = " ".join(f"{figures[name]:5.0f}" for name in TARGETS)
     metrics = ", ".join(f"{name} {form.format(figures[audit])}" for audit, (name, form, _) in METRICS.items())
-    return f"  {page or '/':24} {scores}   {metrics}, benchmarkIndex {figures['benchmarkIndex']:.0f}"
+    index = figures["benchmarkIndex"]
+    calculated = f"{cpu_slowdown(index):.2f}×" if index >= CALCULATOR[0][0] else "none"
+    return (f"  {page or '/':24} {scores}   {metrics}, benchmarkIndex {index:.0f} (calculator: {calculated}), "
+            f"run at {slowdown:.2f}×")
 
 
 def check(pages: dict[str, dict[str, float]], runs: int, cpu: str) -> None:
@@ -188,7 +195,7 @@ def main() -> int:
             runs = [figures_of(run_lighthouse(base + page, OUT / f"{page.strip('/') or 'index'}-{i + 1}", port,
                                               slowdown)) for i in range(args.runs)]
             kept[page] = medians(runs)
-            print(page_line(page, kept[page]), flush=True)
+            print(page_line(page, kept[page], slowdown), flush=True)
     server.shutdown()
     print(f"load average after: {os.getloadavg()[0]:.1f}; reports in {OUT.relative_to(ROOT)}/")
     check(kept, args.runs, cpu)

@@ -5,15 +5,18 @@
 // matchMedia("(hover)") once), so never on a phone, and it takes the tab stop back whenever the block's
 // overflow changes there: a code block is kept focusable while it overflows, and left unnamed, as Material
 // leaves it (its code is its content). document$ emits on every page Material shows.
-// A code block is skipped by the browser while it is away from the screen (SKIPPED: docs/stylesheets/docs.css's
-// content-visibility), and its ResizeObserver gets no size until it comes near: Tab would pass it by meanwhile. So
-// the code blocks are measured once the page is idle, one at a time (the query lays out that block alone), and
-// again after the window resizes.
+// A code block or a display formula away from the screen may be skipped by the browser (content-visibility:
+// docs/stylesheets/docs.css) and has no size of its own until it comes near: Tab would pass it by meanwhile. So a
+// skipped box is measured once the page is idle, one at a time (asking where its content is lays out that box
+// alone), and again after the window resizes; its observers leave it alone while it is skipped. (A widget's box is
+// measured as the widget comes near: laying a whole widget out is no small task.)
 const BOXES = { "div.arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
   ".mha-heads__scroll--grid": "Attention weights", ".mha-tiling__scroll": "Table" };
-const SKIPPED = ".md-typeset > .highlight";
 
-function update(box, name) {
+// Whether box's content is skipped now (a box with no element inside: itself).
+const skipped = (box) => (box.firstElementChild ?? box).checkVisibility?.({ contentVisibilityAuto: true }) === false;
+
+function measure(box, name) {
   const overflows = box.scrollWidth > box.clientWidth + 1;
   if (overflows === box.hasAttribute("tabindex")) return;
   const attributes = name ? ["tabindex", "role", "aria-label"] : ["tabindex"];
@@ -28,20 +31,32 @@ function update(box, name) {
   }
 }
 
-let skipped = []; // [box, name] of the page shown in a SKIPPED block
-let pending = []; // the boxes left to measure, one per idle moment: a newer pass replaces an older's
+function update(box, name) {
+  if (!skipped(box)) measure(box, name);
+}
+
+let boxes = []; // [box, name] of the page shown
+// The boxes left to measure, one per idle moment (null: those skipped at the next one, asked then: asking restyles
+// a page that changed); a newer pass replaces an older's.
+let pending = null;
 let measuring = false;
-const whenIdle = window.requestIdleCallback ?? ((fn) => setTimeout(fn, 0));
+// When the page is idle, or after a second at most: a headless browser that draws no frame may never be idle.
+const whenIdle = window.requestIdleCallback
+  ? (fn) => requestIdleCallback(fn, { timeout: 1000 })
+  : (fn) => setTimeout(fn, 0);
 
 function measureNext() {
+  pending ??= boxes.filter(([box]) => skipped(box) && !box.closest("[data-mha-widget]"));
   measuring = pending.length > 0;
   if (!measuring) return;
-  update(...pending.shift());
+  const [box, name] = pending.shift();
+  (box.firstElementChild ?? box).getBoundingClientRect();
+  measure(box, name);
   whenIdle(measureNext);
 }
 
 function measureWhenIdle() {
-  pending = [...skipped];
+  pending = null;
   if (!measuring) {
     measuring = true;
     whenIdle(measureNext);
@@ -51,10 +66,10 @@ function measureWhenIdle() {
 window.addEventListener("resize", measureWhenIdle);
 
 document$.subscribe(({ body }) => {
-  skipped = [];
+  boxes = [];
   for (const [selector, name] of Object.entries(BOXES)) {
     for (const box of body.querySelectorAll(`.md-content ${selector}`)) {
-      if (box.closest(SKIPPED)) skipped.push([box, name]);
+      boxes.push([box, name]);
       const sized = new ResizeObserver(() => update(box, name));
       sized.observe(box);
       if (box.firstElementChild) sized.observe(box.firstElementChild); // content that grows in a box that does not

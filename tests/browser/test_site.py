@@ -227,14 +227,35 @@ def search_worker(page):
 CODE_BLOCKS = """() => [...document.querySelectorAll(".md-typeset > .highlight")].map((b) => [
   !b.firstElementChild.checkVisibility({ contentVisibilityAuto: true }), b.getBoundingClientRect().height,
   b.getBoundingClientRect().top - b.parentElement.getBoundingClientRect().top])"""
-NOT_SKIPPED = ".md-typeset > .highlight { content-visibility: visible !important; }"
+# Each block of the text: [its distance from the block before it, its height, its width] (a widget's height
+# aside: what it shows changes as Python starts).
+BLOCKS = """() => [...document.querySelector(".md-typeset").children].map((b) => {
+  const box = b.getBoundingClientRect(), before = b.previousElementSibling?.getBoundingClientRect();
+  return [before ? box.top - before.bottom : 0, b.matches("[data-mha-widget]") ? null : box.height, box.width];
+})"""
+NOT_SKIPPED = ".md-typeset > * { content-visibility: visible !important; }"
+# Scroll through the page a screen at a time, a frame at each: every block has been laid out once.
+SCROLL_THROUGH = """async () => {
+  for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight / 2) {
+    scrollTo(0, y);
+    await new Promise((drawn) => requestAnimationFrame(() => requestAnimationFrame(drawn)));
+  }
+}"""
+# The layout shifts of the page so far, as "value: moved element, …".
+SHIFTS = """() => new Promise((resolve) => {
+  const shifts = [];
+  new PerformanceObserver((list) => shifts.push(...list.getEntries()))
+    .observe({ type: "layout-shift", buffered: true });
+  const moved = (e) => e.sources.map((s) => s.node?.outerHTML?.slice(0, 60));
+  setTimeout(() => resolve(shifts.map((e) => `${e.value.toFixed(4)}: ${moved(e)}`)), 200);
+})"""
+VIEWPORTS = ({"width": 390, "height": 844}, {"width": 1280, "height": 800}, {"width": 1024, "height": 1366})
 
 
 def test_code_blocks_away_from_the_screen_are_skipped_at_the_place_and_height_they_are_laid_out(browser, site_url):
     """On a phone and a desktop, a code block far below the screen is not laid out yet (docs.css) but already has
-    the height it has once laid out (from its number of lines), and once each is laid out every block is where and
-    as tall as the page would lay it out at once: nothing moves as a block comes in."""
-    for viewport in ({"width": 390, "height": 844}, {"width": 1280, "height": 800}):
+    the height it has once laid out (from its number of lines): nothing moves as a block comes in."""
+    for viewport in VIEWPORTS[:2]:
         log = PageLog()
         with watched_page(browser, log, viewport=viewport) as page:
             page.goto(site_url + "mechanism/")
@@ -245,11 +266,33 @@ def test_code_blocks_away_from_the_screen_are_skipped_at_the_place_and_height_th
                 blocks.nth(i).scroll_into_view_if_needed()
                 page.wait_for_function(f"() => !({CODE_BLOCKS})()[{i}][0]", polling="raf")
                 assert page.evaluate(CODE_BLOCKS)[i][1] == pytest.approx(height, abs=1), (viewport, i)
-            laid_out = [place for _, *place in page.evaluate(CODE_BLOCKS)]
+        log.check()
+
+
+@pytest.mark.parametrize("path", ["mechanism/", "what-heads-learn/"])
+def test_blocks_skipped_away_from_the_screen_are_laid_out_as_the_page_lays_them_out_and_move_nothing_at_load(
+        browser, site_url, path):
+    """On a phone, a desktop and a tall tablet, the page's first screen does not move as it loads (no block of it
+    is skipped, to be drawn a frame late), far blocks are skipped (docs.css), and once each has been laid out
+    every block of the text is as far from the one before it and as large as the page lays it out with nothing
+    skipped: skipping changes no margin and no size."""
+    for viewport in VIEWPORTS:
+        log = PageLog()
+        with watched_page(browser, log, viewport=viewport) as page:
+            page.goto(site_url + path)
+            page.wait_for_load_state("load")
+            page.evaluate(NEXT_FRAME)
+            assert page.evaluate(SHIFTS) == [], viewport
+            skipped = page.evaluate("""() => [...document.querySelector(".md-typeset").children]
+              .filter((b) => b.firstElementChild
+                && !b.firstElementChild.checkVisibility({ contentVisibilityAuto: true }))
+              .map((b) => b.tagName.toLowerCase())""")
+            assert {"p", "figure"} <= set(skipped), (viewport, skipped)
+            page.evaluate(SCROLL_THROUGH)
+            laid_out = page.evaluate(BLOCKS)
             page.add_style_tag(content=NOT_SKIPPED)
-            page.wait_for_function(f"() => ({CODE_BLOCKS})().every(([skipped]) => !skipped)", polling="raf")
-            at_once = [place for _, *place in page.evaluate(CODE_BLOCKS)]
-            assert laid_out == [pytest.approx(place, abs=1) for place in at_once], viewport
+            page.evaluate(NEXT_FRAME)
+            assert laid_out == [pytest.approx(place, abs=1) for place in page.evaluate(BLOCKS)], viewport
         log.check()
 
 

@@ -29,12 +29,13 @@ def test_bench_and_sitevisit_import_nothing_from_tests():
     assert [f.relative_to(ROOT).as_posix() for f in files if "tests" in imported(f)] == []
 
 
-def test_lighthouse_s_cpu_slowdown_is_its_calculator_s_up_to_its_default():
-    """Lighthouse's calculator (docs/throttling.md): 150 -> 1x, 800 -> 2x, 1300 -> 3x, 1533 -> 4x, its default,
-    kept for a faster machine; a machine under 150 is refused."""
+def test_lighthouse_s_cpu_slowdown_is_its_calculator_s():
+    """Lighthouse's calculator (docs/throttling.md): 150 -> 1x, 800 -> 2x, 1300 -> 3x, and 3 + (index - 1300) / 233
+    from there on (1533 -> 4x, Lighthouse's default; 2000 -> 6x); a machine under 150 is refused."""
     from bench.lighthouse import cpu_slowdown
-    assert [round(cpu_slowdown(index), 2) for index in (150, 475, 800, 1050, 1300, 1416.5, 1533, 2000, 5000)] == \
-        [1, 1.5, 2, 2.5, 3, 3.5, 4, 4, 4]
+    indexes = (150, 475, 800, 1050, 1300, 1416.5, 1533, 1766, 2000, 2748, 5000)
+    assert [round(cpu_slowdown(index), 2) for index in indexes] == \
+        [1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, round(3 + 1448 / 233, 2), round(3 + 3700 / 233, 2)]
     for index in (149, -1, float("nan")):
         with pytest.raises(ValueError, match="too slow"):
             cpu_slowdown(index)
