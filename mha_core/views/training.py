@@ -282,11 +282,12 @@ def decode_params(text: str, config: TrainConfig) -> dict[str, np.ndarray]:
 
 
 def checkpoint_view(params: dict, config: TrainConfig, entry: dict) -> dict:
-    """One checkpoint for the widget: patterns on display_tokens, the heads' roles, the weights, and what is shown
-    for it ("outputs": checkpoint_outputs). entry: the history entry of its step."""
+    """One checkpoint for the widget: patterns on display_tokens, the heads' roles, the weights, each head's
+    caption, and what is shown for it ("outputs": checkpoint_outputs). entry: the history entry of its step."""
     _, patterns = forward(params, np.array([display_tokens(config)]), config)
     roles = head_roles(entry["scores"])
     return {"step": entry["step"], "patterns": encode_patterns(patterns), "roles": roles,
+            "captions": captions(config, entry["step"]),
             "params": encode_params(params, config), "outputs": checkpoint_outputs(rounded(entry), roles)}
 
 
@@ -302,11 +303,22 @@ def head_titles(config: TrainConfig) -> list[list[dict]]:
             for layer in range(config.n_layers)]
 
 
+YOUR_TEXT = "your text"  # what a caption calls the reader's text
+
+
+def captions(config: TrainConfig, step: int, ablate=(), sequence: str | None = None) -> list[list[str]]:
+    """The heatmap's caption for each head, [n_layers][n_heads], at step with the heads of ablate knocked out, on
+    sequence (the reader's words for it; None: display_words')."""
+    knocked = f" (knocked out: {', '.join(head_name(*h) for h in sorted(ablate))})" if ablate else ""
+    on = display_words(config) if sequence is None else sequence
+    return [[f"{head['title']} at step {step}{knocked}: each row is a query, each column a key, on {on}."
+             for head in row] for row in head_titles(config)]
+
+
 def messages() -> dict:
     """The widget's sentences that are not a view's; {name} marks what the page fills in with texts made elsewhere
     (a head's names from head_titles, a step's text from checkpoint_outputs, a field's text as typed)."""
-    return {"caption": "{head} at step {step}{knocked}: each row is a query, each column a key, on {sequence}.",
-            "knocked": " (knocked out: {heads})", "separator": ", ", "your-text": "your text", "cell-name": "{head}: ",
+    return {"cell-name": "{head}: ",
             "knock-out": "Knock out this head", "restore": "Restore this head",
             "measuring": "Measuring without the knocked-out heads (Python)\u2026",
             "starting": "Starting Python and a fresh model\u2026",
@@ -464,14 +476,15 @@ def _score(evaluated: dict, head: tuple[int, int]) -> str:
 
 
 @arguments(config=TRAIN_CONFIG, seed=SEED, params=Text(MAX_PARAMS_CHARS), ablate=ABLATE,
-           text=Maybe(Text(MAX_TEXT_CHARS)))
-def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str | None = None) -> dict:
+           text=Maybe(Text(MAX_TEXT_CHARS)), step=Whole(0, 2**31))
+def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str | None = None, step: int = 0) -> dict:
     """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed.
 
     Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
     run with this seed, "readout" (knockout_readout's words, empty without a knock-out), "outputs" (the
     ablated loss and scores as score_outputs' slots), and "patterns" (ablated, encoded as in checkpoint_view)
-    with shown_as' "labels" and "names" of display_tokens, or of the reader's text (text_tokens) when text is given.
+    with shown_as' "labels" and "names" of display_tokens, or of the reader's text (text_tokens) when text is given,
+    and each head's caption ("captions", as captions says it; step: the checkpoint's).
     """
     config = TrainConfig(**config)
     weights = decode_params(params, config)
@@ -485,4 +498,5 @@ def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str
     intact, ablated = rounded(evaluate(weights, tokens, config)), rounded(evaluate(weights, tokens, config, ablate))
     return {"intact": intact, "ablated": ablated, "readout": knockout_readout(intact, ablated, ablate),
             "outputs": score_outputs(ablated),
-            "patterns": encode_patterns(patterns), **shown_as(labels)}
+            "patterns": encode_patterns(patterns), **shown_as(labels),
+            "captions": captions(config, step, ablate, None if text is None else YOUR_TEXT)}

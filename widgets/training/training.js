@@ -78,8 +78,7 @@ function show(w, index) {
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String(labels.length));
   drawGrid(w, patterns);
-  const sequence = view && w.text !== null ? w.words["your-text"] : run.sequence;
-  drawHead(w, patterns, { labels, names }, checkpoint.outputs.step.text, sequence);
+  drawHead(w, patterns, { labels, names }, (view ?? checkpoint).captions);
   setText(output(w.root, "knockout"), knockoutMessage(w, view));
 }
 
@@ -106,7 +105,8 @@ async function* evaluated(w, asked) {
   if (!w.run.checkpoints[asked.index]?.params) yield* w.asset();
   if (!measures(asked)) return null;
   const { config, seed, checkpoints } = w.run;
-  return call("training_evaluate", { config, seed, params: checkpoints[asked.index].params, ablate: asked.ablate, text: asked.text });
+  const { params, step } = checkpoints[asked.index];
+  return call("training_evaluate", { config, seed, params, ablate: asked.ablate, text: asked.text, step });
 }
 
 /** The shared life cycle (runtime/live.js) for what the slider, the knock-outs and the reader's text show: the
@@ -252,7 +252,7 @@ function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
   const run = { config: data.config, seed: data.seed, steps: data.steps, labels: data.labels, names: data.names,
-    sequence: data.sequence, heads: data.heads, history: data.history,
+    heads: data.heads, history: data.history,
     checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, words: data.words, run, built: run, runId: "built", index: 0, ablate: new Set(), text: null, view: null,

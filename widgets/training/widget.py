@@ -70,7 +70,7 @@ def context() -> dict:
         "box": BOX, "max_ticks": MAX_TICKS, "max_lines": MAX_LINES, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
         "limits": limits, "whole_error": whole_error, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
         "data": {"history": run["history"], "charts": run["charts"], "last": {k: v for k, v in last.items() if k != "params"},
-                 "labels": run["labels"], "names": run["names"], "sequence": run["sequence"], "config": config, "seed": run["seed"],
+                 "labels": run["labels"], "names": run["names"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
                  "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
                  "reference": [h["loss_repeat"] for h in run["history"]], "heads": run["heads"], "words": messages()},

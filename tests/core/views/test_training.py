@@ -246,6 +246,20 @@ def test_the_charts_lines_pass_through_each_logged_value_and_the_reference_run_i
     assert not refused["ok"] and "reference" in refused["error"]
 
 
+def test_each_heads_caption_names_it_the_step_the_heads_knocked_out_and_the_sequence():
+    config = TrainConfig(n_layers=2, n_heads=2, min_period=8, max_period=8)
+    plain = training_views.captions(config, 270)
+    assert plain[1][0] == ("Layer 1, head 0 at step 270: each row is a query, each column a key, on a test sequence "
+                           "that repeats a block of 8 tokens.")
+    knocked = training_views.captions(config, 30, [(1, 1), (0, 1)], "your text")
+    assert knocked[0][1] == ("Layer 0, head 1 at step 30 (knocked out: L0 H1, L1 H1): each row is a query, each "
+                             "column a key, on your text.")
+    params = init_params(SMALL, 1)
+    answer = training_evaluate(asdict(SMALL), 3, encode_params(params, SMALL), [[0, 1]], "the cat. the cat.", step=60)
+    assert answer["captions"][1][1] == ("Layer 1, head 1 at step 60 (knocked out: L0 H1): each row is a query, "
+                                        "each column a key, on your text.")
+
+
 def test_a_checkpoints_view_names_the_heads_with_a_role_and_the_best_of_the_rest():
     scores = {"previous_token": [[0.312, 0.05], [0.1, 0.2]], "induction": [[0.0, 0.01], [0.91, 0.4]],
               "duplicate_token": [[0.0, 0.0], [0.0, 0.0]], "first_token": [[0.2, 0.0], [0.0, 0.0]]}
