@@ -9,7 +9,7 @@ widgets/runtime/bind.js, fills the same slots):
      "outputs": {name: slot}}       what fills each data-output="name" element
 
 A slot is text, or {text, value (data-value), vars ({"--v": css_number(v)}, for pictures), label (aria-label),
-hidden, title, data ({attribute: text}), rows [slot, ...] (one per repeated element, from the element's <template>),
+hidden, title, data ({attribute: text}), attrs ({attribute: text}: a chart's SVG geometry, mha_core.views.charts), rows [slot, ...] (one per repeated element, from the element's <template>),
 count (as many repeated elements, left as cloned), cells ({data: {attribute: list}, vars: {property: list}, label:
 list}: value i of each list for the i-th element its data-cells selector finds; a list may come as {index, values},
 a few values repeated), outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same
@@ -26,6 +26,11 @@ def declared_as(numerics, **more):
     declaration: the browser's bridge and a Python user's call check the same), and the fields more declares:
     what only the view needs."""
     return lambda view: Declared(view, numerics.args | more, numerics.relations)
+
+
+def head_name(layer: int, head: int) -> str:
+    """A head's name wherever a reader reads one: 'L1 H0'."""
+    return f"L{layer} H{head}"
 
 
 def decimal(value: float, decimals: int = 2) -> str:

@@ -22,7 +22,8 @@ from ..detectors import evaluate
 from ..fields import ListOf, Text, Whole, arguments
 from ..model import SEED, TRAIN_CONFIG, TrainConfig
 from ..training import eval_batch
-from . import decimal
+from . import charts, decimal
+from . import head_name
 from .training import MAX_PARAMS_CHARS, SCHEDULE, decode_params
 
 LEVELS = 16  # colour steps on each side of zero
@@ -71,29 +72,25 @@ def heatmap(M: np.ndarray, label: str) -> dict:
 
 # ---------------------------------------------------------------- words and numbers
 
-def head(layer: int, h: int) -> str:
-    return f"L{layer} H{h}"
-
-
 def score(value: float) -> dict:
     """An unrounded score as the contract holds it (data-value), 2 decimals as the reader reads it."""
     return {"value": repr(float(value)), "text": decimal(float(value))}
 
 
 def x_of(step: int, total: int) -> float:
-    return CHART["left"] + (CHART["right"] - CHART["left"]) * step / total
+    return charts.x_of(step, total, CHART)
 
 
 def y_of(value: float, top: float) -> float:
-    return CHART["bottom"] - (CHART["bottom"] - CHART["top"]) * min(max(value, 0.0), top) / top
+    return charts.y_of(value, top, CHART)
 
 
 def polyline(steps: list[int], values: list[float], total: int, top: float) -> str:
-    return " ".join(f"{x_of(s, total):.1f},{y_of(v, top):.1f}" for s, v in zip(steps, values))
+    return charts.polyline(steps, values, total, top, CHART)
 
 
 def ticks(values, top: float, digits: int) -> list[dict]:
-    return [{"y": round(y_of(v, top), 1), "text": decimal(v, digits)} for v in values]
+    return charts.ticks(values, top, digits, CHART)
 
 
 # ---------------------------------------------------------------- the view
@@ -116,15 +113,15 @@ def fixed(config: TrainConfig, run: dict, prev_head: int) -> dict:
     pos_top = math.ceil(max(float(np.max(e["position_losses"])) for e in entries))
     base = run["k_baseline"]
     low, high = base["mean"] - BASELINE_SPREAD * base["std"], base["mean"] + BASELINE_SPREAD * base["std"]
-    pairs = [{"source": a, "target": b, "name": f"{head(0, a)} → {head(1, b)}", "prev": a == prev_head,
+    pairs = [{"source": a, "target": b, "name": f"{head_name(0, a)} → {head_name(1, b)}", "prev": a == prev_head,
               "points": polyline(steps, [e["k_composition"][0][a][1][b] for e in entries], total, k_top)}
              for a in h for b in h]
     tokens = run["tokens"]
     period = tokens[1:].index(tokens[0]) + 1  # display_tokens repeats one block of distinct tokens
     return {
         "chart": CHART, "steps": steps, "first": steps[0], "last": total, "every": steps[1] - steps[0],
-        "heads": list(h), "prev_head": prev_head, "prev_name": head(0, prev_head),
-        "layer1": [head(1, b) for b in h], "layer0": [head(0, a) for a in h], "pairs": pairs,
+        "heads": list(h), "prev_head": prev_head, "prev_name": head_name(0, prev_head),
+        "layer1": [head_name(1, b) for b in h], "layer0": [head_name(0, a) for a in h], "pairs": pairs,
         "k_ticks": ticks(K_TICKS, k_top, 1),
         "baseline": {"y": round(y_of(high, k_top), 1), "height": round(y_of(low, k_top) - y_of(high, k_top), 1),
                      "mean": decimal(base["mean"]), "std": decimal(base["std"], 3), "spread": BASELINE_SPREAD},
@@ -168,7 +165,7 @@ def step_view(config: TrainConfig, at: dict, entry: dict, fix: dict) -> dict:
         off = float((M.sum() - np.trace(M)) / (M.size - len(M)))
         out[f"ov-{b}"] = {"outputs": {
             "ov-copying": score(copying), "ov-hits": f"{hits} of {config.vocab} tokens",
-            "ov-map": heatmap(M, f"Full OV circuit of {head(1, b)} at step {step}, {config.vocab} by {config.vocab}: row, "
+            "ov-map": heatmap(M, f"Full OV circuit of {head_name(1, b)} at step {step}, {config.vocab} by {config.vocab}: row, "
                                  f"the token attended to; column, the logit it raises. The largest entry of {hits} of "
                                  f"{config.vocab} rows is on the diagonal; diagonal entries average "
                                  f"{decimal(diagonal, 1)}, the others {decimal(off, 1)}.")}}
@@ -184,8 +181,8 @@ def step_view(config: TrainConfig, at: dict, entry: dict, fix: dict) -> dict:
                             f"query's position; column, the key's. Scores one position back average "
                             f"{decimal(below, 1)}, the other visible positions {decimal(rest, 1)}.")
     out["positions"] = _positions(np.asarray(at["position_losses"]), fix["period"], fix["pos_top"], step)
-    k_prev = ", ".join(f"{head(1, b)} {decimal(float(at['k_composition'][0][prev][1][b]))}" for b in fix["heads"])
-    copies = ", ".join(f"{head(1, b)} {out[f'ov-{b}']['outputs']['ov-hits']}" for b in fix["heads"])
+    k_prev = ", ".join(f"{head_name(1, b)} {decimal(float(at['k_composition'][0][prev][1][b]))}" for b in fix["heads"])
+    copies = ", ".join(f"{head_name(1, b)} {out[f'ov-{b}']['outputs']['ov-hits']}" for b in fix["heads"])
     out["summary"] = (f"Step {step}: K-composition of {fix['prev_name']} into {k_prev} (random heads: "
                       f"{fix['baseline']['mean']}); copying: {copies}; loss on the repeats "
                       f"{out['loss-repeat']['text']} nats.")
@@ -259,6 +256,6 @@ def circuits_run_view(config: dict, seed: int, steps: list, params: list) -> dic
         raise ValueError(f"steps and params must be as long as each other, got {len(steps)} and {len(params)}.")
     scores = evaluate(decode_params(params[-1], train), eval_batch(train, seed), train)["scores"]["previous_token"][0]
     prev = int(np.argmax(scores))
-    note = (f"Shown: your run (seed {seed}). {head(0, prev)} is taken as its previous-token head: its "
+    note = (f"Shown: your run (seed {seed}). {head_name(0, prev)} is taken as its previous-token head: its "
             f"previous-token score at step {steps[-1]}, {decimal(float(scores[prev]), 3)}, is its layer's highest.")
     return circuits_view(config, seed, steps, params, prev, f"Your run (seed {seed})", note)

@@ -16,12 +16,13 @@ from dataclasses import asdict
 import numpy as np
 
 from ..detectors import DETECTORS, evaluate
-from ..fields import Maybe, Number, Text, Whole, arguments
-from ..model import ABLATE, MAX_STEP_FLOPS, RECORDED_SEED, SEED, TRAIN_CONFIG, TrainConfig, forward, unflatten
+from ..fields import ListOf, Maybe, Number, Text, Whole, arguments
+from ..model import (ABLATE, MAX_STEP_FLOPS, RECORDED_SEED, SEED, TRAIN_CHOICES, TRAIN_CONFIG, TrainConfig, forward,
+                     unflatten)
 from ..rng import Random
 from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
 from ..training import Trainer, TrainingDiverged, eval_batch
-from . import cell_names, decimal, plural
+from . import cell_names, charts, decimal, head_name, plural
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
 SCHEDULE = {"steps": 600, "log_every": 10, "checkpoint_every": 30}  # a run as the widget shows it
@@ -31,10 +32,12 @@ ROLE_NAMES = {"previous_token": "previous-token", "induction": "induction", "dup
               "first_token": "first-token", None: "no clear role"}
 RUNS: dict[int, Trainer] = {}  # the browser's run in progress, by id (one at a time)
 STARTED: dict[int, float] = {}  # when each run in RUNS started (time.perf_counter), for its elapsed time
+REFERENCES: dict[int, list[float] | None] = {}  # each run in RUNS's reference (training_start's), for its charts
 RUN_IDS = itertools.count(1)
 RUN = Whole(1, 2**53)  # a run's id, as training_start gave it
 MAX_BUDGET_MS = 1000
 MAX_PARAMS_CHARS = 4 * MAX_STEP_FLOPS  # base64 of float16 weights: far more than any allowed model has
+REFERENCE_LOSSES = ListOf(Number(-1, 1e6), SCHEDULE["steps"] // SCHEDULE["log_every"] + 1)  # a run's, one per log
 
 
 # ---------------------------------------------------------------- what is shown
@@ -93,14 +96,14 @@ def summary(roles: list[list[str | None]], scores: dict, step: int) -> str:
     """The heads that have a role at step, with the score that names them, and the best score of the others:
     during the drop a head can do its part before its score reaches ROLE_MIN."""
     named = [(role, layer, head) for layer, row in enumerate(roles) for head, role in enumerate(row) if role]
-    parts = [f"L{layer} H{head} is {'an' if ROLE_NAMES[role][0] in 'aeiou' else 'a'} {ROLE_NAMES[role]} head "
+    parts = [f"{head_name(layer, head)} is {'an' if ROLE_NAMES[role][0] in 'aeiou' else 'a'} {ROLE_NAMES[role]} head "
              f"(score {decimal(scores[role][layer][head], 3)})" for role, layer, head in named]
     others = [(scores[kind][layer][head], kind, layer, head) for kind in scores
               for layer, row in enumerate(roles) for head, role in enumerate(row) if not role]
     rest = ""
     if others:
         score, kind, layer, head = max(others, key=lambda o: o[0])  # the first of equal scores, as listed
-        rest = (f" The highest score of {'the other heads' if named else 'any head'}: L{layer} H{head}'s "
+        rest = (f" The highest score of {'the other heads' if named else 'any head'}: {head_name(layer, head)}'s "
                 f"{ROLE_NAMES[kind]} score, {decimal(score, 3)}.")
     if not named:
         return f"At step {step} no head has a clear role yet: every detector score is below {ROLE_MIN}.{rest}"
@@ -128,11 +131,17 @@ def checkpoint_outputs(entry: dict, roles: list[list[str | None]]) -> dict:
     """Every number and word shown for a checkpoint (entry: its history entry, rounded): the step, the loss on the
     repeats, each head's scores and role, and the sentence under the slider."""
     step = str(entry["step"])
-    return {"step": {"text": step, "value": step}, **score_outputs(entry, roles),
+    return {"step": {"text": step, "value": step}, "marker": marker(entry["step"]), **score_outputs(entry, roles),
             "summary": summary(roles, entry["scores"], entry["step"])}
 
 
 SCORE_TICKS = 5  # the score axis: 0, 0.2, …, 1.0
+BOX = {"left": 44, "right": 312, "top": 10, "bottom": 140}  # the charts' plot area inside their 320 × 180 viewBox
+DASHES = ("", "5 3", "2 2", "8 3 2 3")  # a score line's dash, one per head of a layer
+LOSS_LINES = {"loss_first": ("first", "5 3", "loss on first occurrences"),
+              "loss_repeat": ("repeat", "", "loss on repeats")}  # each loss's class, dash and legend
+REFERENCE = ("reference", "1 2")  # the class and dash of another run's loss on repeats, drawn for comparison
+LEVEL = ("level", "3 2")  # the class and dash of a uniform guess's loss
 
 
 def score_lines(config: TrainConfig) -> list[dict]:
@@ -141,7 +150,7 @@ def score_lines(config: TrainConfig) -> list[dict]:
     def kinds(layer):
         return ["previous_token", "induction"] if config.n_layers == 1 else \
             ["previous_token" if layer < config.n_layers - 1 else "induction"]
-    return [{"kind": kind, "layer": layer, "head": head, "label": f"L{layer} H{head} {ROLE_NAMES[kind]}"}
+    return [{"kind": kind, "layer": layer, "head": head, "label": f"{head_name(layer, head)} {ROLE_NAMES[kind]}"}
             for layer in range(config.n_layers) for kind in kinds(layer) for head in range(config.n_heads)]
 
 
@@ -152,23 +161,91 @@ def reference_label(config: TrainConfig) -> str:
 
 def chart_axes(history: list[dict], config: TrainConfig) -> dict:
     """The two charts' axes and lines as the reader reads them: {"steps": the x-axis both share ({"start", "end",
-    "label"}), "loss", "scores"}, each {"top", "unit", "ticks": [{"value", "text"}], "lines"}; the loss's also "level", a uniform guess's loss (ln vocab) with its label. The
-    loss axis reaches the highest loss of history, at most twice a uniform guess's (a diverging run is clipped, not
-    squeezed flat), in whole nats."""
+    "label"}), "loss", "scores"}, each {"top", "unit", "ticks": [{"value", "text"}], "lines"}; the loss's also "level",
+    a uniform guess's loss (ln vocab) with its label. The loss axis reaches the highest loss of history, at most
+    twice a uniform guess's (a diverging run is clipped, not squeezed flat), in whole nats."""
     vocab = config.vocab
     uniform = math.log(vocab)
     losses = [h[k] for h in history for k in ("loss_first", "loss_repeat") if math.isfinite(h[k])]
     top = math.ceil(min(max([uniform, *losses]), 2 * uniform))
     level = {"value": uniform, "text": f"{uniform:.4f}", "label": f"uniform guess: ln {vocab} = {decimal(uniform)}",
              "legend": f"uniform guess ({decimal(uniform)} nats)"}
-    losses = [{"key": "loss_first", "label": "loss on first occurrences"},
-              {"key": "loss_repeat", "label": "loss on repeats"}]
+    losses = [{"key": key, "label": label} for key, (_, _, label) in LOSS_LINES.items()]
     steps = {"start": "0", "end": str(SCHEDULE["steps"]), "label": "training step"}
     return {"steps": steps, "loss": {"top": top, "unit": "loss (nats)", "level": level, "lines": losses,
                      "ticks": [{"value": v, "text": str(v)} for v in range(top + 1)]},
             "scores": {"top": 1, "unit": "score (0 to 1)", "lines": score_lines(config),
                        "ticks": [{"value": i / SCORE_TICKS, "text": "0" if i == 0 else decimal(i / SCORE_TICKS, 1)}
                                  for i in range(SCORE_TICKS + 1)]}}
+
+
+# As many of each chart's ticks and lines as the widget's runs can draw (the template renders them all; a run
+# leaves those it does not draw hidden or empty): the loss axis reaches at most twice a uniform guess's loss.
+MAX_TICKS = {"loss": math.ceil(2 * math.log(TrainConfig().vocab)) + 1, "scores": SCORE_TICKS + 1}
+MAX_LINES = {"loss": len(LOSS_LINES) + 1, "scores": max(
+    heads * (2 if layers == 1 else layers) for layers in TRAIN_CHOICES["n_layers"] for heads in TRAIN_CHOICES["n_heads"])}
+
+
+def _ticks(name: str, axis: dict) -> dict:
+    """The slots of a chart's ticks: "{name}-tick-{i}" (a label at its value's height, + 4: its baseline) and
+    "{name}-grid-{i}" (a grid line above 0); those past the axis's hidden."""
+    out = {}
+    for i in range(MAX_TICKS[name]):
+        tick = axis["ticks"][i] if i < len(axis["ticks"]) else None
+        y = round(charts.y_of(tick["value"], axis["top"], BOX), 2) if tick else 0
+        shown = "inline" if tick else "none"
+        out[f"{name}-tick-{i}"] = {"text": tick["text"] if tick else "", "data": {"tick": tick["text"] if tick else ""},
+                                   "attrs": {"y": round(y + 4, 2), "display": shown}}
+        out[f"{name}-grid-{i}"] = {"attrs": {"y1": y, "y2": y, "display": shown if tick and tick["value"] > 0 else "none"}}
+    return out
+
+
+def _lines(name: str, lines: list[tuple[str, str, str, list[int], list[float]]], top: float) -> dict:
+    """The slots of a chart's lines ({name}-line-{j}: class, dash, points; those past lines empty) and its legend
+    (lines: [(class, dash, label, steps, values)])."""
+    out = {}
+    for j in range(MAX_LINES[name]):
+        cls, dash, _, steps, values = lines[j] if j < len(lines) else ("", "", "", [], [])
+        points = charts.polyline(steps, values, SCHEDULE["steps"], top, BOX)
+        out[f"{name}-line-{j}"] = {"attrs": {"class": cls, "stroke-dasharray": dash, "points": points}}
+    return out
+
+
+def legend(lines: list[tuple[str, str, str]]) -> dict:
+    """A legend's slot: a row per (class, dash, label), its swatch a line drawn as the chart's."""
+    return {"rows": [{"outputs": {"swatch": {"attrs": {"class": cls, "stroke-dasharray": dash}}, "legend-label": label}}
+                     for cls, dash, label in lines]}
+
+
+def chart_slots(history: list[dict], config: TrainConfig, reference: list[float] | None = None) -> dict:
+    """Both charts of a run (history: its entries, one each SCHEDULE["log_every"] steps) as slots: ticks, lines,
+    legends and the uniform guess's level; reference, if given, another run's loss on repeats on the same steps
+    (the recorded run's, drawn beside the reader's)."""
+    axes = chart_axes(history, config)
+    steps = [h["step"] for h in history]
+    loss, scores = axes["loss"], axes["scores"]
+    losses = [(*LOSS_LINES[key][:2], label, steps, [h[key] for h in history]) for key, label in
+              ((line["key"], line["label"]) for line in loss["lines"])]
+    if reference is not None:
+        losses.append((*REFERENCE, reference_label(TrainConfig()),
+                       list(range(0, SCHEDULE["steps"] + 1, SCHEDULE["log_every"])), reference))
+    heads = [(f"score {line['kind']}", DASHES[line["head"] % len(DASHES)], line["label"], steps,
+              [h["scores"][line["kind"]][line["layer"]][line["head"]] for h in history]) for line in scores["lines"]]
+    level = loss["level"]
+    y = round(charts.y_of(level["value"], loss["top"], BOX), 2)
+    words = {"x-start": axes["steps"]["start"], "x-end": axes["steps"]["end"], "x-label": axes["steps"]["label"],
+             "loss-unit": loss["unit"], "scores-unit": scores["unit"]}
+    return {**words, **_ticks("loss", loss), **_ticks("scores", scores), **_lines("loss", losses, loss["top"]),
+            **_lines("scores", heads, 1), "loss-level": {"data": {"level": level["text"]}, "attrs": {"y1": y, "y2": y}},
+            "loss-level-label": {"text": level["label"], "attrs": {"y": round(y - 5, 2)}},
+            "loss-legend": legend([line[:3] for line in losses] + [(*LEVEL, level["legend"])]),
+            "scores-legend": legend([line[:3] for line in heads])}
+
+
+def marker(step: int) -> dict:
+    """The slot of both charts' step marker at step."""
+    x = round(charts.x_of(step, SCHEDULE["steps"], BOX), 2)
+    return {"data": {"marker": str(step)}, "attrs": {"x1": x, "x2": x}}
 
 
 # ---------------------------------------------------------------- how it travels
@@ -205,11 +282,12 @@ def decode_params(text: str, config: TrainConfig) -> dict[str, np.ndarray]:
 
 
 def checkpoint_view(params: dict, config: TrainConfig, entry: dict) -> dict:
-    """One checkpoint for the widget: patterns on display_tokens, the heads' roles, the weights, and what is shown
-    for it ("outputs": checkpoint_outputs). entry: the history entry of its step."""
+    """One checkpoint for the widget: patterns on display_tokens, the heads' roles, the weights, each head's
+    caption, and what is shown for it ("outputs": checkpoint_outputs). entry: the history entry of its step."""
     _, patterns = forward(params, np.array([display_tokens(config)]), config)
     roles = head_roles(entry["scores"])
     return {"step": entry["step"], "patterns": encode_patterns(patterns), "roles": roles,
+            "captions": captions(config, entry["step"]),
             "params": encode_params(params, config), "outputs": checkpoint_outputs(rounded(entry), roles)}
 
 
@@ -221,15 +299,26 @@ def checkpoint_views(trainer: Trainer, checkpoints: list[dict]) -> list[dict]:
 def head_titles(config: TrainConfig) -> list[list[dict]]:
     """Each head's names, [n_layers][n_heads]: {"name": "L1 H0" (the grid's, a knock-out's), "title": "Layer 1,
     head 0" (the heatmap's caption)}."""
-    return [[{"name": f"L{layer} H{head}", "title": f"Layer {layer}, head {head}"} for head in range(config.n_heads)]
+    return [[{"name": head_name(layer, head), "title": f"Layer {layer}, head {head}"} for head in range(config.n_heads)]
             for layer in range(config.n_layers)]
+
+
+YOUR_TEXT = "your text"  # what a caption calls the reader's text
+
+
+def captions(config: TrainConfig, step: int, ablate=(), sequence: str | None = None) -> list[list[str]]:
+    """The heatmap's caption for each head, [n_layers][n_heads], at step with the heads of ablate knocked out, on
+    sequence (the reader's words for it; None: display_words')."""
+    knocked = f" (knocked out: {', '.join(head_name(*h) for h in sorted(ablate))})" if ablate else ""
+    on = display_words(config) if sequence is None else sequence
+    return [[f"{head['title']} at step {step}{knocked}: each row is a query, each column a key, on {on}."
+             for head in row] for row in head_titles(config)]
 
 
 def messages() -> dict:
     """The widget's sentences that are not a view's; {name} marks what the page fills in with texts made elsewhere
     (a head's names from head_titles, a step's text from checkpoint_outputs, a field's text as typed)."""
-    return {"caption": "{head} at step {step}{knocked}: each row is a query, each column a key, on {sequence}.",
-            "knocked": " (knocked out: {heads})", "separator": ", ", "your-text": "your text", "cell-name": "{head}: ",
+    return {"cell-name": "{head}: ",
             "knock-out": "Knock out this head", "restore": "Restore this head",
             "measuring": "Measuring without the knocked-out heads (Python)\u2026",
             "starting": "Starting Python and a fresh model\u2026",
@@ -246,12 +335,13 @@ def shown_as(labels: list[str]) -> dict:
     return {"labels": labels, "names": cell_names(labels)}
 
 
-def run_view(trainer: Trainer) -> dict:
-    """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view)."""
+def run_view(trainer: Trainer, reference: list[float] | None = None) -> dict:
+    """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view, both charts as
+    chart_slots draws them with reference)."""
     config = trainer.config
     return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step, "heads": head_titles(config),
             "tokens": display_tokens(config), "sequence": display_words(config), **shown_as(display_labels(config)),
-            "history": [rounded(h) for h in trainer.history], "axes": chart_axes(trainer.history, config),
+            "history": [rounded(h) for h in trainer.history], "charts": chart_slots(trainer.history, config, reference),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
 
 
@@ -290,24 +380,25 @@ def running(run: int) -> Trainer:
     return RUNS[run]
 
 
-@arguments(config=TRAIN_CONFIG, seed=SEED)
-def training_start(config: dict | None = None, seed: int = 0) -> dict:
+@arguments(config=TRAIN_CONFIG, seed=SEED, reference=Maybe(REFERENCE_LOSSES))
+def training_start(config: dict | None = None, seed: int = 0, reference: list | None = None) -> dict:
     """Start a run of TrainConfig(**config) in this Python (ending any other): {"run": its id, ...run_view at step 0,
-    "outputs": run_outputs}."""
+    "outputs": run_outputs}. reference: another run's loss on repeats, one per SCHEDULE["log_every"] steps, that
+    its charts draw beside it (the recorded run's), or None."""
     trainer = schedule_trainer(TrainConfig(**(config or {})), seed)
-    RUNS.clear()
-    STARTED.clear()
+    for registry in (RUNS, STARTED, REFERENCES):
+        registry.clear()
     run = next(RUN_IDS)
-    RUNS[run], STARTED[run] = trainer, time.perf_counter()
-    return {"run": run, **run_view(trainer), "outputs": run_outputs(run, trainer)}
+    RUNS[run], STARTED[run], REFERENCES[run] = trainer, time.perf_counter(), reference
+    return {"run": run, **run_view(trainer, reference), "outputs": run_outputs(run, trainer)}
 
 
 @arguments(run=RUN, budget_ms=Number(0, MAX_BUDGET_MS))
 def training_advance(run: int, budget_ms: float = 80) -> dict:
     """Train run for about budget_ms (at least one step, never past SCHEDULE["steps"]).
 
-    Returns {"step", "done", "history": the new entries, "checkpoints": the new ones, "axes": the charts'
-    axes for the whole history, "outputs": run_outputs}. A diverged run
+    Returns {"step", "done", "history": the new entries, "checkpoints": the new ones, "outputs": run_outputs and
+    both charts of the whole history (chart_slots)}. A diverged run
     is ended and its message raised (TrainingDiverged, a ValueError).
     """
     trainer = running(run)
@@ -320,12 +411,11 @@ def training_advance(run: int, budget_ms: float = 80) -> dict:
         RUNS.pop(run, None)
         raise
     done = trainer.step >= SCHEDULE["steps"]
-    outputs = run_outputs(run, trainer, done)
+    outputs = {**run_outputs(run, trainer, done), **chart_slots(trainer.history, trainer.config, REFERENCES[run])}
     if done:
         RUNS.pop(run, None)
     return {"step": trainer.step, "done": done, "outputs": outputs,
             "history": [rounded(h) for h in trainer.history[logged:]],
-            "axes": chart_axes(trainer.history, trainer.config),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints[saved:])}
 
 
@@ -353,7 +443,7 @@ def fitting_ablate(ablate: list, config: TrainConfig) -> list[tuple[int, int]]:
 
 def head_names(heads) -> str:
     """[(1, 0), (0, 1)] -> 'L0 H1 and L1 H0'."""
-    names = [f"L{layer} H{head}" for layer, head in sorted(heads)]
+    names = [head_name(layer, head) for layer, head in sorted(heads)]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
@@ -386,14 +476,15 @@ def _score(evaluated: dict, head: tuple[int, int]) -> str:
 
 
 @arguments(config=TRAIN_CONFIG, seed=SEED, params=Text(MAX_PARAMS_CHARS), ablate=ABLATE,
-           text=Maybe(Text(MAX_TEXT_CHARS)))
-def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str | None = None) -> dict:
+           text=Maybe(Text(MAX_TEXT_CHARS)), step=Whole(0, 2**31))
+def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str | None = None, step: int = 0) -> dict:
     """A checkpoint's weights (params, encode_params' form) with and without the heads in ablate zeroed.
 
     Returns {"intact": evaluate(...), "ablated": evaluate(..., ablate)} on the evaluation batch of the
     run with this seed, "readout" (knockout_readout's words, empty without a knock-out), "outputs" (the
     ablated loss and scores as score_outputs' slots), and "patterns" (ablated, encoded as in checkpoint_view)
-    with shown_as' "labels" and "names" of display_tokens, or of the reader's text (text_tokens) when text is given.
+    with shown_as' "labels" and "names" of display_tokens, or of the reader's text (text_tokens) when text is given,
+    and each head's caption ("captions", as captions says it; step: the checkpoint's).
     """
     config = TrainConfig(**config)
     weights = decode_params(params, config)
@@ -407,4 +498,5 @@ def training_evaluate(config: dict, seed: int, params: str, ablate=(), text: str
     intact, ablated = rounded(evaluate(weights, tokens, config)), rounded(evaluate(weights, tokens, config, ablate))
     return {"intact": intact, "ablated": ablated, "readout": knockout_readout(intact, ablated, ablate),
             "outputs": score_outputs(ablated),
-            "patterns": encode_patterns(patterns), **shown_as(labels)}
+            "patterns": encode_patterns(patterns), **shown_as(labels),
+            "captions": captions(config, step, ablate, None if text is None else YOUR_TEXT)}

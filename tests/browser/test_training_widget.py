@@ -31,7 +31,7 @@ READ = """root => ({
   cells: [...root.querySelectorAll("td[data-q][data-k][data-weight]")].map(td => [+td.dataset.q, +td.dataset.k, +td.dataset.weight]),
   selected: root.dataset.selected,
   marker: root.querySelector('[data-chart="loss"] [data-marker]').dataset.marker,
-  lines: [...root.querySelectorAll("svg[data-chart] polyline")].length,
+  lines: [...root.querySelectorAll("svg[data-chart] polyline")].filter(p => p.getAttribute("points")).length,
 })"""
 
 
@@ -447,8 +447,8 @@ CHARTS = """root => Object.fromEntries([...root.querySelectorAll("svg[data-chart
   x: svg.querySelector('[data-axis="x"]')?.textContent, y: svg.querySelector('[data-axis="y"]')?.textContent,
   level: svg.querySelector("[data-level]")?.dataset.level, label: svg.querySelector("[data-level-label]")?.textContent,
   levelY: +svg.querySelector("[data-level]")?.getAttribute("y1"),
-  ticks: [...svg.querySelectorAll("[data-tick]")].map(t => [t.textContent, +t.getAttribute("y")]),
-  classes: [...svg.querySelectorAll("polyline")].map(p => p.getAttribute("class")),
+  ticks: [...svg.querySelectorAll("[data-tick]")].filter(t => t.getAttribute("display") !== "none").map(t => [t.textContent, +t.getAttribute("y")]),
+  classes: [...svg.querySelectorAll("polyline")].filter(p => p.getAttribute("points")).map(p => p.getAttribute("class")),
   smallest: Math.min(...[...svg.querySelectorAll("text")].map(t => parseFloat(getComputedStyle(t).fontSize) * Math.hypot(t.getScreenCTM().a, t.getScreenCTM().b))),
   labelRight: (b => b && b.x + b.width)(svg.querySelector("[data-level-label]")?.getBBox()),
   marker: +svg.querySelector("[data-marker]").getAttribute("x1"),

@@ -14,7 +14,7 @@ import numpy as np
 from mha_core.bridge.circuits import circuits_at, circuits_over_training
 from mha_core.circuits import logit_attribution
 from mha_core.model import TrainConfig
-from mha_core.views import decimal
+from mha_core.views import decimal, head_name
 from mha_core.views.circuits import BASELINE_SPREAD, kinds
 from mha_core.views.training import decode_params
 from sitebuild import BuildError, widgets
@@ -120,7 +120,7 @@ def attribution(c: dict) -> dict:
 def attribution_facts(c: dict) -> dict[str, str]:
     a = attribution(c)
     signed = lambda x: f"{round(x, 2) + 0.0:.2f}".replace("-", "\u2212")  # + 0.0: no "−0.00"
-    heads = [f"L{layer} H{head} {signed(v)}" for (layer, head), v in np.ndenumerate(a["heads"])]
+    heads = [f"{head_name(layer, head)} {signed(v)}" for (layer, head), v in np.ndenumerate(a["heads"])]
     return {"dla_logit": f2(a["logit"]), "dla_direct": signed(a["direct"]),
             "dla_heads": ", ".join(heads[:-1]) + f" and {heads[-1]}"}
 

@@ -3,6 +3,7 @@
 // Text goes in as text; only what changed is written, so a view costs little more than its changes.
 //   text -> textContent   value -> data-value   vars -> CSS variables (--v, --w)   label -> aria-label
 //   hidden -> hidden      title -> title        data -> data-*
+//   attrs -> attributes as given (a chart's SVG geometry: points, x1, y1, class, display, …)
 //   rows -> repeated elements, cloned from the element's <template>, its last child; count -> as many, left as cloned
 //   cells -> many like elements at once, given as lists (a heatmap's cells: far smaller than a slot per cell)
 //   outputs -> {name: slot} of the element's own data-output descendants
@@ -75,6 +76,7 @@ export function put(el, slot) {
   if ("hidden" in slot) el.hidden = Boolean(slot.hidden);
   for (const [name, value] of Object.entries(slot.vars ?? {})) setVar(el, name, value);
   for (const [key, value] of Object.entries(slot.data ?? {})) setAttr(el, `data-${key}`, String(value));
+  for (const [name, value] of Object.entries(slot.attrs ?? {})) setAttr(el, name, String(value));
   if (slot.rows) rowsOf(el, slot.rows.length).forEach((row, i) => put(row, slot.rows[i]));
   if ("count" in slot) rowsOf(el, slot.count);
   if (slot.cells) putCells(el, slot.cells);

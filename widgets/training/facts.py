@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from mha_core import model, training
+from mha_core.views import head_name
 from mha_core.views import training as views
 from sitebuild import CACHE, ROOT, BuildError, kept
 from sitebuild import widgets
@@ -158,10 +159,6 @@ def f2(x: float) -> str:
     return f"{x:.2f}"
 
 
-def head(layer: int, h: int) -> str:
-    return f"L{layer} H{h}"
-
-
 def two_layer_facts(run: dict) -> dict[str, str]:
     first = series(run, "loss_first")
     peak = steps(run)[first.index(max(first))]
@@ -196,26 +193,26 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "repeat_loss_drop_start": f2(value_at(run, "loss_repeat", start)),
         "repeat_loss_drop_end": f2(value_at(run, "loss_repeat", end)),
         "repeat_loss_end": f2(series(run, "loss_repeat")[-1]),
-        "induction_heads": " and ".join(head(1, h) for h in sorted(induction)),
+        "induction_heads": " and ".join(head_name(1, h) for h in sorted(induction)),
         "induction_step": str(max(named_from(run, f"induction:1:{h}") for h in induction)),
         "induction_first_step": str(min(named_from(run, f"induction:1:{h}") for h in induction)),
-        "induction_first_head": head(1, min(induction, key=lambda h: named_from(run, f"induction:1:{h}"))),
+        "induction_first_head": head_name(1, min(induction, key=lambda h: named_from(run, f"induction:1:{h}"))),
         "induction_end": " and ".join(f2(series(run, f"induction:1:{h}")[-1]) for h in sorted(induction)),
-        "prev_head": head(0, prev),
+        "prev_head": head_name(0, prev),
         "prev_start": f2(series(run, prev_key)[0]),
         "prev_drop_start": f2(value_at(run, prev_key, start)),
         "prev_drop_end": f2(value_at(run, prev_key, end)),
         "prev_named_step": str(named_from(run, prev_key)),
         "prev_end": f2(series(run, prev_key)[-1]),
-        "other_head": head(0, other),
+        "other_head": head_name(0, other),
         "other_self_share": f2(own),
         "even_self_share": f2(even),
         "ko_other_repeat": f"{knocked_out(run, [[0, other]])['loss_repeat']:.3f}",
         "repeat_loss_end_3": f"{series(run, 'loss_repeat')[-1]:.3f}",
         "ko_prev_repeat": f2(knocked_out(run, [[0, prev]])["loss_repeat"]),
-        "ko_induction_head": head(1, induction[0]),
+        "ko_induction_head": head_name(1, induction[0]),
         "ko_induction_repeat": f2(knocked_out(run, [[1, induction[0]]])["loss_repeat"]),
-        "ko_induction_other_head": head(1, induction[-1]),
+        "ko_induction_other_head": head_name(1, induction[-1]),
         "ko_induction_other_repeat": f2(knocked_out(run, [[1, induction[-1]]])["loss_repeat"]),
         "ko_both_induction_repeat": f2(knocked_out(run, [[1, h] for h in induction])["loss_repeat"]),
     }
@@ -241,7 +238,7 @@ def fixed_block_facts(run: dict, fixed: dict) -> dict[str, str]:
         "fixed_below_one_step": str(below_one_nat(fixed)),
         "below_one_step": str(below_one_nat(run)),
         "fixed_prev_max": f2(max(prev)),
-        "fixed_layer0_induction": head(0, fixed["checkpoints"][-1]["roles"][0].index("induction")),
+        "fixed_layer0_induction": head_name(0, fixed["checkpoints"][-1]["roles"][0].index("induction")),
     }
 
 

@@ -15,7 +15,6 @@ import { adoptGrid, cellAt, moveFrom, setActive } from "../shared/grid.js";
 import { readWhole } from "../shared/numbers.js";
 import { makePalette } from "../shared/palette.js";
 import { sha256 } from "../shared/sha256.js";
-import { drawCharts } from "./charts.js";
 import { decodePatterns, drawGrid, drawHead, layoutGrid } from "./view.js";
 
 const SLICE_MS = 80; // Python's share of each slice of a live run
@@ -62,7 +61,7 @@ function patternsOf(w, index) {
 
 const viewKey = (w, index = w.index) => JSON.stringify([w.runId, index, [...w.ablate].sort(), w.text]);
 
-/** Draw checkpoint index of the run shown: readouts, grid, heatmap, curves' marker. With heads knocked out
+/** Draw checkpoint index of the run shown: readouts (the charts' marker among them), grid, heatmap. With heads knocked out
     or the reader's text, the patterns (and, knocked out, the loss and scores) are Python's answer, once in. */
 function show(w, index) {
   w.index = index;
@@ -79,10 +78,8 @@ function show(w, index) {
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String(labels.length));
   drawGrid(w, patterns);
-  const sequence = view && w.text !== null ? w.words["your-text"] : run.sequence;
-  drawHead(w, patterns, { labels, names }, checkpoint.outputs.step.text, sequence);
+  drawHead(w, patterns, { labels, names }, (view ?? checkpoint).captions);
   setText(output(w.root, "knockout"), knockoutMessage(w, view));
-  drawCharts(w.root, run, checkpoint.step, reference(w));
 }
 
 /** What the knock-out says about the selected head: Python's readout while that head is knocked out (a
@@ -91,12 +88,6 @@ function knockoutMessage(w, view) {
   if (!w.ablate.has(w.selected.join(","))) return w.knockoutHelp;
   if (view?.readout) return view.readout;
   return w.root.dataset.state === "busy" ? w.words.measuring : w.knockoutHelp;
-}
-
-/** The built run's loss on repeats, drawn beside the reader's run for comparison (none for the built run). */
-function reference(w) {
-  if (w.runId === "built") return null;
-  return { history: w.data.history, label: w.data.reference };
 }
 
 /** What the slider, the knock-outs and the reader's text ask for: {index, key, ablate, text}. */
@@ -114,7 +105,8 @@ async function* evaluated(w, asked) {
   if (!w.run.checkpoints[asked.index]?.params) yield* w.asset();
   if (!measures(asked)) return null;
   const { config, seed, checkpoints } = w.run;
-  return call("training_evaluate", { config, seed, params: checkpoints[asked.index].params, ablate: asked.ablate, text: asked.text });
+  const { params, step } = checkpoints[asked.index];
+  return call("training_evaluate", { config, seed, params, ablate: asked.ablate, text: asked.text, step });
 }
 
 /** The shared life cycle (runtime/live.js) for what the slider, the knock-outs and the reader's text show: the
@@ -166,22 +158,23 @@ function settings(form, words) {
 }
 
 /** training_start's arguments: the form's settings (an InputError in the fields' words when they cannot be
-    trained) and the seed chosen when Train was pressed. */
+    trained), the seed chosen when Train was pressed, and the built run's loss on repeats, which its charts draw
+    beside it. */
 function trainArgs(w) {
   const { config, error } = settings(w.form, w.words);
   if (error) throw new InputError(error);
-  return { config, seed: w.seed };
+  return { config, seed: w.seed, reference: w.data.reference };
 }
 
 /** A fresh model trained in slices until done (a stream, runtime/live.js): yields {run} once started, then each
     {slice}; returns {done}. Ended early (Stop, a newer run, the page left), it tells Python to stop the run. */
-async function* training(w, { config, seed }) {
+async function* training(w, { config, seed, reference }) {
   const said = output(w.root, "run");
   const shownBefore = said.textContent; // what is still shown if no run starts
   setText(said, w.words.starting);
   let run;
   try {
-    run = await call("training_start", { config, seed });
+    run = await call("training_start", { config, seed, reference });
   } catch (err) {
     setText(said, shownBefore);
     throw err;
@@ -220,6 +213,7 @@ async function stopTraining(w, run, next) {
 function drawTraining(w, { run, seed, slice }) {
   if (run) {
     fill(w.root, run.outputs); // the run's status line, progress and clock, in Python's words
+    fill(w.root, run.charts);
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
@@ -230,11 +224,9 @@ function drawTraining(w, { run, seed, slice }) {
   }
   w.run.history.push(...slice.history);
   w.run.checkpoints.push(...slice.checkpoints);
-  w.run.axes = slice.axes;
   w.form.querySelector("progress").value = slice.step;
-  fill(w.root, slice.outputs);
+  fill(w.root, slice.outputs); // the status line and both charts
   if (slice.checkpoints.length) show(w, w.run.checkpoints.length - 1);
-  else drawCharts(w.root, w.run, w.run.checkpoints[w.index].step, reference(w));
 }
 
 /** The reader's own run's life cycle: Train and the buttons that measure a run or start one are off while it
@@ -260,7 +252,7 @@ function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
   const run = { config: data.config, seed: data.seed, steps: data.steps, labels: data.labels, names: data.names,
-    sequence: data.sequence, heads: data.heads, history: data.history, axes: data.axes,
+    heads: data.heads, history: data.history,
     checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, words: data.words, run, built: run, runId: "built", index: 0, ablate: new Set(), text: null, view: null,
@@ -370,6 +362,7 @@ function knockOutInduction(w, button) {
     Object.assign(w, { run: w.built, runId: "built", view: null });
     w.root.dataset.run = "built";
     layoutGrid(w.root.querySelector(".mha-training__grid"), w.run, w.words);
+    fill(w.root, w.data.charts);
     setText(output(w.root, "run"), w.builtShown);
   }
   const last = w.run.checkpoints.length - 1;

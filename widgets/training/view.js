@@ -55,18 +55,15 @@ export function drawGrid(w, patterns) {
 }
 
 /** The selected head's heatmap on the shown sequence (shown: Python's labels, one per token, and its cells' names,
-    shown_as'), with its caption (step: the checkpoint's step as its view writes it). */
-export function drawHead(w, patterns, { labels, names }, step, sequence) {
+    shown_as'), with its caption (captions[layer][head]: Python's, for the heads knocked out and the sequence). */
+export function drawHead(w, patterns, { labels, names }, captions) {
   const [l, h] = w.selected;
   const name = cellNamer(names);
   setTokens(w.grid, labels, name);
   paint(w.grid, patterns[l][h], w.palette.css, name);
   setData(w.root, "selected", `${l},${h}`);
-  const { words, run } = w;
-  const heads = [...w.ablate].map((key) => { const [kl, kh] = key.split(","); return run.heads[kl][kh].name; });
-  const knocked = heads.length ? fillIn(words.knocked, { heads: heads.join(words.separator) }) : "";
-  setText(output(w.root, "caption"),
-    fillIn(words.caption, { head: run.heads[l][h].title, step, knocked, sequence }));
+  const { words } = w;
+  setText(output(w.root, "caption"), captions[l][h]);
   const button = w.root.querySelector('button[name="knockout"]');
   const out = w.ablate.has(`${l},${h}`);
   button.setAttribute("aria-pressed", String(out));

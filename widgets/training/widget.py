@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mha_core import bridge
 from mha_core.views import whole_error
-from mha_core.views.training import messages, recorded_run, reference_label
+from mha_core.views.training import BOX, MAX_LINES, MAX_TICKS, messages, recorded_run
 from mha_core.model import EXPERIMENTS, RECORDED_SEED as SEED, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
@@ -54,8 +54,8 @@ def assets() -> dict[str, bytes]:
 
 
 def context() -> dict:
-    """The template's variables: the last checkpoint's view (its outputs, mha_core.views' slots), the asset's
-    name and sha256."""
+    """The template's variables: the last checkpoint's view and the run's charts (mha_core.views' slots), the
+    asset's name and sha256."""
     data = asset_bytes()
     run = json.loads(data)
     last = run["checkpoints"][-1]
@@ -66,11 +66,12 @@ def context() -> dict:
             raise ValueError(f"training widget: {name} {offered} outside the bridge's {limits[name]}")
     return {
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
-        "checkpoints": len(run["checkpoints"]), "outputs": last["outputs"], "config": config, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
+        "checkpoints": len(run["checkpoints"]), "outputs": {**last["outputs"], **run["charts"]}, "config": config,
+        "box": BOX, "max_ticks": MAX_TICKS, "max_lines": MAX_LINES, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
         "limits": limits, "whole_error": whole_error, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
-        "data": {"history": run["history"], "axes": run["axes"], "last": {k: v for k, v in last.items() if k != "params"},
-                 "labels": run["labels"], "names": run["names"], "sequence": run["sequence"], "config": config, "seed": run["seed"],
+        "data": {"history": run["history"], "charts": run["charts"], "last": {k: v for k, v in last.items() if k != "params"},
+                 "labels": run["labels"], "names": run["names"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
                  "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
-                 "reference": reference_label(TrainConfig(**config)), "heads": run["heads"], "words": messages()},
+                 "reference": [h["loss_repeat"] for h in run["history"]], "heads": run["heads"], "words": messages()},
     }

@@ -213,6 +213,53 @@ def test_the_charts_axes_reach_the_highest_loss_in_whole_nats_and_clip_a_divergi
     assert [t["value"] for t in axes["scores"]["ticks"]] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
 
 
+def test_the_charts_lines_pass_through_each_logged_value_and_the_reference_run_is_drawn_beside():
+    """A point per logged step: x from the box's left (step 0) to its right (the schedule's last step), y from its
+    bottom (0) to its top (the axis's top); the ticks past the axis are hidden, the lines past the run empty."""
+    box, total = training_views.BOX, training_views.SCHEDULE["steps"]
+    scores = {kind: [[0.5, 0.25], [0.75, 1.0]] for kind in ("previous_token", "induction")}
+    history = [{"step": s, "loss_first": 3.0, "loss_repeat": r, "scores": scores} for s, r in ((0, 3.2), (300, 1.6))]
+    reference = [2.0] * (total // training_views.SCHEDULE["log_every"] + 1)
+    slots = training_views.chart_slots(history, TrainConfig(), reference)
+    top = 4  # a uniform guess's 3.47 rounded up
+
+    def points(name):
+        return [tuple(map(float, p.split(","))) for p in slots[name]["attrs"]["points"].split()]
+
+    def at(step, value, top):
+        return (pytest.approx(box["left"] + (box["right"] - box["left"]) * step / total, abs=0.05),
+                pytest.approx(box["bottom"] - (box["bottom"] - box["top"]) * value / top, abs=0.05))
+
+    lines = {slots[f"loss-line-{j}"]["attrs"]["class"]: points(f"loss-line-{j}") for j in range(3)}
+    assert lines["repeat"] == [at(0, 3.2, top), at(300, 1.6, top)] and lines["first"][1] == at(300, 3.0, top)
+    assert len(lines["reference"]) == len(reference) and lines["reference"][-1] == at(total, 2.0, top)
+    assert points("scores-line-3") == [at(0, 1.0, 1), at(300, 1.0, 1)]  # L1 H1's induction score
+    assert slots["scores-line-4"]["attrs"]["points"] == ""  # two layers of two heads: four lines
+    shown = [slots[f"loss-tick-{i}"]["text"] for i in range(training_views.MAX_TICKS["loss"])
+             if slots[f"loss-tick-{i}"]["attrs"]["display"] != "none"]
+    assert shown == ["0", "1", "2", "3", "4"]
+    legend = [row["outputs"]["legend-label"] for row in slots["loss-legend"]["rows"]]
+    assert legend == ["loss on first occurrences", "loss on repeats", "recorded run (2 layers), loss on repeats",
+                      "uniform guess (3.47 nats)"]
+    assert training_views.marker(300)["attrs"]["x1"] == at(300, 0, 1)[0]
+    refused = bridge_call("training_start", seed=1, reference=[1.0] * (len(reference) + 1))
+    assert not refused["ok"] and "reference" in refused["error"]
+
+
+def test_each_heads_caption_names_it_the_step_the_heads_knocked_out_and_the_sequence():
+    config = TrainConfig(n_layers=2, n_heads=2, min_period=8, max_period=8)
+    plain = training_views.captions(config, 270)
+    assert plain[1][0] == ("Layer 1, head 0 at step 270: each row is a query, each column a key, on a test sequence "
+                           "that repeats a block of 8 tokens.")
+    knocked = training_views.captions(config, 30, [(1, 1), (0, 1)], "your text")
+    assert knocked[0][1] == ("Layer 0, head 1 at step 30 (knocked out: L0 H1, L1 H1): each row is a query, each "
+                             "column a key, on your text.")
+    params = init_params(SMALL, 1)
+    answer = training_evaluate(asdict(SMALL), 3, encode_params(params, SMALL), [[0, 1]], "the cat. the cat.", step=60)
+    assert answer["captions"][1][1] == ("Layer 1, head 1 at step 60 (knocked out: L0 H1): each row is a query, "
+                                        "each column a key, on your text.")
+
+
 def test_a_checkpoints_view_names_the_heads_with_a_role_and_the_best_of_the_rest():
     scores = {"previous_token": [[0.312, 0.05], [0.1, 0.2]], "induction": [[0.0, 0.01], [0.91, 0.4]],
               "duplicate_token": [[0.0, 0.0], [0.0, 0.0]], "first_token": [[0.2, 0.0], [0.0, 0.0]]}
