@@ -193,7 +193,7 @@ def browser(site: Path | None) -> bool:
         heads = page.locator('[data-mha-widget="heads"]')
         page.evaluate(WATCH)
         widget.locator('button[name="train"]').click()
-        expect(widget).to_have_attribute("data-state", "training", timeout=30_000)
+        expect(widget).to_have_attribute("data-state", "busy", timeout=30_000)
         expect(widget.locator('[data-output="step"]')).not_to_have_attribute("data-value", "0", timeout=30_000)
         answers = [show_sentence(heads, f"a b c d {word} a b c d {word}") for word in ("one", "two", "three")]
         page.wait_for_function(LIVE, polling=250, timeout=180_000)

@@ -15,6 +15,7 @@ import builtins
 import contextlib
 import io
 import numbers
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Callable
@@ -437,11 +438,18 @@ EXERCISES = {e.name: e for e in [
 
 # ---------------------------------------------------------------- running the reader's code
 
-class BoundedText(io.TextIOBase):
-    """Print output, of which the first PRINT_LIMIT characters are kept and the rest only counted."""
+# In the browser, the reader's prints are also written to the exercises' Python's own stdout as they happen, which its
+# worker sends to the page (widgets/runtime/worker.js): a run the page ends (Stop, the time limit) keeps what it
+# printed. Elsewhere they are only answered.
+ECHO = sys.__stdout__ if sys.platform == "emscripten" else None
 
-    def __init__(self):
-        self.parts, self.kept, self.dropped = [], 0, 0
+
+class BoundedText(io.TextIOBase):
+    """Print output, of which the first PRINT_LIMIT characters are kept and the rest only counted; echo (a stream
+    or None) is also given what is kept, as it is written."""
+
+    def __init__(self, echo: io.TextIOBase | None = None):
+        self.parts, self.kept, self.dropped, self.echo = [], 0, 0, echo
 
     def writable(self) -> bool:
         return True
@@ -452,6 +460,9 @@ class BoundedText(io.TextIOBase):
         if room > 0:
             self.parts.append(text[:room])
             self.kept += min(room, len(text))
+            if self.echo is not None:
+                self.echo.write(text[:room])
+                self.echo.flush()  # now: the code may never return
         self.dropped += max(0, len(text) - max(room, 0))
         return len(text)
 
@@ -539,7 +550,7 @@ def run_exercise(name: str, code: str, params: str | None = None) -> dict:
     params: the trained model's weights (mha_core.views.training.encode_params' form, the default
     TrainConfig), for an exercise that checks the reader's functions on its patterns; None for the others.
     """
-    exercise, output = EXERCISES[name], BoundedText()
+    exercise, output = EXERCISES[name], BoundedText(ECHO)
     cases = exercise_cases(exercise, params)  # a misfit params is refused before the reader's code runs
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):

@@ -29,18 +29,23 @@ function update(box, name) {
 }
 
 let skipped = []; // [box, name] of the page shown in a SKIPPED block
-let measuring = 0; // the latest pass of measureWhenIdle: an earlier one stops
+let pending = []; // the boxes left to measure, one per idle moment: a newer pass replaces an older's
+let measuring = false;
 const whenIdle = window.requestIdleCallback ?? ((fn) => setTimeout(fn, 0));
 
+function measureNext() {
+  measuring = pending.length > 0;
+  if (!measuring) return;
+  update(...pending.shift());
+  whenIdle(measureNext);
+}
+
 function measureWhenIdle() {
-  const pass = ++measuring;
-  const queue = [...skipped];
-  const next = () => {
-    if (pass !== measuring || !queue.length) return;
-    update(...queue.shift());
-    whenIdle(next);
-  };
-  whenIdle(next);
+  pending = [...skipped];
+  if (!measuring) {
+    measuring = true;
+    whenIdle(measureNext);
+  }
 }
 
 window.addEventListener("resize", measureWhenIdle);

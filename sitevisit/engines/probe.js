@@ -8,7 +8,8 @@
 // are changed one at a time, the kinds most likely to ask Python first, until one makes it busy: no
 // widget is named here, so widgets added later are covered as they come. A widget with a Load button (whose
 // Python waits for the reader to ask for a large download) is loaded first. An exercise (a widget with a Run
-// button) goes "running", then "pass", "fail" or "error" once its own Python has checked the code. A widget
+// button) goes "busy", then "live" once its own Python has checked the code, its result's data-status "pass",
+// "fail" or "error". A widget
 // marked data-views="precomputed" shows views made at build time (in the page or in a file it fetches): a
 // control's change shows another, no Python.
 ({
@@ -112,10 +113,9 @@
         seen.kind = "exercise";
         seen.control = 'button[name="run"]';
         run.click();
-        await poll(() => seen.states.includes("running") && !["initial", "idle", "running"].includes(root.dataset.state),
-                   timeoutMs);
+        await poll(() => seen.states.includes("busy") && ["live", "error"].includes(root.dataset.state), timeoutMs);
         observer.disconnect();
-        seen.state = root.dataset.state;
+        seen.state = root.querySelector('[data-output="result"]')?.dataset.status;
         seen.message = root.querySelector('[data-output="result"]')?.textContent ?? "";
         continue;
       }

@@ -108,7 +108,7 @@ def test_the_steps_asset_fetched_near_the_widget_and_after_a_failure_by_retry(pa
     error, retry = widget.locator('[data-message="error"]'), widget.locator('button[name="retry"]')
     expect(error).to_contain_text("The recorded run's steps could not be loaded")
     expect(retry).to_be_visible()
-    expect(widget).to_have_attribute("data-state", "initial")
+    expect(widget).to_have_attribute("data-state", "error")
     with page.expect_event("requestfailed", lambda request: "/circuits/steps-" in request.url):
         widget.locator('input[name="step"]').press("Home")  # nothing to show yet: it asks for the file again
     expect(retry).to_be_visible()

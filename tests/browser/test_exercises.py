@@ -21,6 +21,7 @@ from sitevisit.site import pages_with
 
 FIRST_RUN_MS = 120_000  # a first run starts the widgets' Python, then the exercises' own: slow on a busy machine
 LOOP = "def merge_heads(z):\n    while True:\n        pass\n"
+PRINTS_THEN_LOOPS = "def merge_heads(z):\n    print('z has', z.ndim, 'axes')\n    while True:\n        pass\n"
 
 
 @pytest.fixture(scope="session")
@@ -164,19 +165,24 @@ def test_an_endless_loop_is_stopped_then_the_exercise_passes_and_the_widgets_sti
     exercise = shared("merge_heads")
     run(exercise, RIGHT["merge_heads"])  # the exercises' Python has started
     t0 = time.monotonic()
-    status, message = run(exercise, LOOP, timeout=15_000)
+    status, message = run(exercise, PRINTS_THEN_LOOPS, timeout=15_000)
     took = time.monotonic() - t0
     assert status == "stopped" and message.startswith(f"Stopped after {TIME_LIMIT_S} s"), message
+    printed = exercise.locator("[data-output=print] pre")
+    expect(printed).to_have_text("z has 4 axes")  # what it printed before the time limit is kept
     assert took < TIME_LIMIT_S + 7, took  # the rest is a loaded machine's slack
     assert run(exercise, RIGHT["merge_heads"])[0] == "pass"
-    # Stop, pressed by the reader, ends a run at once.
+    # Stop, pressed by the reader, ends a run at once; from the keyboard, the focus is on the button that acts.
     write(exercise, LOOP)
-    exercise.locator("button[name=run]").click()
+    exercise.locator("button[name=run]").press("Enter")
     result = exercise.locator("[data-output=result]")
     expect(result).to_have_attribute("data-status", "running")
     expect(result).to_have_text(page_messages()["running"])  # its Python has started: the code is sent to it
-    exercise.locator("button[name=stop]").click()
+    expect(exercise.locator("button[name=stop]")).to_be_focused()  # Run disabled itself: the focus moved to Stop
+    exercise.page.keyboard.press("Enter")
     expect(result).to_have_attribute("data-status", "stopped", timeout=2_000)
+    expect(exercise.locator("button[name=run]")).to_be_focused()
+    expect(printed).to_be_hidden()  # this code printed nothing
     assert run(exercise, RIGHT["merge_heads"])[0] == "pass"
     # The widgets' own Python was never touched: the memory widget on the same page still computes.
     page = exercise.page

@@ -317,7 +317,7 @@ def expect_stale(widget, line: str | None) -> None:
     a dashed frame and the line at full opacity, not faded text."""
     stale = widget.locator('[data-output="stale"]')
     marked = widget.locator("[data-stale]")
-    expect(marked).to_have_count(4)  # the heads, the heatmap, the sentence's highlights and the notice
+    expect(marked).to_have_count(5)  # the heads, the heatmap, the sentence's highlights, the notice, the matrices
     for section in marked.all():
         expect(section).to_have_attribute("data-stale", "true" if line else "false")
     if not line:

@@ -3,7 +3,8 @@ scores the build's, the tokens, the text), a head opens its pattern by pointer a
 the model with byte progress, and the reader's text gives the scores mha_core computes here in CPython (a newer
 text replacing one in progress, a long one cut); a revisit downloads nothing; a corrupted file is refused by its
 sha256 and a download cut mid-way resumes with Retry, fetching only what is missing, the atlas staying
-throughout. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
+throughout, the error said as an error, Retry in Load's place, the focus on the text throughout. A text typed
+before Load marks the atlas as not its own and runs once the model is in. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
 from __future__ import annotations
 
 import re
@@ -52,6 +53,20 @@ COMPUTED = """([el, colour]) => {
   probe.remove();
   return computed;
 }"""
+
+
+# Press a button as a keyboard reader does (focus, then activate it), and read at once, before any answer, what the
+# widget shows: where the focus went (None: the page), and which of the error, Load and Retry are shown.
+PRESS = """button => {
+  button.focus();
+  button.click();
+  const root = button.closest("[data-mha-widget]"), shown = (selector) => !root.querySelector(selector).hidden;
+  const at = document.activeElement;
+  return {focus: at === document.body ? null : at.name || at.tagName, error: shown('[data-message="error"]'),
+          load: shown('button[name="load"]'), retry: shown('button[name="retry"]')};
+}"""
+FOCUSED = "() => document.activeElement === document.body ? null : document.activeElement.name"
+ERROR_RED = "rgb(211, 47, 47)"  # the error colour of the widgets' messages and of the status line's dot
 
 
 @pytest.fixture(scope="module")
@@ -167,11 +182,24 @@ def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_u
 def test_load_then_the_reader_s_text_gives_mha_core_s_scores_a_revisit_downloads_nothing_and_cuts_a_long_text(
         page, site_url, widget_path, page_log, gguf):
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
-    widget.locator('button[name="load"]').click()
+    text = widget.locator('textarea[name="text"]')
+    typed = "A text typed before the model is in. A text typed before."
+    text.fill(typed)
+    text.press("Tab")  # the atlas is the example's, not this text's: marked, with what to do
+    expect(widget.locator("[data-results]")).to_have_attribute("data-stale", "true")
+    expect(widget.locator('[data-message="error"]')).to_be_visible()
+    pressed = widget.locator('button[name="load"]').evaluate(PRESS)
+    assert pressed == {"focus": "text", "error": False, "load": True, "retry": False}, pressed  # Load is off meanwhile
     expect(widget.locator('[data-output="progress"]')).to_contain_text(
         re.compile(r"Downloading the model: [\d.]+ of [\d.]+ MB"), timeout=LOAD_TIMEOUT_MS)
     expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
     assert len(model_requests(page_log)) == 32
+    expect(widget.locator('button[name="load"]')).to_be_hidden()
+    assert page.evaluate(FOCUSED) == "text"
+    expect(widget.locator("[data-results]")).to_have_attribute("data-stale", "false")
+    tokens, scores = expected(gguf, typed)  # the text typed before Load is the one the model ran
+    assert shown_tokens(widget) == tokens
+    assert_scores(widget, scores)
 
     text = widget.locator('textarea[name="text"]')
     text.fill("An older text, replaced before it ends.")
@@ -225,18 +253,28 @@ def test_a_corrupted_file_is_refused_and_a_cut_download_resumes_with_retry(page,
     expect(error).to_contain_text(re.compile("sha256|could not be read"))
     retry = widget.locator('button[name="retry"]')
     expect(retry).to_be_visible()
+    expect(widget.locator('button[name="load"]')).to_be_hidden()  # Retry in its place, never both
+    assert page.evaluate(FOCUSED) == "text"
+    edge = error.evaluate("el => [getComputedStyle(el).borderLeftColor, parseFloat(getComputedStyle(el).borderLeftWidth)]")
+    assert edge[0] == ERROR_RED and edge[1] > 0, edge  # an error, as the other widgets' errors, not information
     for kind in KINDS:  # the atlas stays
         np.testing.assert_array_equal(shown_scores(widget)[kind], atlas[kind])
 
     broken.pop("layer-12.gguf")  # the connection is back; the corrupted file is still corrupted
     before = len(model_requests(page_log))
-    retry.click()
+    pressed = retry.evaluate(PRESS)
+    assert pressed == {"focus": "text", "error": False, "load": True, "retry": False}, pressed  # the old error goes
     expect(widget).to_have_attribute("data-state", "error", timeout=LOAD_TIMEOUT_MS)
     expect(error).to_contain_text("layer-07.gguf is not the file this site was built with (its sha256 differs)")
     assert sorted(u.rsplit("/", 1)[1] for u in model_requests(page_log)[before:]) == ["layer-07.gguf", "layer-12.gguf"]
 
     broken.clear()
     before = len(model_requests(page_log))
-    retry.click()
+    page.keyboard.press("Tab")  # from the text on to Retry (Load is hidden), pressed with the keyboard
+    assert page.evaluate(FOCUSED) == "retry"
+    page.keyboard.press("Enter")
     expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+    assert page.evaluate(FOCUSED) == "text"
+    expect(error).to_be_hidden()
+    expect(retry).to_be_hidden()
     assert [u.rsplit("/", 1)[1] for u in model_requests(page_log)[before:]] == ["layer-07.gguf"]

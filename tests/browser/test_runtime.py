@@ -98,10 +98,14 @@ def expect_error(page, message: str) -> None:
 
 
 def retry_and_check(page, name, widget) -> None:
-    """Retry: Python starts, the widget computes what the reader asked meanwhile, and a later change works."""
+    """Retry, pressed from the keyboard: Python starts, the focus stays in the widget (the button hid itself), the
+    widget computes what the reader asked meanwhile, and a later change works."""
     first, then = CHANGES[name]
-    page.locator("[data-mha-status]").first.get_by_role("button", name="Retry").click()
+    page.locator("[data-mha-status]").first.get_by_role("button", name="Retry").press("Enter")
     wait_ready(page)
+    focused = "() => document.activeElement.closest('[data-mha-widget]')?.dataset.mhaWidget ?? null"
+    assert page.evaluate(focused) == page.locator("[data-mha-status]").first.evaluate(
+        "el => el.closest('[data-mha-widget]').dataset.mhaWidget")
     check_answered(name, widget, first)
     expect(widget.locator(REFUSED[name])).to_be_hidden()
     ask(name, widget, then)

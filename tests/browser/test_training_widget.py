@@ -277,7 +277,7 @@ def test_train_it_yourself_then_stop_then_again(fresh_widget):
     widget = fresh_widget("training")
     widget.locator('select[name="n_heads"]').select_option("3")
     widget.locator('button[name="train"]').press("Enter")  # from the keyboard: the focus must stay in sight
-    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget).to_have_attribute("data-state", "busy")
     expect(widget.locator('button[name="stop"]')).to_be_enabled()
     expect(widget.locator('button[name="stop"]')).to_be_focused()  # Train disabled itself: the focus moved to Stop
     expect(widget.locator("button[data-layer]")).to_have_count(6)  # 2 layers × 3 heads: the reader's run
@@ -296,12 +296,16 @@ def test_train_it_yourself_then_stop_then_again(fresh_widget):
     # scrub the reader's run
     widget.locator('input[name="step"]').fill("1")
     expect(widget.locator('[data-output="step"]')).to_have_attribute("data-value", "30")
-    # start again, with the default heads, and stop at once
+    # start again, with the default heads, and stop at once, while Python is still starting the run: the run it
+    # started is stopped there too, and said so
     widget.locator('select[name="n_heads"]').select_option("2")
+    first_stop = widget.locator('[data-output="run"]').text_content()
     widget.locator('button[name="train"]').click()
-    expect(widget.locator("button[data-layer]")).to_have_count(4)
     widget.locator('button[name="stop"]').click()
     expect(widget).to_have_attribute("data-state", "live")
+    expect(widget.locator("button[data-layer]")).to_have_count(4)
+    expect(widget.locator('[data-output="run"]')).not_to_have_text(first_stop)  # another seed's run
+    expect(widget.locator('[data-output="run"]')).to_contain_text("stopped at step")
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
 
 
@@ -365,13 +369,13 @@ RECORD_CALLS = """() => {
 def start_training(widget) -> None:
     """Press Train and wait for the run's first checkpoint after step 0."""
     widget.locator('button[name="train"]').click()
-    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget).to_have_attribute("data-state", "busy")
     expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
 
 
 def expect_settled(widget, run_shown: str) -> None:
     """Not training, no error, Train enabled and Stop disabled, showing run_shown ("built" or "reader")."""
-    expect(widget).not_to_have_attribute("data-state", re.compile("training|busy|error"))
+    expect(widget).not_to_have_attribute("data-state", re.compile("busy|error"))
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
     expect(widget.locator('button[name="train"]')).to_be_enabled()
     expect(widget.locator('button[name="stop"]')).to_be_disabled()
@@ -420,18 +424,18 @@ def test_two_tabs_train_at_once_each_with_its_own_python(page, page_log, trainin
     for widget in widgets:
         widget.locator('button[name="train"]').click()
     for widget in widgets:  # both train at once
-        expect(widget).to_have_attribute("data-state", "training")
+        expect(widget).to_have_attribute("data-state", "busy")
         expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
     first, other = widgets
     first.locator('button[name="stop"]').click()
     expect_settled(first, "reader")
-    expect(other).to_have_attribute("data-state", "training")  # the other tab's run goes on
+    expect(other).to_have_attribute("data-state", "busy")  # the other tab's run goes on
     # the first tab is used while the second trains: knock out a head of its stopped run
     first.locator('button[data-layer="0"][data-head="0"]').click()
     first.locator('button[name="knockout"]').click()
     expect(first.locator('[data-output="knockout"]')).to_contain_text("→")
     expect_settled(first, "reader")
-    expect(other).to_have_attribute("data-state", "training")
+    expect(other).to_have_attribute("data-state", "busy")
     other.locator('button[name="stop"]').click()
     expect_settled(other, "reader")
     expect(other.locator('[data-output="run"]')).to_contain_text("stopped at step")
@@ -524,7 +528,7 @@ def test_the_layers_control_trains_a_one_layer_model(fresh_widget):
     widget = fresh_widget("training")
     widget.locator('select[name="n_layers"]').select_option("1")
     widget.locator('button[name="train"]').click()
-    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget).to_have_attribute("data-state", "busy")
     expect(widget.locator('input[name="step"]')).not_to_have_attribute("max", "0", timeout=120_000)
     widget.locator('button[name="stop"]').click()
     expect(widget).to_have_attribute("data-state", "live")
@@ -538,7 +542,7 @@ def test_blocks_of_fixed_length(fresh_widget):
     expect(widget.locator('input[name="min_period"]')).to_have_value("8")
     expect(widget.locator('input[name="max_period"]')).to_have_value("8")
     expect(widget.locator('select[name="n_layers"]')).to_have_value("2")
-    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget).to_have_attribute("data-state", "busy")
     expect(widget.locator('[data-output="caption"]')).to_contain_text("repeats a block of 8 tokens")
     # from the recorded run's seed, whose numbers the lesson quotes
     expect(widget.locator('[data-output="run"]')).to_contain_text("(seed 0, the recorded run's)")
@@ -553,7 +557,7 @@ def test_knock_out_an_induction_head(fresh_widget, run):
     cleared while another head is selected."""
     widget = fresh_widget("training")
     widget.locator('button[name="train"]').click()  # a reader's run, stopped at once
-    expect(widget).to_have_attribute("data-state", "training")
+    expect(widget).to_have_attribute("data-state", "busy")
     widget.locator('button[name="stop"]').click()
     expect_settled(widget, "reader")
     widget.locator('select[name="n_layers"]').select_option("1")  # settings of a run not shown

@@ -4,11 +4,13 @@ differed; a copy where a view is asked for is refused as a copy; errors point at
 is kept, bounded; the widgets' bridge cannot run code. The detectors exercise is checked on the weights of the run
 the page ships, as the page hands them over."""
 
+import io
 import json
 
 import numpy as np
 import pytest
 
+from mha_core import exercises
 from mha_core.exercises import EXERCISES, PRINT_LIMIT, run_exercise
 from widgets.training.widget import asset_bytes as training_run
 
@@ -251,6 +253,23 @@ def test_print_output_is_kept_and_bounded():
     kept, _, note = answer["output"].partition("\n… (")
     assert len(kept) == PRINT_LIMIT
     assert note == f"{6 + 1_000_001 - PRINT_LIMIT:,} more characters not shown)"
+
+
+def test_what_is_kept_of_the_prints_is_echoed_as_it_is_written(monkeypatch):
+    """In the browser the kept prints also go to the exercises' Python's stdout as they happen (the page keeps
+    them when it ends a run): the echo receives exactly the output's kept part, the first part before the run
+    goes on."""
+    assert exercises.ECHO is None  # in CPython the prints are only answered
+    echo = io.StringIO()
+    seen = []
+    monkeypatch.setattr(exercises, "ECHO", echo)
+    code = ("import sys\nprint('hello')\ndef kv_cache_bytes(*a):\n    print('x' * 10**6)\n    return 0\n"
+            "sys.stderr.write('to stderr\\n')\n")
+    monkeypatch.setattr(echo, "write", lambda text, write=echo.write: seen.append(text) or write(text))
+    answer = run_exercise("kv_cache", code)
+    kept = answer["output"].partition("\n… (")[0]
+    assert echo.getvalue() == kept and kept.startswith("hello\nto stderr\nxxx")
+    assert seen[:2] == ["hello", "\n"]  # as print wrote them, one write at a time
 
 
 def test_the_reader_s_code_is_data():

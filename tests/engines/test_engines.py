@@ -37,7 +37,7 @@ def failures(report: dict, widgets_in_html: int) -> list[str]:
     for w in report["widgets"]:
         widget = f"{where}: the {w['name']} widget #{w['id']}"
         if w["kind"] == "exercise":  # its skeleton, checked: "fail" with the case, which only the checks give
-            if "running" not in w["states"] or w["state"] not in ("pass", "fail"):
+            if "busy" not in w["states"] or w["state"] not in ("pass", "fail"):
                 out.append(f"{widget} was not checked (states {w['states']}): {w['message']}")
         elif w["kind"] == "precomputed":  # its views made at build time: a control shows another, live at last
             if not w["changed"] or w["state"] != "live":

@@ -1,28 +1,37 @@
 // The circuits widget: a run's circuits at the checkpoint the step control names. The page arrives with the
 // recorded run's last step; every step's view of it (mha_core.views.circuits, made at build time) is in the
 // widget's asset, fetched once when the widget comes near (or the step is moved first), so moving the step binds
-// that view into the slots the template rendered with the shared binding: no Python is needed. A failed fetch is
-// said in the error slot, with Retry.
+// that view into the slots the template rendered with the shared binding: no Python is needed.
 // When the reader's own run ends in the training widget, a button offers it: circuits_run_view computes its views
-// in the page's Python (runtime/live.js: the call's life cycle), bound into the same slots; another goes back.
+// in the page's Python, bound into the same slots; another goes back. Both, the asset's fetch and the call, go
+// through the one life cycle (runtime/live.js): the latest wins, a failure is said beside the step with Retry.
 //
 // The one coupling with the training widget is the document-level event STEP_EVENT, which
 // widgets/training/training.js dispatches: detail {run: which run ("built", the recorded one, or the reader's
 // id), step: the checkpoint step its slider shows, finished: only once a run has ended, {config, seed, steps,
 // params}}. While both widgets show the same run, the step here follows the training widget's.
 import { bind } from "../runtime/bind.js";
-import { InputError, live } from "../runtime/live.js";
+import { call } from "../runtime/bridge.js";
+import { InputError, live, shared } from "../runtime/live.js";
 import { fillIn } from "../runtime/dom.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 
 const STEP_EVENT = "mha-training-step";
 const RECORDED = "built"; // the training widget's name for the run the site ships
 
-/** The asset root names: {run: the recorded run's own view, views: {step: its view}}. */
+/** The asset root names, as a run {id: RECORDED, run: the recorded run's own view, views: {step: its view}}. */
 async function fetchSteps(root) {
   const response = await fetch(new URL(`./${root.dataset.asset}`, import.meta.url));
   if (!response.ok) throw new Error(`${root.dataset.asset}: HTTP ${response.status}`);
-  return response.json();
+  const { run, views } = await response.json();
+  return { id: RECORDED, run, views };
+}
+
+/** A reader's run (id; args: the training widget's finished run) as a run, or {note} for one of another shape. */
+async function computeRun(id, args) {
+  const answer = await call("circuits_run_view", args);
+  if (!answer.views.length) return { note: answer.run }; // its note says why
+  return { id, run: answer.run, views: Object.fromEntries(answer.views.map((v) => [v.data.step, v])) };
 }
 
 /** The charts' lines of a run (points, and the uniform guess's height): SVG geometry, which bind does not set. */
@@ -35,18 +44,14 @@ function drawLines(root, { pairs, loss, uniform }) {
 
 function mount(root) {
   const form = root.querySelector("form");
-  const { step, reader, recorded: back, retry } = form.elements;
-  const recorded = { id: RECORDED, run: null, views: {} }; // run and views once the asset has arrived
-  let shown = recorded;
-  let loading = null; // the asset's fetch, until it fails
-  let finished = null; // {id, args}: the reader's last finished run, as the training widget sent it
-  let followed = null; // {run, step}: what the training widget's slider last showed
-  const ids = new WeakMap(); // a finished run's args -> its id, for the answer to a request
+  const { step, reader, recorded: back } = form.elements;
+  const recorded = shared(() => fetchSteps(root));
+  const finished = new Map(); // a reader's finished run's id -> its args, as the training widget sent them
   const computed = new Map(); // a reader's run's id -> its views, once Python has made them
-  const showStep = () => {
-    const view = shown.views[step.value];
-    if (view) bind(root, view);
-  };
+  let latest = null; // the id of the reader's last finished run
+  let wanted = RECORDED; // the run the reader asks to see
+  let shown = { id: RECORDED, views: {} }; // until the asset arrives
+  let followed = null; // {run, step}: what the training widget's slider last showed
   const showRun = (run) => {
     shown = run;
     bind(root, run.run);
@@ -56,67 +61,61 @@ function mount(root) {
       run.views[step.value] ? step.value : String(last);
     Object.assign(step, { min: String(first), max: String(last), step: String(every) });
     step.value = at;
-    root.dataset.run = run === recorded ? "recorded" : "reader";
+    root.dataset.run = run.id === RECORDED ? "recorded" : "reader";
     const moved = [reader, back].includes(document.activeElement); // the button pressed is hidden: keep the focus in sight
-    back.hidden = run === recorded;
-    reader.hidden = !finished || finished.id === run.id;
+    back.hidden = run.id === RECORDED;
+    reader.hidden = !latest || latest === run.id;
     if (moved) [back, reader, step].find((el) => !el.hidden).focus();
-    showStep();
-  };
-  const failed = form.querySelector('[data-message="error"]');
-  const loadSteps = () => {
-    loading ??= fetchSteps(root).then(({ run, views }) => {
-      Object.assign(recorded, { run, views });
-      failed.hidden = retry.hidden = true;
-      if (root.dataset.state !== "busy") root.dataset.state = "live";
-      if (shown === recorded) showStep(); // where the step was moved meanwhile
-    }, (error) => { // data-state stays "initial": "error" is live.js's, whose recompute would ask for the reader's run
-      loading = null;
-      failed.textContent = fillIn(root.dataset.failed, { error: error.message });
-      failed.hidden = retry.hidden = false;
-    });
-    return loading;
   };
   const request = live(root, {
-    fn: "circuits_run_view",
     args: () => {
-      if (!finished) throw new InputError("Train a run in the training widget first.");
-      return finished.args;
+      if (wanted !== RECORDED && !finished.has(wanted)) throw new InputError("Train a run in the training widget first.");
+      return { id: wanted };
     },
-    show: (answer, args) => {
-      if (!answer.views.length) return bind(root, answer.run); // a run of another shape: its note says why
-      const run = { id: ids.get(args), run: answer.run, views: Object.fromEntries(answer.views.map((v) => [v.data.step, v])) };
-      computed.set(run.id, run);
-      showRun(run);
+    ask: async function* ({ id }) {
+      if (id === RECORDED) return yield* recorded();
+      if (!computed.has(id)) computed.set(id, await computeRun(id, finished.get(id)));
+      return computed.get(id);
     },
-    failure: "Could not compute your run's circuits",
+    python: ({ id }) => id !== RECORDED,
+    show: (run) => {
+      if (run.note) { // a run of another shape: the one shown stays
+        wanted = shown.id;
+        return bind(root, run.note);
+      }
+      if (run !== shown) showRun(run);
+      const view = shown.views[step.value];
+      if (view) bind(root, view);
+    },
+    failure: (error, asked) => (asked?.id === RECORDED ? fillIn(root.dataset.failed, { error: error.message }) :
+      `Could not compute your run's circuits: ${error.message}`),
   });
   const onStep = (event) => {
     if (!root.isConnected) return document.removeEventListener(STEP_EVENT, onStep); // the page was swapped
     const { run, step: at, finished: done } = event.detail;
     followed = { run, step: at };
     if (done) {
-      finished = { id: run, args: done };
-      ids.set(done, run);
+      finished.set(run, done);
+      latest = run;
       reader.hidden = run === shown.id;
     }
-    if (run === shown.id && (shown.views[at] || !recorded.run)) {
+    if (run === shown.id && (shown.views[at] || !Object.keys(shown.views).length)) {
       step.value = String(at);
-      if (recorded.run) showStep();
-      else loadSteps();
+      request();
     }
   };
   document.addEventListener(STEP_EVENT, onStep);
   form.addEventListener("submit", (event) => event.preventDefault());
-  step.addEventListener("input", () => (recorded.run ? showStep() : loadSteps()));
-  reader.addEventListener("click", () => (computed.has(finished?.id) ? showRun(computed.get(finished.id)) : request(reader)));
-  back.addEventListener("click", () => loadSteps().then(() => recorded.run && showRun(recorded)));
-  retry.addEventListener("click", () => {
-    step.focus(); // the button hides itself
-    loadSteps();
+  step.addEventListener("input", () => request(step));
+  reader.addEventListener("click", () => {
+    wanted = latest;
+    request(reader);
   });
-  if (step.value !== root.dataset.step) loadSteps(); // a browser that restored the slider from an earlier visit
-  whenNear(root, loadSteps);
+  back.addEventListener("click", () => {
+    wanted = RECORDED;
+    request(back);
+  });
+  whenNear(root, () => request());
 }
 
 mountEach('[data-mha-widget="circuits"]', mount);

@@ -1,8 +1,11 @@
 // An exercise: the reader's code, kept per exercise in localStorage, runs in the exercises' own Python
 // (runner.js), which checks it against mha_core and answers pass, fail, error or stopped. The code editor
 // (CodeMirror, editor.bundle.js) is imported when the exercise comes near the screen; until then, and if it
-// cannot load, a plain textarea is the editor. Every message goes in as text.
+// cannot load, a plain textarea is the editor. Every message goes in as text. A run goes through the one life cycle
+// (runtime/live.js): Run is off and Stop on while it runs, the focus on whichever acts; Stop ends the exercises'
+// Python at once (runner.js), and the run's answer says it stopped.
 import { output, setText, showMessage } from "../runtime/dom.js";
+import { live, reported } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 import { runExercise, stopPython } from "./runner.js";
 import "../runtime/status.js";
@@ -65,17 +68,37 @@ class Exercise {
     this.skeleton = this.textarea.defaultValue;
     this.result = output(root, "result");
     this.button = (name) => root.querySelector(`button[name="${name}"]`);
-    this.run = 0; // the current run's number: a stopped run's late answer is dropped
     this.words = JSON.parse(root.querySelector("[data-exercise-words]").content.textContent); // page_messages()
     this.limitMs = Number(root.dataset.timeLimitMs);
     this.changed = (code) => keep(this.name, code, this.skeleton);
     this.textarea.value = kept(this.name) ?? this.skeleton;
     this.editor = plainEditor(this.textarea, this.changed);
-    this.button("run").addEventListener("click", () => this.check());
-    this.button("stop").addEventListener("click", () => this.stop());
+    this.request = this.live();
+    this.button("run").addEventListener("click", () => {
+      this.show("running", this.words.running, "");
+      this.request(this.button("run"));
+    });
     this.button("reset").addEventListener("click", () => this.reset());
     this.button("solution").addEventListener("click", () => this.showSolution());
     whenNear(root, () => loadEditor(this).catch(() => (root.dataset.editorLoaded = "false")));
+  }
+
+  /** The life cycle of a run of the reader's code: runExercise's answer {status, message, output[, pointer]}, and
+   * what it waits for meanwhile as its progress. */
+  live() {
+    const { words, limitMs } = this;
+    const inputs = this.root.dataset.params ? { params: this.root.dataset.params } : {}; // the trained model's
+    return live(this.root, {
+      args: () => ({ code: this.editor.code() }),
+      ask: ({ code }) => reported((tell) => runExercise(this.name, code, tell, { words, limitMs, inputs })),
+      progress: (message) => this.show("running", message),
+      show: ({ status, message, output: printed, pointer }) => {
+        this.show(status, message, printed, pointer);
+        this.button("solution").hidden = false;
+      },
+      python: () => false, // the exercises' own Python, which says what it waits for
+      busy: [this.button("run")], stop: this.button("stop"), stopping: () => stopPython("stopped"),
+    });
   }
 
   /** The run's status and message; printed, what the code printed (null: unchanged); pointer, a syntax error's line
@@ -84,35 +107,11 @@ class Exercise {
     this.result.dataset.status = status;
     setText(this.result, message);
     showMessage(this.root, "pointer", pointer);
-    this.root.dataset.state = status;
-    const running = status === "running";
-    this.button("run").disabled = running;
-    this.button("stop").disabled = !running;
     if (printed !== null) {
       const box = output(this.root, "print");
       box.hidden = !printed;
       setText(box.querySelector("pre"), printed);
     }
-  }
-
-  async check() {
-    const run = ++this.run;
-    this.show("running", this.words.running, "");
-    const tell = (message) => run === this.run && this.show("running", message);
-    const inputs = this.root.dataset.params ? { params: this.root.dataset.params } : {}; // the trained model's
-    const { words, limitMs } = this;
-    const { status, message, output: printed, pointer } =
-      await runExercise(this.name, this.editor.code(), tell, { words, limitMs, inputs });
-    if (run !== this.run) return; // stopped meanwhile
-    this.show(status, message, printed, pointer);
-    this.button("solution").hidden = false;
-  }
-
-  stop() {
-    this.run++;
-    stopPython("stopped");
-    this.show("stopped", this.words.stopped);
-    this.button("solution").hidden = false;
   }
 
   reset() {

@@ -1,14 +1,15 @@
 // The exercises' own Python: a second runtime (bridge.js's Runtime), started from the files the widgets' Python
 // already keeps in the browser, whose calls go to mha_core.bridge.exercises. The reader's code runs there, never in
 // the widgets' Python: Stop, or a run longer than its limit (mha_core.exercises.TIME_LIMIT_S), ends its workers at
-// once (a loop in Python cannot be interrupted otherwise), and the next run starts a fresh one. One serves every
-// exercise of the page.
+// once (a loop in Python cannot be interrupted otherwise), and the next run starts a fresh one; what the code had
+// printed by then (sent as it is written) is kept in the answer. One serves every exercise of the page.
 // What it says is the page's words (mha_core.exercises.page_messages, in the exercise's template).
 //   const result = await runExercise("split_heads", code, (message) => ..., { words, limitMs });  // {status, message, output}
 import { BUSY_TIMEOUT_MS, onStatus, pythonKept, Runtime } from "../runtime/bridge.js";
 import { fillIn } from "../runtime/dom.js";
 
 let runtime = null; // the exercises' Runtime, null until a run needs it and after it was stopped
+let printed = []; // what the current run printed so far: what a run the page ends keeps
 let startStep = ""; // what that runtime's start is doing, for the waiting message
 
 /** The exercises' Runtime, started (once the widgets' Python has kept its files) if there is none. */
@@ -24,6 +25,7 @@ async function exercisesPython(tell, words) {
     entry: "mha_core.bridge.exercises",
     keep: false,
     stallMs: BUSY_TIMEOUT_MS,
+    print: (text) => printed.push(text),
     report: (state, message, from) => {
       if (from === runtime && state === "loading") startStep = message;
     },
@@ -43,10 +45,10 @@ const STOPPED = ["time limit", "stopped"]; // why the page ended a run: the word
 /** The answer of a run whose Python ended (err: why it ended). */
 function ended(current, err, words) {
   const why = current?.failure?.message;
-  if (STOPPED.includes(why)) return { status: "stopped", message: words[why], output: "" };
+  if (STOPPED.includes(why)) return { status: "stopped", message: words[why], output: printed.join("") };
   if (current && runtime === current) runtime = null; // the next run starts a fresh Python
   const reason = /[.!?]$/.test(err.message) ? err.message : `${err.message}.`; // a sentence, the next after it
-  return { status: "error", message: fillIn(words.ended, { reason }), output: "" };
+  return { status: "error", message: fillIn(words.ended, { reason }), output: printed.join("") };
 }
 
 /** Run the reader's code for exercise name in the exercises' Python: {status, message, output[, pointer]}. status
@@ -55,6 +57,7 @@ function ended(current, err, words) {
  * inputs, run_exercise's other arguments (params). */
 export async function runExercise(name, code, tell, { words, limitMs, inputs = {} }) {
   let current = null;
+  printed = [];
   try {
     current = await exercisesPython(tell, words);
     const starting = () => (startStep ? fillIn(words["starting-step"], { step: startStep }) : words.starting);

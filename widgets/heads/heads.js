@@ -1,7 +1,8 @@
 // The heads widget: the constructed heads' attention patterns on the reader's sentence, with the knock-out of the
 // previous-token head. The page's Python answers with the widget's view (mha_core.views.heads), every head's
 // outputs in one view: the shared binding writes the shown head's into the slots the template rendered, so
-// switching heads needs no Python. This module wires the controls; runtime/live.js is the life cycle.
+// switching heads needs no Python. This module wires the controls; runtime/live.js is the life cycle (of the
+// sentence's view, and of the matrices in the details, asked for when they are opened).
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { keepInURL, output, setText, showMessage } from "../runtime/dom.js";
@@ -43,7 +44,7 @@ function showHead(w) {
   setActive(w, w.active.q, w.active.k);
   selectQuery(w, w.query);
   if (w.readout) showCell(w, w.readout.q, w.readout.k);
-  if (w.details.open) showWeights(w);
+  showWeights(w);
 }
 
 /** A new view (a new sentence, or the knock-out toggled): the shared outputs, the pictures, then the head. */
@@ -69,23 +70,27 @@ function showView(w, view, asked) {
 
 const drawThumbs = (w) => w.buttons.forEach((b) => drawThumb(b.querySelector("canvas"), w.view, w.view.heads[b.dataset.head].cells.shade));
 
-/** The shown head's matrices in the open details: one heads_weights_view call per view, shared by all waiting. */
-async function showWeights(w) {
+/** The life cycle of the open details' matrices (runtime/live.js, on the details): heads_weights_view's answer for
+    the view shown holds every head's, so a head selected after it binds at once, without a call. */
+function liveWeights(w) {
   const el = output(w.root, "weights");
-  const key = JSON.stringify(w.shown);
-  if (w.weights?.key !== key) {
-    for (const part of el.querySelectorAll('[data-output$="-table"], [data-output$="-zero"]')) part.hidden = true;
-    setText(output(el, "intro"), "Loading the matrices from Python…");
-    w.weights = { key, reply: call("heads_weights_view", { text_or_tokens: w.shown.sentence, ablate: w.shown.ablate ? [w.ablate.value] : [] }) };
-  }
-  try {
-    const reply = await w.weights.reply;
-    if (key === JSON.stringify(w.shown)) bind(el, { outputs: reply.heads[w.head] }); // else a newer view loads its own
-  } catch (err) {
-    if (w.weights?.key === key) w.weights = null;
-    setText(output(el, "intro"), `Could not load the matrices: ${err.message}`);
-  }
+  let answered = null; // {key, reply}: the view shown's matrices
+  return live(w.details, {
+    args: () => ({ text_or_tokens: w.shown.sentence, ablate: w.shown.ablate ? [w.ablate.value] : [] }),
+    ask: async (asked) => {
+      const key = JSON.stringify(asked);
+      return answered?.key === key ? answered : { key, reply: await call("heads_weights_view", asked) };
+    },
+    show: (answer) => {
+      answered = answer;
+      bind(el, { outputs: answer.reply.heads[w.head] });
+    },
+    failure: "Could not load the matrices", errors: '[data-message="weights-error"]',
+  });
 }
+
+/** The shown head's matrices, when the details are open. */
+const showWeights = (w) => w.details.open && w.weights(w.details);
 
 function selectHead(w, head) {
   if (head === w.head) return;
@@ -157,7 +162,7 @@ function wire(w, request) {
     const token = event.target.closest("button[data-token-index]");
     if (token) showCell(w, w.query, Number(token.dataset.tokenIndex));
   });
-  w.details.addEventListener("toggle", () => w.details.open && showWeights(w));
+  w.details.addEventListener("toggle", () => showWeights(w));
 }
 
 function mount(root) {
@@ -176,6 +181,7 @@ function mount(root) {
   };
   w.ablate.checked = false; // a reloaded page may keep the box ticked; the built view is without
   drawThumbs(w);
+  w.weights = liveWeights(w);
   const request = live(root, {
     fn: "heads_view", args: () => args(w), show: (view, asked) => showView(w, view, asked),
     failure: "Could not compute the patterns of this sentence", marked: (stale) => sayStale(w, stale),

@@ -1,12 +1,14 @@
 // The heads of a real model. The atlas (every head's scores on the page's texts, computed at build time) reads
-// without Python; a head opens its pattern from a small asset. "Load the model" downloads the model's files into
-// the page's Python (checked, kept for a revisit: runtime/download), then the reader's text runs through the 30
-// layers one call a layer (mha_core.bridge.real_model), through the one life cycle (runtime/live.js): a newer
-// text stops an older one between layers, and the view that comes back is bound into the same slots.
+// without Python; a head opens its pattern from a small asset. Everything the widget asks for goes through the one
+// life cycle (runtime/live.js): one of the page's texts is a fetch of its view (an asset); the reader's own text is a
+// run: the model's files downloaded into the page's Python once (Load; checked, kept for a revisit:
+// runtime/download), then the text through the 30 layers one call a layer (mha_core.bridge.real_model), Python's
+// words for each layer as progress. A newer text ends an older one between layers; the view that comes back is
+// bound into the same slots. A text typed before Load marks the atlas as not its own, and runs once Load is pressed.
 import { bind } from "../runtime/bind.js";
 import { call, download, downloaded } from "../runtime/bridge.js";
-import { fillIn, setText } from "../runtime/dom.js";
-import { live } from "../runtime/live.js";
+import { fillIn, setHidden, setText } from "../runtime/dom.js";
+import { calls, InputError, live, shared } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { failure, modelFiles } from "./model.js";
 import { describe, drawPattern, rowsFromBytes } from "./pattern.js";
@@ -28,19 +30,39 @@ function asset(name, read) {
 const patternBytes = (name) => asset(name, async (response) => new Uint8Array(await response.arrayBuffer()));
 const viewOf = (name) => asset(name, (response) => response.json());
 
+/** The reader's text through the model's layers, a run (runtime/live.js): yields the download's bytes, then Python's
+ * words for the layer that runs next; returns {view, source}. A Python restarted after a failure has not the
+ * model's files: they come again (from the store). */
+async function* runText(model, text) {
+  yield* model();
+  const layers = () => calls("real_model_start", { text }, "real_model_advance");
+  let ran;
+  try {
+    ran = yield* layers();
+  } catch (error) {
+    if (!/not loaded yet/.test(error.message)) throw error;
+    model.forget();
+    yield* model();
+    ran = yield* layers();
+  }
+  return { view: ran.view, source: { run: ran.run, n: ran.n_tokens } };
+}
+
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-real-model-data]").content.textContent);
   const form = root.querySelector("form");
-  const { text, example, load, retry } = form.elements;
+  const { text, example, load } = form.elements;
   const progress = root.querySelector('[data-output="progress"]');
   const panel = root.querySelector("[data-pattern]");
   const words = data.words; // mha_core.views.real_model.messages(): {name} marks what is filled in here
   const say = (name, values = {}) => setText(progress, fillIn(words[name], values));
-  const failed = (error) => failure(error, words);
-  let source = { asset: data.patterns[root.dataset.text], n: data.lengths[root.dataset.text] };
+  const textOf = (name) => ({ asset: data.patterns[name], n: data.lengths[name] });
+  let source = textOf(root.dataset.text);
+  let wantsModel = false; // Load pressed: the reader's own text may run
   let loaded = false;
-  let wanted = 0; // each reader's text counts one up: a run whose count is not the latest stops between layers
   let opened = null;
+  const model = shared((report) => download(data.folder, STORE, modelFiles(data, import.meta.url),
+    (arrived, total) => report(fillIn(words.downloading, { bytes: downloaded(arrived, total) }))));
 
   const tokens = () => [...root.querySelectorAll("[data-token-index]")].map((el) => el.textContent);
 
@@ -60,96 +82,50 @@ function mount(root) {
     canvas.setAttribute("aria-label", describe(rows, tokens(), data.pattern));
   }
 
-  /** The reader's text through the 30 layers, layer by layer; null if a newer text came meanwhile. */
-  async function runText({ text: value }) {
-    const mine = ++wanted;
-    const started = await call("real_model_start", { text: value });
-    for (let step = started; step.progress;) {
-      if (mine !== wanted) return null;
-      setText(progress, step.progress); // Python's words for the layer that runs next
-      step = await call("real_model_advance", { run: started.run });
-      if (step.view) return { view: step.view, run: started.run, n: started.n_tokens };
-    }
-    return null;
-  }
-
   const request = live(root, {
-    fn: "real_model_start",
-    args: () => ({ text: text.value }),
-    ask: async (asked) => {
-      try {
-        return await runText(asked);
-      } catch (error) { // a Python restarted after a failure has not the model's files: they come from the store
-        if (!/not loaded yet/.test(error.message)) throw error;
-        await download(data.folder, STORE, modelFiles(data, import.meta.url), () => {});
-        return runText(asked);
-      }
+    args: () => {
+      if (example.value !== "own") return { example: example.value };
+      if (!wantsModel) throw new InputError(words.own);
+      return { text: text.value };
     },
-    failure: failed,
-    show: (answer) => {
-      if (!answer) return;
+    ask: async function* (asked) {
+      if (asked.example) return { view: await viewOf(data.views[asked.example]), source: textOf(asked.example) };
+      const answer = yield* runText(model, asked.text);
+      loaded = true;
+      return answer;
+    },
+    failure: (error, asked) => (asked?.example ? fillIn(words["text-failed"], { error: error.message }) : failure(error, words)),
+    show: (answer, asked) => {
       bind(root, answer.view);
-      source = { run: answer.run, n: answer.n };
-      setText(progress, "");
+      root.dataset.text = asked.example ?? "own";
+      source = answer.source;
       if (opened) openHead(opened).catch(() => {});
     },
+    settled: () => loaded && setHidden(load, true, text),
+    python: (asked) => !asked.example, // a page's text is an asset
+    busy: [load],
+    home: text, // while the model downloads, the reader may type the text it will run
   });
-
-  async function loadModel() {
-    root.dataset.state = "loading";
-    load.disabled = true;
-    retry.hidden = true;
-    const files = modelFiles(data, import.meta.url);
-    try {
-      await download(data.folder, STORE, files, (arrived, total) => {
-        say("downloading", { bytes: downloaded(arrived, total) });
-      });
-      loaded = true;
-      load.hidden = true;
-      example.value = "own";
-      await request(text);
-    } catch (error) {
-      root.dataset.state = "error";
-      const slot = root.querySelector('[data-message="error"]');
-      slot.hidden = false;
-      setText(slot, failed(error));
-      setText(progress, "");
-      load.disabled = false;
-      retry.hidden = false;
-    }
-  }
-
-  /** One of the page's texts, as the build computed it. */
-  async function showExample(name) {
-    wanted++; // a run in progress stops
-    text.value = data.texts[name];
-    root.dataset.text = name;
-    const view = await viewOf(data.views[name]);
-    if (root.dataset.text !== name) return; // another choice meanwhile
-    bind(root, view);
-    source = { asset: data.patterns[name], n: data.lengths[name] };
-    if (opened) openHead(opened).catch(() => {});
-  }
 
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", (event) => {
     const el = event.target;
     if (el.name === "kind") root.dataset.kind = el.value;
     else if (el.name === "example" && el.value in data.views) {
-      showExample(el.value).catch((error) => say("text-failed", { error: error.message }));
+      text.value = data.texts[el.value];
+      request(example);
     }
   });
   // On the textarea itself: a change event dispatched there without bubbling runs the text too.
   text.addEventListener("change", () => {
-    if (!loaded) {
-      if (root.dataset.state === "idle") say("own");
-      return;
-    }
     example.value = "own";
     request(text);
   });
-  load.addEventListener("click", loadModel);
-  retry.addEventListener("click", loadModel);
+  load.addEventListener("click", () => {
+    wantsModel = true;
+    example.value = "own";
+    request(load);
+  });
   root.addEventListener("click", (event) => {
     const button = event.target.closest(".mha-rm__head");
     if (button) openHead(button).catch((error) => say("pattern-failed", { error: error.message }));

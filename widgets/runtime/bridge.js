@@ -83,12 +83,16 @@ function progressMessage({ step, waiting, arrived, total }) {
  *   entry    the Python module whose call(fn, args) answers the calls (the widgets': mha_core.bridge)
  *   keep     keep Python's memory, once started, for a later start (the widgets' Python does)
  *   report   report(state, message, runtime) on each change of state (loading, ready, error)
+ *   print    print(text) for what Python writes on its stdout (the reader's prints in an exercise)
  *   stallMs  how long a start may wait for a file with no byte arriving (a second Python, whose files come from
  *            the browser's store at once, is silent while its thread compiles them: it waits longer)
  * `kept` resolves once the files (and the memory) are kept in the browser, or the runtime stopped. */
 export class Runtime {
-  constructor({ entry = "mha_core.bridge", keep = true, report = () => {}, stallMs = STALL_TIMEOUT_MS } = {}) {
+  constructor({
+    entry = "mha_core.bridge", keep = true, report = () => {}, print = () => {}, stallMs = STALL_TIMEOUT_MS,
+  } = {}) {
     this.stallMs = stallMs;
+    this.print = print;
     this.report = (state, message) => report(state, message, this);
     this.kept = new Promise((resolve) => (this.settleKept = resolve));
     this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
@@ -178,6 +182,8 @@ export class Runtime {
       this.report("ready", data.message);
     } else if (data.type === "kept") { // from the downloads worker
       this.settleKept();
+    } else if (data.type === "print") {
+      this.print(data.text);
     } else if (data.type === "failed") {
       this.stop(data.message);
     } else if (data.type === "held") { // the lock is granted once the worker has ended, whatever ended it

@@ -40,5 +40,35 @@ export function keepInURL(w, search) {
   }, URL_DELAY_MS);
 }
 
+/** Whether the reader can use el now: on the page, shown, enabled. */
+const usable = (el) => Boolean(el?.isConnected && !el.disabled && !el.closest("[hidden]") && el.getClientRects().length);
+
+/** The first control of root the reader can use now (a widget's, where its focus goes when nothing better acts). */
+export const firstControl = (root) => [...root.querySelectorAll("button, input, select, textarea, [tabindex='0']")]
+  .find((el) => usable(el) && !el.closest("[data-mha-status]")); // the status line's buttons hide when pressed
+
+/** change() (which disables or hides els); when one of els held the focus and can no longer hold it, the focus
+ * moves to the first usable of targets (an element, or a function that finds one), so that it never falls to the
+ * page, where its ring vanishes and Enter does nothing. */
+function keepFocus(els, change, targets) {
+  const held = els.includes(document.activeElement);
+  change();
+  const now = document.activeElement; // the element disabled or hidden, or already the page's body
+  if (held && (now === document.body || (els.includes(now) && !usable(now)))) {
+    targets.map((t) => (typeof t === "function" ? t() : t)).find(usable)?.focus({ focusVisible: true });
+  }
+}
+
+/** Disable or enable controls; when one that holds the focus is disabled, the focus moves to the first usable of
+ * fallbacks (the control that now acts, e.g. Stop once Train is pressed). */
+export function setDisabled(controls, disabled, ...fallbacks) {
+  keepFocus([...controls], () => { for (const control of controls) control.disabled = disabled; }, fallbacks);
+}
+
+/** Hide or show el; when it held the focus, the focus moves to the first usable of fallbacks. */
+export function setHidden(el, hidden, ...fallbacks) {
+  if (el) keepFocus([el], () => (el.hidden = hidden), fallbacks);
+}
+
 /** text cut to at most n characters, ending in "…" when cut. */
 export const clip = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);

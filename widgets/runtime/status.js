@@ -3,7 +3,7 @@
 // ready, or failed with the reason and a Retry button. It also holds the two status-related steps the
 // widgets share.
 import { downloadMB, onStatus, retry, savesData, start } from "./bridge.js";
-import { clip, showMessage } from "./dom.js";
+import { clip, firstControl, setHidden, showMessage } from "./dom.js";
 import { mountEach } from "./page.js";
 
 function button(label, onClick) {
@@ -23,8 +23,10 @@ function mount(el) {
   whileShown(el, ({ state, message }) => {
     el.dataset.state = state;
     text.textContent = message;
-    load.hidden = !(state === "idle" && savesData());
-    again.hidden = state !== "error";
+    // a button that hides itself once pressed hands the focus to the widget's first control, not to the page
+    const home = () => firstControl(el.closest("[data-mha-widget]") ?? document.body);
+    setHidden(load, !(state === "idle" && savesData()), home);
+    setHidden(again, state !== "error", home);
   });
 }
 

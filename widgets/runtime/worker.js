@@ -12,6 +12,8 @@
 //      or {type: "failed", message};
 //      {type: "result", id, json} for each call, or {type: "failed", message} if Python fails fatally;
 //      {type: "files", id, arrived, total} as a files request's bytes arrive, then its {type: "result", id, json}.
+//      {type: "print", text} for what Python writes on its stdout once ready (an exercise's prints as they happen,
+//      mha_core.exercises.ECHO).
 // fn and args reach the entry's call (mha_core.bridge.call) as Python strings: data, never Python source.
 import { Downloads, FilesFrom } from "./downloads.js";
 import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
@@ -94,6 +96,17 @@ async function startPython(downloads, indexURL, wheels, memoryURL) {
   }
 }
 
+/** Python's stdout, sent to the page as it is written, to the byte (a line not ended yet included). */
+function sendPrints(pyodide) {
+  const decoder = new TextDecoder();
+  pyodide.setStdout({
+    write: (bytes) => {
+      postMessage({ type: "print", text: decoder.decode(bytes, { stream: true }) });
+      return bytes.length;
+    },
+  });
+}
+
 async function init({ indexURL, files, port, entry, keep }) {
   const t0 = performance.now();
   // Each file is downloaded once, in the downloads worker; Pyodide's own requests get the checked bytes.
@@ -105,6 +118,7 @@ async function init({ indexURL, files, port, entry, keep }) {
     const [pyodide, kept] = await startPython(downloads, indexURL, wheels, memoryURL);
     bridgeCall = pyodide.pyimport(entry).call;
     pyodideOnce = pyodide;
+    sendPrints(pyodide);
     return kept;
   })();
   // A file that did not arrive intact is the reason for a failure, whatever else fails because of it.

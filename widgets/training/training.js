@@ -1,14 +1,15 @@
 // The training widget: a two-layer attention-only transformer trained by mha_core. The page arrives with
 // the run trained at build time (its history and last checkpoint); the asset with every checkpoint is
 // fetched when the widget is about to be seen, and checked by sha256, for the step slider. Knock-outs and the
-// reader's own run call Python in the worker (runtime/bridge.js); a run advances in slices of at most
-// SLICE_MS, so the page stays responsive.
-// data-state: initial (build-time run) | busy (waiting for Python) | training | live | error.
+// reader's own run call Python in the worker (runtime/bridge.js). Both go through the one life cycle
+// (runtime/live.js): what the slider, the knock-outs and the reader's text ask for is one request (the asset
+// fetched first if its weights are needed); the reader's own run is a stream of slices of at most SLICE_MS (the
+// page stays responsive), each drawn as it comes, which Stop, or leaving the page, ends between two slices.
 import { fill } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
-import { live, setDisabled } from "../runtime/live.js";
+import { InputError, live, shared } from "../runtime/live.js";
 import { mountEach, whenNear } from "../runtime/page.js";
-import { fillIn, output, setData, setText, showMessage } from "../runtime/dom.js";
+import { fillIn, output, setData, setText } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { adoptGrid, cellAt, moveFrom, setActive } from "../shared/grid.js";
 import { readWhole } from "../shared/numbers.js";
@@ -31,17 +32,23 @@ async function loadAsset(root, words) {
   return JSON.parse(new TextDecoder().decode(bytes));
 }
 
-/** The built run with every checkpoint, fetched once (about 0.9 MB): when the widget is about to be seen, or
-    first needed. */
-function loadRun(w) {
-  w.asset ??= loadAsset(w.root, w.words).then((full) => {
+/** The built run with every checkpoint, fetched once (about 0.9 MB): a run (runtime/live.js's shared) that the
+    widget starts when it is about to be seen, and that a request needing its weights follows. */
+function builtRun(w) {
+  return shared(async () => {
+    let full;
+    try {
+      full = await loadAsset(w.root, w.words);
+    } catch (err) {
+      throw new Error(fillIn(w.words["asset-failed"], { error: err.message }));
+    }
     w.built = full;
-    if (w.runId !== "built") return;
-    w.run = full;
-    show(w, w.index);
-    if (w.ablate.size || w.text !== null) measure(w);
-  }).catch((err) => fail(w, fillIn(w.words["asset-failed"], { error: err.message })));
-  return w.asset;
+    if (w.runId === "built") {
+      w.run = full;
+      show(w, w.index);
+    }
+    return full;
+  });
 }
 
 const entryAt = (run, step) => run.history.find((h) => h.step === step);
@@ -53,7 +60,7 @@ function patternsOf(w, index) {
   return checkpoint.decoded;
 }
 
-const viewKey = (w) => JSON.stringify([w.runId, w.index, [...w.ablate].sort(), w.text]);
+const viewKey = (w, index = w.index) => JSON.stringify([w.runId, index, [...w.ablate].sort(), w.text]);
 
 /** Draw checkpoint index of the run shown: readouts, grid, heatmap, curves' marker. With heads knocked out
     or the reader's text, the patterns (and, knocked out, the loss and scores) are Python's answer, once in. */
@@ -92,46 +99,44 @@ function reference(w) {
   return { history: w.data.history, label: w.data.reference };
 }
 
-const asked = new WeakMap(); // training_evaluate's arguments -> the viewKey they were asked for
-
-/** training_evaluate's arguments for what is shown: the checkpoint's weights, the heads knocked out, the text. */
-function evaluateArgs(w) {
-  const args = { config: w.run.config, seed: w.run.seed, params: w.run.checkpoints[w.index].params,
-    ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text };
-  asked.set(args, viewKey(w));
-  return args;
+/** What the slider, the knock-outs and the reader's text ask for: {index, key, ablate, text}. */
+function viewArgs(w) {
+  if (w.text !== null && !w.text.trim()) throw new InputError(w.words["no-text"]);
+  const index = Number(w.slider.value);
+  return { index, key: viewKey(w, index), ablate: [...w.ablate].map((k) => k.split(",").map(Number)), text: w.text };
 }
 
-/** The shared life cycle (runtime/live.js) for the knock-outs and the reader's text: the latest request wins,
-    busy and stale states, the error beside the controls, and a recompute after Retry. */
-function liveEvaluate(w) {
+const measures = (asked) => asked.ablate.length > 0 || asked.text !== null;
+
+/** The work for viewArgs: the checkpoint's weights (the asset's, for the built run), then training_evaluate's
+    answer with the heads knocked out and on the reader's text (null when there is nothing to measure). */
+async function* evaluated(w, asked) {
+  if (!w.run.checkpoints[asked.index]?.params) yield* w.asset();
+  if (!measures(asked)) return null;
+  const { config, seed, checkpoints } = w.run;
+  return call("training_evaluate", { config, seed, params: checkpoints[asked.index].params, ablate: asked.ablate, text: asked.text });
+}
+
+/** The shared life cycle (runtime/live.js) for what the slider, the knock-outs and the reader's text show: the
+    latest request wins, busy and stale states, the error beside the controls, and a recompute after Retry. */
+function liveView(w) {
   return live(w.root, {
-    fn: "training_evaluate", args: () => evaluateArgs(w), failure: (error) => error.message,
-    show: (result, args) => {
-      w.view = { key: asked.get(args), result };
-      show(w, w.index); // drawn only if it is still what the reader asks for (show compares the keys)
+    args: () => viewArgs(w), ask: (asked) => evaluated(w, asked), python: measures, failure: (error) => error.message,
+    show: (result, asked) => {
+      w.view = result && { key: asked.key, result };
+      show(w, asked.index); // drawn only if it is still what the reader asks for (show compares the keys)
+      announce(w);
     },
-    settled: (error) => { if (error) show(w, w.index); },
+    settled: (error) => { if (error && w.run.checkpoints[w.index]) show(w, w.index); },
   });
 }
 
-/** Ask Python for what the shown checkpoint gives with the heads knocked out and on the reader's text (cause:
-    the control that asks, beside which an error is shown). */
+/** Ask for what the shown checkpoint gives with the heads knocked out and on the reader's text (cause: the
+    control that asks, beside which an error is shown). */
 function measure(w, cause = w.root) {
-  if (!w.ablate.size && w.text === null) return settle(w);
-  if (!w.run.checkpoints[w.index]?.params) return loadRun(w); // the weights come with the asset; it measures again
-  // made at the first measure: its recompute after Retry (live.js) then has weights and something to ask
-  w.request ??= liveEvaluate(w);
   const done = w.request(cause);
   setText(output(w.root, "knockout"), knockoutMessage(w, null));
   return done;
-}
-
-/** Show what is asked for, now in hand; a waiting or failed widget is live again. */
-function settle(w) {
-  showMessage(w.root, "error", "");
-  if (w.root.dataset.state === "busy" || w.root.dataset.state === "error") w.root.dataset.state = "live";
-  show(w, w.index);
 }
 
 /** [layer, head] of the head with the highest induction score outside layer 0 (or in it, for one layer). */
@@ -141,12 +146,6 @@ function bestInduction(scores) {
     if ((l > 0 || scores.induction.length === 1) && s > (scores.induction[best[0]][best[1]] ?? -1)) best = [l, h];
   }));
   return best;
-}
-
-/** An error, shown next to what caused it: the run's buttons (slot "run-error") or the sequence's field ("error"). */
-function fail(w, message, slot = "error") {
-  w.root.dataset.state = "error";
-  showMessage(w.root, slot, message);
 }
 
 /** {config} of the reader's settings as TrainConfig fields, or {error} in the fields' own words when a block
@@ -166,74 +165,95 @@ function settings(form, words) {
     min_period: from.value, max_period: to.value } };
 }
 
-/** Train and the buttons that measure a finished run or start a new one are off while a run trains, Stop on;
- * the focus moves to whichever of Train and Stop now acts, so a keyboard reader keeps it in sight. */
-function setRunning(w, running) {
-  const { train, stop } = w.form.elements;
-  const others = w.root.querySelectorAll('button:is([name="knockout"], [name="show"], [name="reset"], [name="experiment"])');
-  if (running) stop.disabled = false;
-  else train.disabled = false;
-  setDisabled([train, ...others], running, stop);
-  setDisabled([stop], !running, train);
+/** training_start's arguments: the form's settings (an InputError in the fields' words when they cannot be
+    trained) and the seed chosen when Train was pressed. */
+function trainArgs(w) {
+  const { config, error } = settings(w.form, w.words);
+  if (error) throw new InputError(error);
+  return { config, seed: w.seed };
 }
 
-/** Train a fresh model in slices until done, stopped or failed; the grid and slider follow the last checkpoint. */
-async function train(w, recordedSeed = false) {
-  if (w.training) return;
-  const { config, error } = settings(w.form, w.words);
-  if (error) return fail(w, error, "run-error"); // said beside the fields, in their words; nothing else changes
-  const seed = recordedSeed ? w.data.seed : Math.floor(Math.random() * 2 ** 31);
-  w.training = { stop: false };
-  showMessage(w.root, "error", "");
-  showMessage(w.root, "run-error", "");
-  setRunning(w, true);
-  w.root.dataset.state = "busy";
-  const shownBefore = output(w.root, "run").textContent; // what is still shown if no run starts
-  setText(output(w.root, "run"), w.words.starting);
-  let started = false;
-  const progress = w.form.querySelector("progress");
-  progress.value = 0;
+/** A fresh model trained in slices until done (a stream, runtime/live.js): yields {run} once started, then each
+    {slice}; returns {done}. Ended early (Stop, a newer run, the page left), it tells Python to stop the run. */
+async function* training(w, { config, seed }) {
+  const said = output(w.root, "run");
+  const shownBefore = said.textContent; // what is still shown if no run starts
+  setText(said, w.words.starting);
+  let run;
   try {
-    const run = await call("training_start", { config, seed });
-    started = true;
+    run = await call("training_start", { config, seed });
+  } catch (err) {
+    setText(said, shownBefore);
+    throw err;
+  }
+  const advance = () => call("training_advance", { run: run.run, budget_ms: SLICE_MS });
+  let slice = { done: false };
+  let next = advance(); // asked for before each slice is drawn, so Python trains meanwhile
+  let failed = false;
+  try {
+    yield { run, seed }; // ended here (Stop pressed at once), the run is stopped in Python too
+    while (!slice.done && w.root.isConnected) { // a page swapped out (instant navigation) stops the run as Stop does
+      slice = await next;
+      next = slice.done ? null : advance();
+      yield { slice };
+    }
+    return { done: slice.done };
+  } catch (err) {
+    failed = true;
+    setText(said, w.words.partial);
+    throw err;
+  } finally {
+    if (!slice.done && !failed) await stopTraining(w, run, next);
+  }
+}
+
+/** Stop the run in Python once its last slice asked for is in, and say where it stopped. */
+async function stopTraining(w, run, next) {
+  await next?.catch(() => {});
+  const stopped = await call("training_stop", { run: run.run });
+  if (!stopped.stopped) return;
+  fill(w.root, stopped.outputs);
+  if (!w.root.isConnected) leftRun = stopped.left; // Python's words for the next widget
+}
+
+/** Draw a step of the reader's run: the run started ({run, seed}), or a slice of it ({slice}). */
+function drawTraining(w, { run, seed, slice }) {
+  if (run) {
     fill(w.root, run.outputs); // the run's status line, progress and clock, in Python's words
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
-    w.root.dataset.state = "training";
     layoutGrid(w.root.querySelector(".mha-training__grid"), run, w.words);
     w.selected = [Math.min(1, run.config.n_layers - 1), 0];
-    show(w, 0);
-    let done = false;
-    let step = 0;
-    const advance = () => call("training_advance", { run: run.run, budget_ms: SLICE_MS });
-    let next = advance();
-    while (next) {
-      const slice = await next;
-      ({ done, step } = slice);
-      // ask for the next slice before drawing this one, so Python trains while the page draws; a page
-      // swapped out (instant navigation) stops the run as Stop does
-      next = !done && !w.training.stop && w.root.isConnected ? advance() : null;
-      run.history.push(...slice.history);
-      run.checkpoints.push(...slice.checkpoints);
-      run.axes = slice.axes;
-      progress.value = step;
-      fill(w.root, slice.outputs);
-      if (slice.checkpoints.length) show(w, run.checkpoints.length - 1);
-      else drawCharts(w.root, run, run.checkpoints[w.index].step, reference(w));
-    }
-    const stopped = done ? null : await call("training_stop", { run: run.run });
-    if (stopped?.stopped) fill(w.root, stopped.outputs);
-    if (stopped?.stopped && !w.root.isConnected) leftRun = stopped.left; // Python's words for the next widget
-    w.root.dataset.state = "live";
-    if (done) announce(w, true);
-  } catch (err) {
-    fail(w, err.message, "run-error");
-    setText(output(w.root, "run"), started ? w.words.partial : shownBefore);
-  } finally {
-    w.training = null;
-    setRunning(w, false);
+    w.form.querySelector("progress").value = 0;
+    return show(w, 0);
   }
+  w.run.history.push(...slice.history);
+  w.run.checkpoints.push(...slice.checkpoints);
+  w.run.axes = slice.axes;
+  w.form.querySelector("progress").value = slice.step;
+  fill(w.root, slice.outputs);
+  if (slice.checkpoints.length) show(w, w.run.checkpoints.length - 1);
+  else drawCharts(w.root, w.run, w.run.checkpoints[w.index].step, reference(w));
+}
+
+/** The reader's own run's life cycle: Train and the buttons that measure a run or start one are off while it
+    trains, Stop on (the focus moves to whichever of Train and Stop now acts); an error beside them. */
+function liveTraining(w) {
+  const { train, stop } = w.form.elements;
+  const others = w.root.querySelectorAll('button:is([name="knockout"], [name="show"], [name="reset"], [name="experiment"])');
+  return live(w.root, {
+    args: () => trainArgs(w), ask: (asked) => training(w, asked), progress: (step) => drawTraining(w, step),
+    show: ({ done }) => done && announce(w, true), failure: (error) => error.message,
+    busy: [train, ...others], stop, stale: false, // the settings are the next run's, not the one shown
+  });
+}
+
+/** Train a fresh model from the form's settings (from the recorded run's seed, whose numbers the lesson quotes,
+    or a new one); cause: the button pressed. */
+function train(w, cause, recordedSeed = false) {
+  w.seed = recordedSeed ? w.data.seed : Math.floor(Math.random() * 2 ** 31);
+  return w.train(cause);
 }
 
 function mount(root) {
@@ -243,8 +263,8 @@ function mount(root) {
     sequence: data.sequence, heads: data.heads, history: data.history, axes: data.axes,
     checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
-    root, data, words: data.words, run, runId: "built", index: 0, ablate: new Set(), text: null, view: null, training: null, request: null,
-    asset: null, // loadRun's
+    root, data, words: data.words, run, built: run, runId: "built", index: 0, ablate: new Set(), text: null, view: null,
+    seed: null, // the reader's run's, chosen when Train is pressed
     palette: makePalette(data.palette, data.paletteSteps), slider: root.querySelector('input[name="step"]'),
     form: root.querySelector(".mha-training__form"), grid: adoptGrid(root.querySelector("table")),
     knockoutHelp: output(root, "knockout").textContent, builtShown: output(root, "run").textContent,
@@ -257,15 +277,16 @@ function mount(root) {
     setText(output(root, "run"), fillIn(data.words.left, { left: leftRun, shown: output(root, "run").textContent }));
     leftRun = null;
   }
-  whenNear(root, () => loadRun(w));
+  Object.assign(w, { asset: builtRun(w), request: liveView(w), train: liveTraining(w) });
+  whenNear(root, () => w.asset().next().catch(() => {})); // fetched ahead; a request that needs it says a failure
 
-  w.slider.addEventListener("input", async () => {
-    const index = Number(w.slider.value); // read now: the asset's arrival redraws the checkpoint shown before
-    if (!w.run.checkpoints[index]) await loadRun(w);
-    if (!w.run.checkpoints[index]) return; // the asset failed: its message is shown
-    show(w, index);
-    announce(w);
-    if (w.ablate.size || w.text !== null) measure(w, w.slider);
+  w.slider.addEventListener("input", () => {
+    const index = Number(w.slider.value);
+    if (w.run.checkpoints[index]) { // in hand: drawn at once
+      show(w, index);
+      announce(w);
+    }
+    if (!w.run.checkpoints[index] || w.ablate.size || w.text !== null) measure(w, w.slider); // the asset brings it, Python measures it
   });
   root.querySelector(".mha-training__grid").addEventListener("click", (event) => {
     const cell = event.target.closest("button[data-layer]");
@@ -279,13 +300,14 @@ function mount(root) {
     show(w, w.index);
     measure(w, event.currentTarget);
   });
-  w.form.addEventListener("submit", (event) => { event.preventDefault(); train(w); });
+  w.form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    train(w, w.form.elements.train);
+  });
   const sequence = root.querySelector(".mha-training__sequence");
   sequence.addEventListener("submit", (event) => {
     event.preventDefault();
-    const text = sequence.elements.text.value;
-    if (!text.trim()) return showMessage(root, "error", w.words["no-text"]);
-    w.text = text;
+    w.text = sequence.elements.text.value;
     measure(w, sequence.elements.show);
   });
   sequence.elements.reset.addEventListener("click", () => {
@@ -297,7 +319,6 @@ function mount(root) {
     const button = event.target.closest('button[name="experiment"]');
     if (button) experiment(w, button);
   });
-  w.form.elements.stop.addEventListener("click", () => { if (w.training) w.training.stop = true; });
   const table = root.querySelector("table");
   table.addEventListener("focusin", (event) => {
     const td = event.target.closest("td[data-q]");
@@ -326,11 +347,10 @@ function announce(w, finished = false) {
 /** One of the suggested experiments: the form set to the built run's settings changed by the button's
     data-set, then a run from the built run's seed (the numbers the lesson quotes are that seed's); or, for
     "knockout", the built run's last step without one induction head. */
-async function experiment(w, button) {
-  if (w.training) return;
-  if (button.value === "knockout") return knockOutInduction(w);
+function experiment(w, button) {
+  if (button.value === "knockout") return knockOutInduction(w, button);
   setForm(w.form, { ...w.data.config, ...JSON.parse(button.dataset.set) });
-  return train(w, true);
+  return train(w, button, true);
 }
 
 /** The form's fields set to values (TrainConfig's fields). */
@@ -344,11 +364,8 @@ function setForm(form, values) {
 
 /** Show the built run at its last checkpoint with its best layer-1 induction head knocked out, and select that
     head; the form shows the built run's settings, those of what is shown. */
-async function knockOutInduction(w) {
-  await loadRun(w);
-  if (!w.built) return; // the asset failed: its message is shown
+function knockOutInduction(w, button) {
   setForm(w.form, w.built.config);
-  showMessage(w.root, "run-error", "");
   if (w.runId !== "built") {
     Object.assign(w, { run: w.built, runId: "built", view: null });
     w.root.dataset.run = "built";
@@ -359,7 +376,7 @@ async function knockOutInduction(w) {
   const [layer, head] = bestInduction(entryAt(w.run, w.run.checkpoints[last].step).scores);
   Object.assign(w, { ablate: new Set([`${layer},${head}`]), text: null, selected: [layer, head] });
   show(w, last);
-  measure(w);
+  measure(w, button);
 }
 
 function readCell(w, td) {
