@@ -10,7 +10,7 @@
 // the code blocks are measured once the page is idle, one at a time (the query lays out that block alone), and
 // again after the window resizes.
 const BOXES = { "div.arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
-  ".mha-heads__scroll--grid": "Attention weights" };
+  ".mha-heads__scroll--grid": "Attention weights", ".mha-rm__pattern-scroll": "Attention pattern" };
 const SKIPPED = ".md-typeset > .highlight";
 
 function update(box, name) {
