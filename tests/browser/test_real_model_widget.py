@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
+from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
 from mha_core.views.real_model import KIND_NAMES, KINDS, token_texts
 from sitebuild.assets import fetch_model
 from sitebuild.widgets import widget_module
@@ -278,3 +278,106 @@ def test_a_corrupted_file_is_refused_and_a_cut_download_resumes_with_retry(page,
     expect(error).to_be_hidden()
     expect(retry).to_be_hidden()
     assert [u.rsplit("/", 1)[1] for u in model_requests(page_log)[before:]] == ["layer-07.gguf"]
+
+
+# ---------------------------------------------------------------- the laboratory (issue's DOM contract)
+
+LOSSES = """root => [...root.querySelectorAll("[data-token-index]")].map((el) => [
+  el.dataset.loss ?? null, el.dataset.lossKnocked ?? null])"""
+PREDICTIONS = """root => [...root.querySelectorAll('[data-output="prediction"]')].map((el) => [
+  Number(el.dataset.rank), Number(el.dataset.tokenId), Number(el.dataset.probability)])"""
+ATTRIBUTION = """root => [...root.querySelectorAll("[data-layer][data-head]")].map((el) => [
+  Number(el.dataset.layer), Number(el.dataset.head), Number(el.dataset.logitAttribution)])"""
+LENS = """root => [...root.querySelectorAll('[data-output="lens"] > li')].map((el) => Number(el.dataset.tokenId))"""
+LOSS_TOLERANCE = 2e-3  # nats: float32 in another order of sums (Pyodide's NumPy has no BLAS), 4 decimals shown
+
+
+def shown_losses(widget) -> tuple[list, list]:
+    """(data-loss, data-loss-knocked) of each token, None where absent."""
+    rows = widget.evaluate(LOSSES)
+    return ([None if a is None else float(a) for a, _ in rows], [None if b is None else float(b) for _, b in rows])
+
+
+def mean_value(widget, name: str) -> float:
+    return float(widget.locator(f'[data-output="{name}"]').get_attribute("data-value"))
+
+
+def assert_position(widget, ids, probabilities, heads) -> None:
+    """The picked position's five predictions (rank, id, probability) and every head's attribution."""
+    shown = widget.evaluate(PREDICTIONS)
+    assert [r for r, _, _ in shown] == [1, 2, 3, 4, 5]
+    assert [i for _, i, _ in shown] == list(ids)
+    np.testing.assert_allclose([p for _, _, p in shown], probabilities, atol=1e-3)
+    attribution = np.zeros((30, 9))
+    for layer, head, value in widget.evaluate(ATTRIBUTION):
+        attribution[layer, head] = value
+    np.testing.assert_allclose(attribution, heads, atol=2e-3)
+
+
+def set_field(locator, value) -> None:
+    """A control's value changed as a reader changes it: filled, then left (its change event)."""
+    locator.fill(str(value))
+    locator.dispatch_event("change")
+
+
+@pytest.mark.before_python
+def test_a_page_text_reads_its_losses_predictions_attribution_and_lens_before_load(page, site_url, widget_path,
+                                                                                   page_log):
+    """The DOM contract on the first page text, before Python: each token's data-loss (none on token 0, no
+    data-loss-knocked), the mean, the default position's predictions and attribution, another position's from
+    its asset; a knock-out asks for the model and loses nothing; a one-click set and a toggled cell fill the
+    heads' field; the grid colours by attribution."""
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    expect(widget).to_have_attribute("data-mounted", "true")
+    w = widget_module("real_model")
+    entry = w.heads()["repeated"]
+    n = len(entry["ids"])
+    losses, knocked = shown_losses(widget)
+    assert losses[0] is None and knocked == [None] * n
+    np.testing.assert_allclose(losses[1:], entry["losses"][1:], atol=5e-5)
+    assert mean_value(widget, "mean-loss") == pytest.approx(np.mean(losses[1:]), abs=1e-4)
+    position = widget.locator('input[name="position"]')
+    assert (position.get_attribute("min"), position.get_attribute("max")) == ("0", str(n - 1))
+    assert position.input_value() == str(n - 2)
+
+    def assert_at(p):
+        at = entry["positions"][p]
+        assert_position(widget, entry["top_ids"][p], entry["top_probabilities"][p], at["attribution"]["heads"])
+        assert widget.evaluate(LENS) == at["lens"]["top_ids"]
+
+    assert_at(n - 2)
+    set_field(position, 5)
+    expect(widget.locator('[data-output="prediction"]').first).to_have_attribute(
+        "data-token-id", str(entry["top_ids"][5][0]))
+    expect(widget).to_have_attribute("data-position", "5")
+    assert_at(5)
+    set_field(position, n)  # past the last token: said, nothing lost
+    lab_error = widget.locator('[data-message="lab-error"]')
+    expect(lab_error).to_contain_text(f"from 0 to {n - 1}")
+    assert_at(5)
+
+    knockout = widget.locator('[name="knockout"]')
+    set_field(knockout, "L17H3 l18 h6")
+    expect(lab_error).to_contain_text("Load the model to knock heads out")
+    assert shown_losses(widget) == (losses, knocked)
+    widget.locator('button[name="set"][value="induction"]').click()
+    assert knockout.input_value() == widget.get_attribute("data-set-induction") != ""
+    assert lab.parse_heads(knockout.input_value()) == lab.parse_heads(
+        w.head_sets(w.scores_of("repeated"))["data"]["set-induction"])
+    widget.locator('button[name="set"][value="induction-control"]').click()
+    assert knockout.input_value() == widget.get_attribute("data-set-induction-control") != ""
+
+    set_field(knockout, "l17 h3, L18H6")
+    widget.locator('input[name="pick"][value="knockout"]').check()
+    widget.locator('[data-layer="17"][data-head="3"]').click()  # out of the field
+    assert lab.parse_heads(knockout.input_value()) == [(18, 6)]
+    widget.locator('[data-layer="20"][data-head="1"]').focus()
+    page.keyboard.press("Space")  # into it, from the keyboard
+    assert lab.parse_heads(knockout.input_value()) == [(18, 6), (20, 1)]
+    expect(widget.locator("[data-pattern]")).to_be_hidden()  # no pattern opened meanwhile
+
+    widget.locator('input[name="kind"][value="attribution"]').check()
+    colours = {(l, h): widget.locator(f'[data-layer="{l}"][data-head="{h}"]').evaluate(
+        "el => getComputedStyle(el).backgroundColor") for l, h in [(0, 0), (29, 1)]}
+    assert len(set(colours.values())) == 2, colours
+    assert model_requests(page_log) == []
