@@ -363,7 +363,7 @@ class LabAt:
 @arguments(tokens=ListOf(Text(MAX_TOKEN_CHARS, blank=True), MAX_TOKENS), at=LabAt())
 def position_view(tokens, at: dict) -> dict:
     """The picked position's slots: data-position; predictions (prediction rows, the clean run's), and
-    predictions-knocked after a knock-out; position-words; attribution (in words) and every head's
+    predictions-knocked after a knock-out (else hidden and empty); position-words; attribution (in words) and every head's
     data-logit-attribution; lens (its rows), if at holds it."""
     p = at["position"]
     if p >= len(tokens):
@@ -375,8 +375,8 @@ def position_view(tokens, at: dict) -> dict:
                **attribution_slots(at["attribution"])}
     if "lens" in at:
         outputs["lens"] = lens_rows(**at["lens"])
-    if "knocked" in at:
-        outputs["predictions-knocked"] = prediction_rows(**at["knocked"])
+    outputs["predictions-knocked"] = ({**prediction_rows(**at["knocked"]), "hidden": False} if "knocked" in at
+                                      else {"rows": [], "hidden": True})  # none, or still running: none shown
     return {"data": {"position": str(p)}, "outputs": outputs}
 
 

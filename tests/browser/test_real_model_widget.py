@@ -315,9 +315,9 @@ def assert_position(widget, ids, probabilities, heads) -> None:
 
 
 def set_field(locator, value) -> None:
-    """A control's value changed as a reader changes it: filled, then left (its change event)."""
+    """A control's value changed as a reader changes it: filled, then left with Tab (its change event)."""
     locator.fill(str(value))
-    locator.dispatch_event("change")
+    locator.press("Tab")
 
 
 @pytest.mark.before_python
@@ -381,3 +381,80 @@ def test_a_page_text_reads_its_losses_predictions_attribution_and_lens_before_lo
         "el => getComputedStyle(el).backgroundColor") for l, h in [(0, 0), (29, 1)]}
     assert len(set(colours.values())) == 2, colours
     assert model_requests(page_log) == []
+
+
+def knocked_losses(gguf, ids, clean, heads, hide_first=False) -> np.ndarray:
+    return lab.predictions(gguf, lab.run(gguf, ids, knocked=heads, hide_first=hide_first, clean=clean))["losses"]
+
+
+def settled(widget) -> None:
+    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+
+
+def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(page, site_url, widget_path, gguf):
+    """The page's repeated words run by the model in the browser: each token's loss, a knock-out's (typed in
+    any case and separators), the first token hidden, another position's predictions and attribution, all as
+    mha_core computes them here; a newer knock-out ends an older one; a malformed one is said and loses
+    nothing; a new text reusing the token rows keeps no knocked-out loss of the older."""
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    load(widget)
+    ids = tokenizer_from_gguf(gguf).encode(widget.locator('textarea[name="text"]').input_value())[:128]
+    clean = lab.run(gguf, ids)
+    expected = lab.predictions(gguf, clean)
+    losses, knocked = shown_losses(widget)
+    np.testing.assert_allclose(losses[1:], expected["losses"][1:], atol=LOSS_TOLERANCE)
+    assert knocked == [None] * len(ids)
+    assert mean_value(widget, "mean-loss") == pytest.approx(np.mean(losses[1:]), abs=1e-4)
+
+    knockout = widget.locator('[name="knockout"]')
+    set_field(knockout, "l17 h3, L18H6")
+    settled(widget)
+    expect(widget).to_have_attribute("data-knocked", "true")
+    heads = [(17, 3), (18, 6)]
+    want = knocked_losses(gguf, ids, clean, heads)
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], want[1:], atol=LOSS_TOLERANCE)
+    assert mean_value(widget, "mean-loss-knocked") == pytest.approx(np.mean(shown_losses(widget)[1][1:]), abs=1e-4)
+    assert widget.locator('[data-layer="18"][data-head="6"]').get_attribute("data-knocked") == "true"
+
+    position = widget.locator('input[name="position"]')
+    set_field(position, 10)
+    expect(widget).to_have_attribute("data-position", "10", timeout=LOAD_TIMEOUT_MS)
+    settled(widget)
+    heads_at = lab.logit_attribution(gguf, clean, 10, ids[11])["heads"]
+    assert_position(widget, expected["top_ids"][10], expected["top_probabilities"][10], heads_at)
+    knocked_top = lab.predictions(gguf, lab.run(gguf, ids, knocked=heads, clean=clean))["top_ids"][10]
+    assert [int(el.get_attribute("data-token-id")) for el in
+            widget.locator('[data-output="predictions-knocked"] > li').all()] == knocked_top.tolist()
+    assert widget.evaluate(LENS) == lab.logit_lens(gguf, clean, 10)["top_ids"].tolist()
+
+    widget.locator('input[name="hide-first"]').check()
+    settled(widget)
+    expect(widget.locator('[data-output="mean-loss-knocked"]')).to_contain_text("first token hidden")
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], knocked_losses(gguf, ids, clean, heads, True)[1:],
+                               atol=LOSS_TOLERANCE)
+
+    set_field(knockout, "L0H0")  # from layer 0: 30 layers, ended by the newer one between two of them
+    expect(widget).to_have_attribute("data-state", "busy")
+    set_field(knockout, "L23H2")
+    settled(widget)
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], knocked_losses(gguf, ids, clean, [(23, 2)], True)[1:],
+                               atol=LOSS_TOLERANCE)
+    assert widget.locator('[data-layer="0"][data-head="0"]').get_attribute("data-knocked") == "false"
+    before = shown_losses(widget)
+
+    set_field(knockout, "L23H2 L99H0")
+    expect(widget).to_have_attribute("data-state", "error", timeout=LOAD_TIMEOUT_MS)
+    expect(widget.locator('[data-message="lab-error"]')).to_contain_text(
+        "These heads could not be knocked out: knockout: 'L99H0' is not a head of this model")
+    assert shown_losses(widget) == before
+
+    text = widget.locator('textarea[name="text"]')
+    set_field(text, "The cat sat on the mat, and the cat sat on the mat again today.")
+    settled(widget)
+    short = tokenizer_from_gguf(gguf).encode(text.input_value())
+    losses, knocked = shown_losses(widget)
+    assert len(losses) == len(short) and knocked == [None] * len(short)  # rows reused, no older knock-out's loss
+    np.testing.assert_allclose(losses[1:], lab.predictions(gguf, lab.run(gguf, short))["losses"][1:],
+                               atol=LOSS_TOLERANCE)
+    assert widget.get_attribute("data-knocked") == "false"
+    assert position.input_value() == str(len(short) - 2) and position.get_attribute("max") == str(len(short) - 1)

@@ -4,6 +4,7 @@
 // page's Python (or, for one of the page's texts, a view of its positions asset: read without the model); a
 // knock-out is a run of calls, a layer a call, a newer one ending the older between two layers. Every word and
 // number shown is Python's: the views are bound as they come (mha_core.bridge.real_model).
+import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { fillIn } from "../runtime/dom.js";
 import { InputError, live } from "../runtime/live.js";
@@ -60,6 +61,10 @@ export function mountLab(root, { source, positions, words }) {
       return { run, knockout: knockout.value, hide_first: hideFirst.checked, position: Number(root.dataset.position) };
     },
     ask: knockOut,
+    show: (view, asked) => {
+      bind(root, view);
+      if (String(asked.position) !== root.dataset.position) at(position); // picked meanwhile: its knocked predictions
+    },
     failure: (error) => fillIn(words["knockout-failed"], { error: error.message }),
     errors: ERRORS,
   });
