@@ -19,6 +19,7 @@ from mha_core.views.real_model import KIND_NAMES, KINDS, token_texts
 from sitebuild.assets import fetch_model
 from sitebuild.widgets import widget_module
 from tests.helpers import contrast, over
+from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look, look  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
 
@@ -458,3 +459,37 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(pa
                                atol=LOSS_TOLERANCE)
     assert widget.get_attribute("data-knocked") == "false"
     assert position.input_value() == str(len(short) - 2) and position.get_attribute("max") == str(len(short) - 1)
+
+
+@pytest.mark.before_python
+def test_at_390_px_the_lab_fits_its_pattern_labels_are_legible_and_axe_finds_nothing_in_light_and_dark(
+        page, site_url, widget_path, axe_source):  # noqa: F811
+    """On a phone the widget is no wider than the screen; an opened pattern is drawn at its size (labels of 9 px:
+    a token's cell at least 10 px), scrolling sideways in a box the keyboard reaches; axe finds no serious
+    violation with the attribution colouring, a pattern open and a knock-out's message shown."""
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    conftest.resize(page, VIEWPORTS["phone"])
+    widget.scroll_into_view_if_needed()
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    n = len(widget_module("real_model").heads()["repeated"]["ids"])
+    widget.locator('[data-layer="18"][data-head="6"]').click()
+    canvas = widget.locator("[data-pattern] canvas")
+    expect(canvas).to_have_attribute("aria-label", re.compile("strongest key"))
+    drawn = canvas.evaluate("c => [c.getBoundingClientRect().width, c.width / devicePixelRatio, "
+                            "c.parentElement.clientWidth]")
+    assert drawn[0] == pytest.approx(drawn[1], abs=1), drawn  # not scaled down
+    assert (drawn[0] - round(0.28 * max(drawn[2], 260))) / n >= 10, drawn  # a cell beside labels of 28% of the box
+    scroll = widget.locator(".mha-rm__pattern-scroll")
+    expect(scroll).to_have_attribute("tabindex", "0")
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    widget.locator('input[name="kind"][value="attribution"]').check()
+    knockout = widget.locator('[name="knockout"]')
+    knockout.fill("L17H3")
+    knockout.press("Tab")
+    expect(widget.locator('[data-message="lab-error"]')).to_be_visible()
+    found = []
+    try:
+        found = blocking_in_every_look(page, axe_source, "lab", f'[data-mha-widget="{NAME}"]')
+    finally:
+        look(page, "light", "desktop")
+    assert not found, "\n".join(found)

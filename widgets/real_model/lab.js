@@ -53,6 +53,7 @@ export function mountLab(root, { source, positions, words }) {
     python: () => Boolean(source().run),
     failure: (error) => fillIn(words["position-failed"], { error: error.message }),
     errors: ERRORS,
+    stale: false, // the results say which position and which heads they are for (position-words, knocked)
   });
   const knock = live(root, {
     args: () => {
@@ -67,6 +68,7 @@ export function mountLab(root, { source, positions, words }) {
     },
     failure: (error) => fillIn(words["knockout-failed"], { error: error.message }),
     errors: ERRORS,
+    stale: false, // the results say which position and which heads they are for (position-words, knocked)
   });
 
   form.addEventListener("submit", (event) => event.preventDefault());
