@@ -54,6 +54,7 @@ export function mountLab(root, { source, positions, words }) {
     failure: (error) => fillIn(words["position-failed"], { error: error.message }),
     errors: ERRORS,
     stale: false, // the results say which position and which heads they are for (position-words, knocked)
+    retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
   });
   const knock = live(root, {
     args: () => {
@@ -69,6 +70,7 @@ export function mountLab(root, { source, positions, words }) {
     failure: (error) => fillIn(words["knockout-failed"], { error: error.message }),
     errors: ERRORS,
     stale: false, // the results say which position and which heads they are for (position-words, knocked)
+    retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
   });
 
   form.addEventListener("submit", (event) => event.preventDefault());
