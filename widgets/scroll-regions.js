@@ -10,7 +10,8 @@
 // the code blocks are measured once the page is idle, one at a time (the query lays out that block alone), and
 // again after the window resizes.
 const BOXES = { "div.arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
-  ".mha-heads__scroll--grid": "Attention weights", ".mha-tiling__scroll": "Table" };
+  ".mha-heads__scroll--grid": "Attention weights", ".mha-tiling__scroll": "Table",
+  ".mha-rm__pattern-scroll": "Attention pattern" };
 const SKIPPED = ".md-typeset > .highlight";
 
 function update(box, name) {

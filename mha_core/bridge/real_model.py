@@ -29,7 +29,7 @@ layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, 
                                              each a byte (round(255 · w)), as the page's built patterns travel
     real_model_position(run, position)    -> view {data: {position}, outputs: {position-words, predictions (rows:
                                              data-rank, data-token-id, data-probability), predictions-knocked
-                                             (after a knock-out), attribution, attribution-target, head-L-H (data:
+                                             (after a knock-out; else hidden, empty), attribution, attribution-target, head-L-H (data:
                                              logit-attribution; vars: --attribution)}}
     real_model_lens(run, position)        -> view {data: {lens-position}, outputs: {lens (rows: data-layer (−1 the
                                              embedding), data-token-id, data-probability)}}: a pass over the

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_core.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers, top_at
+from mha_core.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
 from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
-                                      head_sets, load_text, messages, pattern_words, predictions_views, real_model_view,
+                                      head_sets, load_text, messages, pattern_words, position_view, real_model_view,
                                       token_texts)
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.assets import MODEL_CARRIER, MODEL_IN_WHEEL, MODEL_SHA256, model_path, model_wheel_path, required
@@ -101,21 +101,21 @@ def quantized(patterns: np.ndarray) -> bytes:
 def compute(text: str) -> dict:
     """text's first MAX_TOKENS tokens through the model: {ids, tokens, scores {kind: [30][9]}, patterns (hex of
     quantized()), losses [n] (null at 0), top_ids, top_probabilities [n][5] (what it predicts after each token),
-    at (position_numbers' at the default position), lens (logit_lens's there), and the knock-outs the lesson
-    cites: knocked {name: {heads, hide_first, losses}}}."""
+    positions [n] (position_numbers' at each position, with lens: logit_lens's there), and the knock-outs the
+    lesson cites: knocked {name: {heads, hide_first, losses}}}."""
     ids = tokenizer().encode(text)[:MAX_TOKENS]
     record = lab.run(model(), ids)
     patterns = np.stack(record["patterns"])  # [n_layers, h, n, n]
     scores = head_scores(patterns, ids)  # {kind: [n_layers, h]}
-    position = default_position(len(ids))
     preds = lab.predictions(model(), record)
     return {"ids": ids, "tokens": token_texts(tokenizer(), ids),
             "scores": {kind: [[None if np.isnan(v) else float(v) for v in row] for row in scores[kind]]
                        for kind in KINDS},
             "patterns": quantized(patterns).hex(), "losses": losses_of(preds), "top_ids": preds["top_ids"].tolist(),
             "top_probabilities": preds["top_probabilities"].tolist(),
-            "at": position_numbers(model(), record, preds, position),
-            "lens": {key: values.tolist() for key, values in lab.logit_lens(model(), record, position).items()},
+            "positions": [position_numbers(model(), record, preds, position) | {"lens": {
+                key: values.tolist() for key, values in lab.logit_lens(model(), record, position).items()}}
+                for position in range(len(ids))],
             "knocked": knock_outs(ids, record, scores)}
 
 
@@ -174,15 +174,20 @@ def view_of(name: str) -> dict:
     """The view of a page's text: every head's scores, the loss on every token, the default position's
     predictions, attribution and logit lens, the one-click sets."""
     entry = heads()[name]
-    at = at_words(tokenizer(), entry["at"], entry["lens"])
+    at = at_of(entry, default_position(len(entry["ids"])))
     return real_model_view(entry["tokens"], scores_of(name), len(entry["ids"]), losses=entry["losses"], at=at)
 
 
+def at_of(entry: dict, position: int) -> dict:
+    """position_view's at for position of a page's text (compute()'s entry)."""
+    numbers = entry["positions"][position]
+    return at_words(tokenizer(), numbers, numbers["lens"])
+
+
 def positions_of(name: str) -> list[dict]:
-    """Each position's predictions of a page's text, as views (read without the model)."""
+    """Each position's view of a page's text (its predictions, attribution and lens), read without the model."""
     entry = heads()[name]
-    return predictions_views(entry["tokens"], [top_at(tokenizer(), ids, p) for ids, p in
-                                               zip(entry["top_ids"], entry["top_probabilities"])])
+    return [position_view(entry["tokens"], at_of(entry, p)) for p in range(len(entry["ids"]))]
 
 
 @functools.cache
