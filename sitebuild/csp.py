@@ -1,5 +1,5 @@
 """The Content-Security-Policy of every page: nothing from elsewhere (but jsDelivr when Pyodide comes from
-it), WebAssembly allowed, and of inline scripts only those the page was built with, by their sha256.
+it, and the model's host when the model comes from a registry's CDN), WebAssembly allowed, and of inline scripts only those the page was built with, by their sha256.
 
 overrides/main.html writes policy() into a meta tag with PLACEHOLDER where the hashes go; seal_site() puts
 the hashes of the whole site's inline scripts there once every page is written: with instant navigation the
@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import urllib.parse
 from pathlib import Path
 
 from sitebuild.assets import PYODIDE_CDN
@@ -20,9 +21,17 @@ PLACEHOLDER = "__MHA_INLINE_SCRIPT_HASHES__"
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)([^>]*)>(.*?)</script>", re.S)
 
 
-def policy(pyodide_cdn: bool) -> str:
-    cdn = " " + PYODIDE_CDN.split("/pyodide/")[0] if pyodide_cdn else ""
-    return CSP.format(script=" " + PLACEHOLDER + cdn, connect=cdn)
+def origin(url: str) -> str:
+    """https://host[:port] of url."""
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def policy(pyodide_cdn: bool, model_cdn: str | None = None) -> str:
+    """The policy of a build that takes Pyodide from jsDelivr or not, and the model from the URL model_cdn or not."""
+    cdn = " " + origin(PYODIDE_CDN) if pyodide_cdn else ""
+    model = " " + origin(model_cdn) if model_cdn else ""
+    return CSP.format(script=" " + PLACEHOLDER + cdn, connect=cdn + model)
 
 
 def inline_hashes(*pages: str) -> str:

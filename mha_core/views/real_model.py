@@ -72,7 +72,8 @@ def pattern_words() -> dict:
 
 def messages() -> dict:
     """The widget's sentences that are not a view's: {name} is filled in by the page ({bytes}: the runtime's
-    download progress, "4.8 of 98.0 MB"; {error}: a failure's own message)."""
+    download progress, "4.8 of 98.0 MB"; {error}: a failure's own message; {max}: the text's last position, as
+    its view gives it)."""
     return {"downloading": "Downloading the model: {bytes}",
             "own": "Load the model to run your own text.",
             "memory": ("This device has not enough free memory to run the model (about 0.5 GB): the heads shown are "
@@ -80,8 +81,11 @@ def messages() -> dict:
             "failed": "The model could not run: {error}",
             "text-failed": "This text could not be shown: {error}",
             "pattern-failed": "The pattern could not be shown: {error}",
+            "knockout-load": ("Load the model to knock heads out: the page's texts show the clean run, computed "
+                              "when the page was built."),
             "knockout-failed": "These heads could not be knocked out: {error}",
-            "position-failed": "This position could not be shown: {error}"}
+            "position-failed": "This position could not be shown: {error}",
+            "position-range": "Choose a position from 0 to {max}: the text's tokens, counted from 0."}
 
 
 def progress_text(layer: int, n_tokens: int) -> str:
@@ -176,15 +180,16 @@ def _finite(value) -> bool:
 
 def loss_rows(tokens: list[str], losses, knocked=None) -> dict:
     """The tokens slot with each token's loss: data-loss (nats, 4 decimals) and --loss (0..1, of LOSS_SCALE) for
-    tokens 1..n−1 (nothing predicts token 0); after a knock-out also data-loss-knocked and --loss-knocked."""
+    tokens 1..n−1 (nothing predicts token 0); after a knock-out also data-loss-knocked and --loss-knocked, else
+    both None (the binding removes them: a row a new text reuses keeps no loss of an older knock-out)."""
     rows = []
     for i, token in enumerate(tokens):
-        row = {"text": token, "data": {"token-index": i}}
+        row = {"text": token, "data": {"token-index": i, "loss-knocked": None}, "vars": {"--loss-knocked": None}}
         words = []
         for key, values in (("loss", losses), ("loss-knocked", knocked)):
             if values is not None and i > 0 and _finite(values[i]):
                 row["data"][key] = f"{values[i]:.4f}"
-                row.setdefault("vars", {})[f"--{key}"] = css_number(min(max(values[i] / LOSS_SCALE, 0.0), 1.0))
+                row["vars"][f"--{key}"] = css_number(min(max(values[i] / LOSS_SCALE, 0.0), 1.0))
                 words.append(f"{'knocked out ' if key == 'loss-knocked' else ''}{nats(values[i])} nats")
         if words:
             row["label"] = f"{quoted(token)} (token {i}): loss {', '.join(words)}"
@@ -358,7 +363,7 @@ class LabAt:
 @arguments(tokens=ListOf(Text(MAX_TOKEN_CHARS, blank=True), MAX_TOKENS), at=LabAt())
 def position_view(tokens, at: dict) -> dict:
     """The picked position's slots: data-position; predictions (prediction rows, the clean run's), and
-    predictions-knocked after a knock-out; position-words; attribution (in words) and every head's
+    predictions-knocked after a knock-out (else hidden and empty); position-words; attribution (in words) and every head's
     data-logit-attribution; lens (its rows), if at holds it."""
     p = at["position"]
     if p >= len(tokens):
@@ -370,8 +375,8 @@ def position_view(tokens, at: dict) -> dict:
                **attribution_slots(at["attribution"])}
     if "lens" in at:
         outputs["lens"] = lens_rows(**at["lens"])
-    if "knocked" in at:
-        outputs["predictions-knocked"] = prediction_rows(**at["knocked"])
+    outputs["predictions-knocked"] = ({**prediction_rows(**at["knocked"]), "hidden": False} if "knocked" in at
+                                      else {"rows": [], "hidden": True})  # none, or still running: none shown
     return {"data": {"position": str(p)}, "outputs": outputs}
 
 

@@ -14,11 +14,12 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.llama import head_scores, read_gguf, run_layers, tokenizer_from_gguf
+from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
 from mha_core.views.real_model import KIND_NAMES, KINDS, token_texts
 from sitebuild.assets import fetch_model
 from sitebuild.widgets import widget_module
 from tests.helpers import contrast, over
+from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look, look  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
 
@@ -278,3 +279,217 @@ def test_a_corrupted_file_is_refused_and_a_cut_download_resumes_with_retry(page,
     expect(error).to_be_hidden()
     expect(retry).to_be_hidden()
     assert [u.rsplit("/", 1)[1] for u in model_requests(page_log)[before:]] == ["layer-07.gguf"]
+
+
+# ---------------------------------------------------------------- the laboratory (issue's DOM contract)
+
+LOSSES = """root => [...root.querySelectorAll("[data-token-index]")].map((el) => [
+  el.dataset.loss ?? null, el.dataset.lossKnocked ?? null])"""
+PREDICTIONS = """root => [...root.querySelectorAll('[data-output="prediction"]')].map((el) => [
+  Number(el.dataset.rank), Number(el.dataset.tokenId), Number(el.dataset.probability)])"""
+ATTRIBUTION = """root => [...root.querySelectorAll("[data-layer][data-head]")].map((el) => [
+  Number(el.dataset.layer), Number(el.dataset.head), Number(el.dataset.logitAttribution)])"""
+LENS = """root => [...root.querySelectorAll('[data-output="lens"] > li')].map((el) => Number(el.dataset.tokenId))"""
+LOSS_TOLERANCE = 2e-3  # nats: float32 in another order of sums (Pyodide's NumPy has no BLAS), 4 decimals shown
+
+
+def shown_losses(widget) -> tuple[list, list]:
+    """(data-loss, data-loss-knocked) of each token, None where absent."""
+    rows = widget.evaluate(LOSSES)
+    return ([None if a is None else float(a) for a, _ in rows], [None if b is None else float(b) for _, b in rows])
+
+
+def mean_value(widget, name: str) -> float:
+    return float(widget.locator(f'[data-output="{name}"]').get_attribute("data-value"))
+
+
+def assert_position(widget, ids, probabilities, heads) -> None:
+    """The picked position's five predictions (rank, id, probability) and every head's attribution."""
+    shown = widget.evaluate(PREDICTIONS)
+    assert [r for r, _, _ in shown] == [1, 2, 3, 4, 5]
+    assert [i for _, i, _ in shown] == list(ids)
+    np.testing.assert_allclose([p for _, _, p in shown], probabilities, atol=1e-3)
+    attribution = np.zeros((30, 9))
+    for layer, head, value in widget.evaluate(ATTRIBUTION):
+        attribution[layer, head] = value
+    np.testing.assert_allclose(attribution, heads, atol=2e-3)
+
+
+def set_field(locator, value) -> None:
+    """A control's value changed as a reader changes it: filled, then left with Tab (its change event)."""
+    locator.fill(str(value))
+    locator.press("Tab")
+
+
+@pytest.mark.before_python
+def test_a_page_text_reads_its_losses_predictions_attribution_and_lens_before_load(page, site_url, widget_path,
+                                                                                   page_log):
+    """The DOM contract on the first page text, before Python: each token's data-loss (none on token 0, no
+    data-loss-knocked), the mean, the default position's predictions and attribution, another position's from
+    its asset; a knock-out asks for the model and loses nothing; a one-click set and a toggled cell fill the
+    heads' field; the grid colours by attribution."""
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    expect(widget).to_have_attribute("data-mounted", "true")
+    w = widget_module("real_model")
+    entry = w.heads()["repeated"]
+    n = len(entry["ids"])
+    losses, knocked = shown_losses(widget)
+    assert losses[0] is None and knocked == [None] * n
+    np.testing.assert_allclose(losses[1:], entry["losses"][1:], atol=5e-5)
+    assert mean_value(widget, "mean-loss") == pytest.approx(np.mean(losses[1:]), abs=1e-4)
+    position = widget.locator('input[name="position"]')
+    assert (position.get_attribute("min"), position.get_attribute("max")) == ("0", str(n - 1))
+    assert position.input_value() == str(n - 2)
+
+    def assert_at(p):
+        at = entry["positions"][p]
+        assert_position(widget, entry["top_ids"][p], entry["top_probabilities"][p], at["attribution"]["heads"])
+        assert widget.evaluate(LENS) == at["lens"]["top_ids"]
+
+    assert_at(n - 2)
+    set_field(position, 5)
+    expect(widget.locator('[data-output="prediction"]').first).to_have_attribute(
+        "data-token-id", str(entry["top_ids"][5][0]))
+    expect(widget).to_have_attribute("data-position", "5")
+    assert_at(5)
+    set_field(position, n)  # past the last token: said, nothing lost
+    lab_error = widget.locator('[data-message="lab-error"]')
+    expect(lab_error).to_contain_text(f"from 0 to {n - 1}")
+    assert_at(5)
+
+    knockout = widget.locator('[name="knockout"]')
+    set_field(knockout, "L17H3 l18 h6")
+    expect(lab_error).to_contain_text("Load the model to knock heads out")
+    assert shown_losses(widget) == (losses, knocked)
+    widget.locator('button[name="set"][value="induction"]').click()
+    assert knockout.input_value() == widget.get_attribute("data-set-induction") != ""
+    assert lab.parse_heads(knockout.input_value()) == lab.parse_heads(
+        w.head_sets(w.scores_of("repeated"))["data"]["set-induction"])
+    widget.locator('button[name="set"][value="induction-control"]').click()
+    assert knockout.input_value() == widget.get_attribute("data-set-induction-control") != ""
+
+    set_field(knockout, "l17 h3, L18H6")
+    widget.locator('input[name="pick"][value="knockout"]').check()
+    widget.locator('[data-layer="17"][data-head="3"]').click()  # out of the field
+    assert lab.parse_heads(knockout.input_value()) == [(18, 6)]
+    widget.locator('[data-layer="20"][data-head="1"]').focus()
+    page.keyboard.press("Space")  # into it, from the keyboard
+    assert lab.parse_heads(knockout.input_value()) == [(18, 6), (20, 1)]
+    expect(widget.locator("[data-pattern]")).to_be_hidden()  # no pattern opened meanwhile
+
+    widget.locator('input[name="kind"][value="attribution"]').check()
+    colours = {(l, h): widget.locator(f'[data-layer="{l}"][data-head="{h}"]').evaluate(
+        "el => getComputedStyle(el).backgroundColor") for l, h in [(0, 0), (29, 1)]}
+    assert len(set(colours.values())) == 2, colours
+    assert model_requests(page_log) == []
+
+
+def knocked_losses(gguf, ids, clean, heads, hide_first=False) -> np.ndarray:
+    return lab.predictions(gguf, lab.run(gguf, ids, knocked=heads, hide_first=hide_first, clean=clean))["losses"]
+
+
+def settled(widget) -> None:
+    expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
+
+
+def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(page, site_url, widget_path, gguf):
+    """The page's repeated words run by the model in the browser: each token's loss, a knock-out's (typed in
+    any case and separators), the first token hidden, another position's predictions and attribution, all as
+    mha_core computes them here; a newer knock-out ends an older one; a malformed one is said and loses
+    nothing; a new text reusing the token rows keeps no knocked-out loss of the older."""
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    load(widget)
+    ids = tokenizer_from_gguf(gguf).encode(widget.locator('textarea[name="text"]').input_value())[:128]
+    clean = lab.run(gguf, ids)
+    expected = lab.predictions(gguf, clean)
+    losses, knocked = shown_losses(widget)
+    np.testing.assert_allclose(losses[1:], expected["losses"][1:], atol=LOSS_TOLERANCE)
+    assert knocked == [None] * len(ids)
+    assert mean_value(widget, "mean-loss") == pytest.approx(np.mean(losses[1:]), abs=1e-4)
+
+    knockout = widget.locator('[name="knockout"]')
+    set_field(knockout, "l17 h3, L18H6")
+    settled(widget)
+    expect(widget).to_have_attribute("data-knocked", "true")
+    heads = [(17, 3), (18, 6)]
+    want = knocked_losses(gguf, ids, clean, heads)
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], want[1:], atol=LOSS_TOLERANCE)
+    assert mean_value(widget, "mean-loss-knocked") == pytest.approx(np.mean(shown_losses(widget)[1][1:]), abs=1e-4)
+    assert widget.locator('[data-layer="18"][data-head="6"]').get_attribute("data-knocked") == "true"
+
+    position = widget.locator('input[name="position"]')
+    set_field(position, 10)
+    expect(widget).to_have_attribute("data-position", "10", timeout=LOAD_TIMEOUT_MS)
+    settled(widget)
+    heads_at = lab.logit_attribution(gguf, clean, 10, ids[11])["heads"]
+    assert_position(widget, expected["top_ids"][10], expected["top_probabilities"][10], heads_at)
+    knocked_top = lab.predictions(gguf, lab.run(gguf, ids, knocked=heads, clean=clean))["top_ids"][10]
+    assert [int(el.get_attribute("data-token-id")) for el in
+            widget.locator('[data-output="predictions-knocked"] > li').all()] == knocked_top.tolist()
+    assert widget.evaluate(LENS) == lab.logit_lens(gguf, clean, 10)["top_ids"].tolist()
+
+    widget.locator('input[name="hide-first"]').check()
+    settled(widget)
+    expect(widget.locator('[data-output="mean-loss-knocked"]')).to_contain_text("first token hidden")
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], knocked_losses(gguf, ids, clean, heads, True)[1:],
+                               atol=LOSS_TOLERANCE)
+
+    set_field(knockout, "L0H0")  # from layer 0: 30 layers, ended by the newer one between two of them
+    expect(widget).to_have_attribute("data-state", "busy")
+    set_field(knockout, "L23H2")
+    settled(widget)
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], knocked_losses(gguf, ids, clean, [(23, 2)], True)[1:],
+                               atol=LOSS_TOLERANCE)
+    assert widget.locator('[data-layer="0"][data-head="0"]').get_attribute("data-knocked") == "false"
+    before = shown_losses(widget)
+
+    set_field(knockout, "L23H2 L99H0")
+    expect(widget).to_have_attribute("data-state", "error", timeout=LOAD_TIMEOUT_MS)
+    expect(widget.locator('[data-message="lab-error"]')).to_contain_text(
+        "These heads could not be knocked out: knockout: 'L99H0' is not a head of this model")
+    assert shown_losses(widget) == before
+
+    text = widget.locator('textarea[name="text"]')
+    set_field(text, "The cat sat on the mat, and the cat sat on the mat again today.")
+    settled(widget)
+    short = tokenizer_from_gguf(gguf).encode(text.input_value())
+    losses, knocked = shown_losses(widget)
+    assert len(losses) == len(short) and knocked == [None] * len(short)  # rows reused, no older knock-out's loss
+    np.testing.assert_allclose(losses[1:], lab.predictions(gguf, lab.run(gguf, short))["losses"][1:],
+                               atol=LOSS_TOLERANCE)
+    assert widget.get_attribute("data-knocked") == "false"
+    assert position.input_value() == str(len(short) - 2) and position.get_attribute("max") == str(len(short) - 1)
+
+
+@pytest.mark.before_python
+def test_at_390_px_the_lab_fits_its_pattern_labels_are_legible_and_axe_finds_nothing_in_light_and_dark(
+        page, site_url, widget_path, axe_source):  # noqa: F811
+    """On a phone the widget is no wider than the screen; an opened pattern is drawn at its size (labels of 9 px:
+    a token's cell at least 10 px), scrolling sideways in a box the keyboard reaches; axe finds no serious
+    violation with the attribution colouring, a pattern open and a knock-out's message shown."""
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    conftest.resize(page, VIEWPORTS["phone"])
+    widget.scroll_into_view_if_needed()
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    n = len(widget_module("real_model").heads()["repeated"]["ids"])
+    widget.locator('[data-layer="18"][data-head="6"]').click()
+    canvas = widget.locator("[data-pattern] canvas")
+    expect(canvas).to_have_attribute("aria-label", re.compile("strongest key"))
+    drawn = canvas.evaluate("c => [c.getBoundingClientRect().width, c.width / devicePixelRatio, "
+                            "c.parentElement.clientWidth]")
+    assert drawn[0] == pytest.approx(drawn[1], abs=1), drawn  # not scaled down
+    assert (drawn[0] - round(0.28 * max(drawn[2], 260))) / n >= 10, drawn  # a cell beside labels of 28% of the box
+    scroll = widget.locator(".mha-rm__pattern-scroll")
+    expect(scroll).to_have_attribute("tabindex", "0")
+    assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
+    widget.locator('input[name="kind"][value="attribution"]').check()
+    knockout = widget.locator('[name="knockout"]')
+    knockout.fill("L17H3")
+    knockout.press("Tab")
+    expect(widget.locator('[data-message="lab-error"]')).to_be_visible()
+    found = []
+    try:
+        found = blocking_in_every_look(page, axe_source, "lab", f'[data-mha-widget="{NAME}"]')
+    finally:
+        look(page, "light", "desktop")
+    assert not found, "\n".join(found)

@@ -271,3 +271,44 @@ def test_how_many_heads_can_go_is_what_the_page_states(gguf):
     scores = widget.scores_of(widget.PRUNED_TEXT)
     last = order[-int(stated["rm_last_count"]):]
     assert int(stated["rm_last_induction"]) == sum(scores["induction"][head] >= facts.ROLE_MIN for head in last)
+
+
+def test_which_heads_wrote_the_repeated_words_last_token_is_what_the_page_states(gguf):
+    """At the repeated words' last position but one, the logit of the text's last token, split by direct logit
+    attribution (recomputed here from a run of the text's ids): the logit, its embedding, heads' and MLPs' parts,
+    the heads that added most and how many of them score as induction heads; the logit lens's first layer from
+    which the top token is that token to the end."""
+    facts, widget = load("facts"), load("widget")
+    stated = facts.facts()
+    ids = widget.heads()["repeated"]["ids"]
+    position = len(ids) - 2
+    assert stated["rm_attr_position"] == str(position)
+    clean = lab.run(gguf, ids)
+    parts = lab.logit_attribution(gguf, clean, position, ids[-1])
+    signed = lambda text: float(text.replace("\u2212", "-"))  # noqa: E731
+    assert float(stated["rm_attr_logit"]) == pytest.approx(parts["logit"], abs=0.006)
+    assert signed(stated["rm_attr_embed"]) == pytest.approx(parts["embed"], abs=0.006)
+    assert signed(stated["rm_attr_heads"]) == pytest.approx(parts["heads"].sum(), abs=0.006)
+    assert signed(stated["rm_attr_mlps"]) == pytest.approx(np.sum(parts["mlps"]), abs=0.006)
+    top = [np.unravel_index(i, parts["heads"].shape) for i in np.argsort(parts["heads"], axis=None)[::-1][:3]]
+    named = re.findall(r"L(\d+) H(\d+) \(([^)]+)\)", stated["rm_attr_top"])
+    assert [(int(l), int(h)) for l, h, _ in named] == [(int(l), int(h)) for l, h in top]
+    assert [signed(v) for _, _, v in named] == pytest.approx([parts["heads"][l, h] for l, h in top], abs=0.006)
+    induction = widget.scores_of("repeated")["induction"]
+    assert int(stated["rm_attr_top_induction"]) == sum(induction[l, h] >= facts.ROLE_MIN for l, h in top)
+    assert abs(parts["heads"].sum()) < 0.1 * parts["logit"] < 0.8 * np.sum(parts["mlps"])  # "hardly, directly"
+    lens = lab.logit_lens(gguf, clean, position)["top_ids"]  # [31]: the embedding, then after each layer
+    layer = int(stated["rm_lens_layer"])
+    assert all(t == ids[-1] for t in lens[layer + 1:]) and lens[layer] != ids[-1]
+    assert layer >= 25  # "made late, in the last layers"
+
+
+def test_the_words_around_the_lab_s_numbers_hold():
+    """What the lesson says of its numbers: the first copy costs more than a uniform guess over the vocabulary;
+    the induction set's knock-out takes the second copy most of the way back; removing heads in order first
+    lowers the loss."""
+    stated, gguf = load("facts").facts(), read_gguf(fetch_model())
+    first, second = float(stated["rm_first_copy_loss"]), float(stated["rm_second_copy_loss"])
+    assert first > np.log(len(tokenizer_from_gguf(gguf).tokens))
+    assert float(stated["rm_induction_knocked_loss"]) - second > 0.5 * (first - second)
+    assert float(stated["rm_removable_lowest_loss"]) < float(stated["rm_removable_clean_loss"])

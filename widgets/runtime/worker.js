@@ -5,7 +5,8 @@
 //      module whose call answers the calls; keep: whether a fresh start's memory is kept for later starts), then
 //      {type: "call", id, fn, args} (args: JSON text), and {type: "files", id, folder, store, files} (files as
 //      init's: each downloaded, checked by sha256 and kept in Cache Storage `store` as downloads.js does for
-//      Python's own, then written into Python's file system under folder, by its name: the real model's files).
+//      Python's own, then written into Python's file system under folder, by its name: the real model's files;
+//      a file with member {name, sha256} is a wheel, and what is written is that member of it, inflated and checked).
 // Out: {type: "held"} once the worker holds the Web Lock named lock (released when the worker ends, however
 //      it ends); {type: "progress", step, waiting}..., then {type: "ready", ms, restored, message} (restored:
 //      Python came from the memory an earlier start kept; message: what the page says, Python's ready_message)
@@ -21,7 +22,7 @@ import {
   dlopenHandles, isFatal, loadLibraries, loadWatched, makeSnapshot, newFilesSeen, restoreLibraries, serveFiles,
   SITE_PACKAGES, snapshotOptions,
 } from "./pyodide_internals.js";
-import { unpackWheel } from "./wheels.js";
+import { unpackWheel, wheelMember } from "./wheels.js";
 
 let bridgeCall = null; // the entry's call once Python is ready; null again if Python fails fatally
 let pyodideOnce = null; // Pyodide, once ready: its file system receives the files a "files" request downloads
@@ -179,7 +180,9 @@ async function saveFiles({ id, folder, store, files }) {
     pyodideOnce.FS.mkdirTree(folder);
     // Every file settles before the answer, so that what arrived is kept and a Retry downloads only the rest.
     const written = await Promise.allSettled([...downloads.loads].map(async ([url, bytes]) => {
-      pyodideOnce.FS.writeFile(`${folder}/${files[url].name}`, await bytes);
+      const { name, member } = files[url];
+      pyodideOnce.FS.writeFile(`${folder}/${name}`, member ? await wheelMember(await bytes, member.name, member.sha256)
+        : await bytes);
     }));
     await Promise.allSettled(downloads.stored);
     const failed = written.find((w) => w.status === "rejected");

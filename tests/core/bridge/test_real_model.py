@@ -191,3 +191,16 @@ def test_knock_outs_and_positions_refuse_nonsense_through_the_bridge(loaded):
     assert ask("real_model_knockout_start", knock | {"knockout": "", "hide_first": "yes"})["error"] == (
         "hide_first must be true or false, got 'yes'.")
     assert "kind must be one of" in ask("real_model_head_set", {"run": run, "kind": "sink"})["error"]
+
+
+def test_the_whole_model_written_as_a_cdn_build_writes_it_is_cut_into_split_model_s_files(folder, tmp_path, monkeypatch):
+    """A build that takes the model from a CDN writes the GGUF whole (WHOLE_MODEL); the first run cuts it into the
+    files the site would have served, byte for byte, and runs on them."""
+    (tmp_path / live.WHOLE_MODEL).write_bytes(fetch_model().read_bytes())
+    monkeypatch.setattr(live, "MODEL_FOLDER", str(tmp_path))
+    monkeypatch.setattr(live, "LOADED", {})
+    monkeypatch.setattr(live, "RUNS", {})
+    assert live.real_model_start(TEXT)["n_tokens"] > 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in folder.iterdir())
+    for path in folder.iterdir():
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name

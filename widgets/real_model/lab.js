@@ -1,0 +1,103 @@
+// The laboratory of the real model's widget: the position picked (its predictions, which heads wrote its next token,
+// the logit lens there), the heads knocked out (typed, toggled in the grid, or a one-click set) and the first token
+// hidden. Each is a life cycle of its own (runtime/live.js) with its own error slot: a position is one call of the
+// page's Python (or, for one of the page's texts, a view of its positions asset: read without the model); a
+// knock-out is a run of calls, a layer a call, a newer one ending the older between two layers. Every word and
+// number shown is Python's: the views are bound as they come (mha_core.bridge.real_model).
+import { bind } from "../runtime/bind.js";
+import { call } from "../runtime/bridge.js";
+import { fillIn } from "../runtime/dom.js";
+import { InputError, live } from "../runtime/live.js";
+
+const ERRORS = '[data-message="lab-error"]';
+const HEAD = /l\s*(\d+)\s*h\s*(\d+)/gi; // a head as mha_core.llama.lab.parse_heads reads it
+
+/** A knock-out (args: real_model_knockout_start's), a layer a call: yields Python's words for the layer that runs
+ * next; returns the knock-out's view. */
+async function* knockOut(args) {
+  const started = await call("real_model_knockout_start", args);
+  let step = started;
+  while (!step.view) {
+    yield step.progress;
+    step = await call("real_model_knockout_advance", { run: args.run, knock: started.knock });
+  }
+  return step.view;
+}
+
+/** The position's view of a finished run: its predictions and attribution, and the lens (a call of its own). */
+async function positionOf(run, position) {
+  const [view, lens] = await Promise.all([call("real_model_position", { run, position }),
+    call("real_model_lens", { run, position })]);
+  return { data: { ...view.data, ...lens.data }, outputs: { ...view.outputs, ...lens.outputs } };
+}
+
+/** Wire root's laboratory. source() is the text shown ({run} once the model ran it, else {name} of a page's text);
+ * positions(name) a Promise of that text's views, one a position; words: the widget's sentences. Returns
+ * {toggle(cell), shown(), stop()}: a grid cell knocked out or back in; a new text shown; its knock-out ended. */
+export function mountLab(root, { source, positions, words }) {
+  const form = root.querySelector("[data-lab]");
+  const { position, knockout } = form.elements;
+  const hideFirst = form.elements["hide-first"];
+  const at = live(root, {
+    args: () => {
+      const p = Number(position.value);
+      if (!(Number.isInteger(p) && p >= 0 && p <= Number(root.dataset.positionMax))) {
+        throw new InputError(fillIn(words["position-range"], { max: root.dataset.positionMax }));
+      }
+      return { position: p };
+    },
+    ask: async ({ position: p }) => {
+      const from = source();
+      return from.run ? positionOf(from.run, p) : (await positions(from.name))[p];
+    },
+    python: () => Boolean(source().run),
+    failure: (error) => fillIn(words["position-failed"], { error: error.message }),
+    errors: ERRORS,
+    stale: false, // the results say which position and which heads they are for (position-words, knocked)
+    retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
+  });
+  const knock = live(root, {
+    args: () => {
+      const { run } = source();
+      if (!run) throw new InputError(words["knockout-load"]);
+      return { run, knockout: knockout.value, hide_first: hideFirst.checked, position: Number(root.dataset.position) };
+    },
+    ask: knockOut,
+    show: (view, asked) => {
+      bind(root, view);
+      if (String(asked.position) !== root.dataset.position) at(position); // picked meanwhile: its knocked predictions
+    },
+    failure: (error) => fillIn(words["knockout-failed"], { error: error.message }),
+    errors: ERRORS,
+    stale: false, // the results say which position and which heads they are for (position-words, knocked)
+    retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
+  });
+
+  form.addEventListener("submit", (event) => event.preventDefault());
+  position.addEventListener("change", () => at(position));
+  knockout.addEventListener("change", () => knock(knockout));
+  hideFirst.addEventListener("change", () => knock(hideFirst));
+  form.addEventListener("click", (event) => {
+    const button = event.target.closest('button[name="set"]');
+    if (!button) return;
+    knockout.value = root.getAttribute(`data-set-${button.value}`) ?? "";
+    knock(button);
+  });
+
+  return {
+    /** The field's heads with cell's added, or taken out if it was there (each as its cell names it). */
+    toggle(cell) {
+      const names = [...knockout.value.matchAll(HEAD)].map(([, layer, head]) =>
+        root.querySelector(`[data-layer="${Number(layer)}"][data-head="${Number(head)}"]`)?.dataset.name)
+        .filter(Boolean);
+      const others = names.filter((name) => name !== cell.dataset.name);
+      knockout.value = (others.length < names.length ? others : [...others, cell.dataset.name]).join(" ");
+      knock(cell);
+    },
+    shown() {
+      position.max = root.dataset.positionMax;
+      position.value = root.dataset.position;
+    },
+    stop: knock.stop,
+  };
+}
