@@ -64,14 +64,23 @@ def error(message: str) -> str:
     return json.dumps({"ok": False, "error": message})
 
 
-def worded(problem: ValueError) -> str:
+def worded(problem: ValueError, names: Declared | None = None) -> str:
     """A refusal as the page's reader reads it, a sentence: the control's words where a Labelled field refused
-    (fields.Invalid.said), and a capital to start prose ("this run is over" -> "This run is over"); an argument's
-    own name (d_model, lr=1, tokens[1]) keeps the spelling the page shows beside its control."""
+    (fields.Invalid.said), and a capital to start prose ("this run is over" -> "This run is over"). A message that
+    starts with a name (d_model, lr=1, tokens[1], or a word that names an argument of names or one of its
+    fields: "steps must increase") keeps its spelling."""
     if isinstance(problem, Invalid):
         return problem.said or str(problem)
     message = str(problem)
-    return message[0].upper() + message[1:] if re.match(r"[a-z]+ ", message) else message
+    first = re.match(r"([a-z]+) ", message)
+    if not first or names is not None and first[1] in argument_names(names):
+        return message
+    return message[0].upper() + message[1:]
+
+
+def argument_names(declared: Declared) -> set:
+    """The names of declared's arguments and of the fields of those that are objects (a config's lr)."""
+    return set(declared.args).union(*(getattr(field, "fields", ()) for field in declared.args.values()))
 
 
 def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
@@ -97,11 +106,11 @@ def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
     except TypeError as problem:
         return error(f"{fn_name}: {problem}")
     except ValueError as problem:  # Invalid, or arguments that do not fit together
-        return error(worded(problem))
+        return error(worded(problem, declared))
     try:
         result = declared.fn(**args)
     except ValueError as problem:  # includes ConfigError: how the reader's numbers fit together, explained
-        return error(worded(problem))
+        return error(worded(problem, declared))
     except Exception as problem:  # a bug; say so rather than leave the widget waiting
         return error(f"internal error in {fn_name}: {type(problem).__name__}: {problem}")
     try:

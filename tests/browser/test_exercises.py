@@ -126,7 +126,7 @@ def test_a_copy_is_refused_and_errors_show_the_reader_s_line(shared):
 def test_empty_code_is_refused_in_the_readers_words(shared):
     exercise = shared("split_heads")
     refusal = json.loads(exercises_call("run_exercise", json.dumps({"name": "split_heads", "code": " \n"})))["error"]
-    control = exercise.locator(".mha-exercise__label").text_content().split(":")[0]  # "Your code: split_heads(...)"
+    control = exercise.locator("label.mha-exercise__label").text_content().split(":")[0]  # "Your code: split_heads(...)"
     assert refusal.startswith(f"{control} ")  # the reader's name of the control, not run_exercise's "code"
     assert run(exercise, " \n") == ("error", refusal)
 

@@ -278,3 +278,10 @@ def test_a_functions_own_refusal_starts_as_a_sentence():
 @pytest.mark.parametrize("message", ["d_model (6) must divide", "lr=1 is too large", "tokens[1] is not", "'x' is not"])
 def test_a_message_that_starts_with_a_name_keeps_its_spelling(message):
     assert bridge.worded(ValueError(message)) == message
+
+
+def test_a_message_that_starts_with_an_arguments_name_keeps_it_and_prose_takes_a_capital():
+    circuits, training = bridge.FUNCTIONS["circuits_over_training"], bridge.FUNCTIONS["training_start"]
+    assert bridge.worded(ValueError("steps must increase"), circuits) == "steps must increase"
+    assert bridge.worded(ValueError("vocab is too small"), training) == "vocab is too small"  # a field of config
+    assert bridge.worded(ValueError("the text needs 2 words"), training) == "The text needs 2 words"
