@@ -4,8 +4,8 @@ may call, each with the declaration of its arguments it carries (mha_core.fields
 The worker passes the function's name and its arguments as data; nothing is evaluated. call checks the arguments
 against the declaration, then runs the function itself (declared.fn), which takes them as given: the same
 declaration checks a Python user's call. Answers are {"ok": true, "result": ...} or {"ok": false, "error":
-"message"}, with arrays as nested lists; a refusal's message is worded for the reader (worded). To add a function: declare its arguments where it is defined
-(@arguments(name=field, ...)) and add it to FUNCTIONS.
+"message"}, with arrays as nested lists, and a refusal worded for the page's reader (worded). To add a function:
+declare its arguments where it is defined (@arguments(name=field, ...)) and add it to FUNCTIONS.
 """
 
 from __future__ import annotations
@@ -64,16 +64,16 @@ def error(message: str) -> str:
     return json.dumps({"ok": False, "error": message})
 
 
-def worded(problem: ValueError, names: Declared | None = None) -> str:
+def worded(problem: ValueError, declared: Declared | None = None) -> str:
     """A refusal as the page's reader reads it, a sentence: the control's words where a Labelled field refused
     (fields.Invalid.said), and a capital to start prose ("this run is over" -> "This run is over"). A message that
-    starts with a name (d_model, lr=1, tokens[1], or a word that names an argument of names or one of its
-    fields: "steps must increase") keeps its spelling."""
+    starts with a name (d_model, lr=1, tokens[1], or a word that names an argument of the function declared or
+    a field of one: "steps must increase") keeps its spelling."""
     if isinstance(problem, Invalid):
         return problem.said or str(problem)
     message = str(problem)
     first = re.match(r"([a-z]+) ", message)
-    if not first or names is not None and first[1] in argument_names(names):
+    if not first or declared is not None and first[1] in argument_names(declared):
         return message
     return message[0].upper() + message[1:]
 
