@@ -25,7 +25,7 @@ import numpy as np
 from .attention import merge_heads, scaled_dot_product_attention, softmax, split_heads
 from .views.training import MAX_PARAMS_CHARS, decode_params
 from .detectors import detector_scores, ideal_patterns
-from .fields import Choice, Maybe, Text, arguments
+from .fields import Choice, Labelled, Maybe, Text, arguments
 from .flash import online_softmax_update
 from .model import RECORDED_SEED, TrainConfig, forward
 from .presets import PRESETS
@@ -631,7 +631,7 @@ def exercise_cases(exercise: Exercise, params: str | None) -> list[Case]:
     return cases
 
 
-@arguments(_params_fit, name=Choice(tuple(EXERCISES)), code=Text(MAX_CODE_CHARS),
+@arguments(_params_fit, name=Choice(tuple(EXERCISES)), code=Labelled(Text(MAX_CODE_CHARS), "Your code"),
            params=Maybe(Text(MAX_PARAMS_CHARS)))
 def run_exercise(name: str, code: str, params: str | None = None) -> dict:
     """Run the reader's code for exercise name and check the functions it defines, case by case.

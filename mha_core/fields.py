@@ -6,7 +6,9 @@ function's body, and the kernel it calls, take their input as given.
 
 Each kind of field checks one value and returns it as the function wants it (a whole 8.0 becomes 8), or raises
 Invalid with a message that names the argument and says why ("n_heads must be at least 1, got 0."). The JSON kinds
-also say their limits as plain data (limits()), so that a widget's build puts the same bounds into its page.
+also say their limits as plain data (limits()), so that a widget's build puts the same bounds into its page. A field
+a page's control fills may carry the control's name (Labelled): its refusal then also holds the reader's sentence
+("Your code is empty."), which the browser's bridge answers with.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import numpy as np
 
 
 class Invalid(ValueError):
-    """An argument outside its declaration; the message names it and says why."""
+    """An argument outside its declaration; the message names it and says why. said: the same refusal in the
+    reader's words, naming the control instead of the argument, when a Labelled field refused it (else None)."""
+    said: str | None = None
 
 
 def shown(value) -> str:
@@ -152,6 +156,28 @@ class TextOrTokens:
 
     def limits(self) -> dict:
         return {"max_chars": self.max_chars}
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """field, filled by a page's control that the reader knows as label, written as it starts a sentence ("Your
+    code", "The learning rate"). A refusal keeps the argument's name for a Python caller and says, for the reader,
+    the same sentence with label in place of its first word (what was refused: a field's message starts with it).
+    Label the field of one value (a text, a number, a choice), not a list or an object of them."""
+    field: object
+    label: str
+
+    def check(self, name: str, value):
+        try:
+            return self.field.check(name, value)
+        except Invalid as refusal:
+            if refusal.said is None:
+                _, rest = str(refusal).split(" ", 1)
+                refusal.said = f"{self.label} {rest}"
+            raise
+
+    def limits(self) -> dict:
+        return self.field.limits()
 
 
 @dataclass(frozen=True)

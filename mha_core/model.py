@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .attention import attention_steps, matmul_2d, merge_heads, project, split_heads
-from .fields import Array, ArraysByName, Fields, Instance, ListOf, Number, Pair, Whole, arguments
+from .fields import Array, ArraysByName, Fields, Instance, Labelled, ListOf, Number, Pair, Whole, arguments
 from .rng import Random
 
 MAX_STEP_FLOPS = 60_000_000  # about 10 times the default model's step: a browser must finish one in milliseconds
@@ -36,8 +36,13 @@ TRAIN_CHOICES = {"n_layers": (1, 2), "n_heads": (1, 2, 3, 4), "lr": (0.003, 0.01
 EXPERIMENTS = {"one-layer": {"n_layers": 1}, "fixed-block": {"min_period": 8, "max_period": 8},
                "diverge": {"lr": 1.0}}  # 1.0: the largest learning rate offered, which diverges
 RECORDED_SEED = 0  # the run the site ships: TrainConfig's defaults trained from this seed
-TRAIN_CONFIG = Fields({  # each field's own range, declared from TRAIN_RANGES
-    name: (Number if isinstance(high, float) else Whole)(low, high) for name, (low, high) in TRAIN_RANGES.items()})
+TRAIN_LABELS = {"n_layers": "The number of layers", "n_heads": "The number of heads per layer",
+                "lr": "The learning rate", "min_period": "The shortest block length",
+                "max_period": "The longest block length"}  # the training widget's controls, as a refusal names them
+TRAIN_FIELDS = {name: (Number if isinstance(high, float) else Whole)(low, high)
+                for name, (low, high) in TRAIN_RANGES.items()}  # each field's own range
+TRAIN_CONFIG = Fields({name: Labelled(field, TRAIN_LABELS[name]) if name in TRAIN_LABELS else field
+                       for name, field in TRAIN_FIELDS.items()})
 MAX_TRAIN_LAYERS, MAX_TRAIN_HEADS = TRAIN_RANGES["n_layers"][1], TRAIN_RANGES["n_heads"][1]
 SEED = Whole(0, 2**32 - 1)
 ABLATE = ListOf(Pair(Whole(0, MAX_TRAIN_LAYERS - 1), Whole(0, MAX_TRAIN_HEADS - 1), ("layer", "head")),

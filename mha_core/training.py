@@ -128,7 +128,7 @@ class Trainer:
         if not loss <= DIVERGED * uniform:  # NaN fails this test too
             reached = f"reached {loss:.3g}" if math.isfinite(loss) else "stopped being a finite number"
             raise TrainingDiverged(f"training diverged at step {self.step}: the loss {reached} (a uniform guess "
-                                   f"scores {uniform:.2f}); try a smaller learning rate than lr={self.config.lr:g}.")
+                                   f"scores {uniform:.2f}); try a learning rate smaller than {self.config.lr:g}.")
 
     @arguments(n_steps=STEPS, budget_s=Maybe(Number(0, 3600)))
     def run(self, n_steps: int, budget_s: float | None = None) -> int:

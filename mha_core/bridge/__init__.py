@@ -4,18 +4,19 @@ may call, each with the declaration of its arguments it carries (mha_core.fields
 The worker passes the function's name and its arguments as data; nothing is evaluated. call checks the arguments
 against the declaration, then runs the function itself (declared.fn), which takes them as given: the same
 declaration checks a Python user's call. Answers are {"ok": true, "result": ...} or {"ok": false, "error":
-"message"}, with arrays as nested lists. To add a function: declare its arguments where it is defined
-(@arguments(name=field, ...)) and add it to FUNCTIONS.
+"message"}, with arrays as nested lists, and a refusal worded for the page's reader (worded). To add a function:
+declare its arguments where it is defined (@arguments(name=field, ...)) and add it to FUNCTIONS.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 
 from ..config import check_config
-from ..fields import Declared
+from ..fields import Declared, Invalid
 from ..presets import presets
 from ..shapes import param_count
 from ..views.heads import heads_view, heads_weights_view
@@ -63,6 +64,25 @@ def error(message: str) -> str:
     return json.dumps({"ok": False, "error": message})
 
 
+def worded(problem: ValueError, declared: Declared | None = None) -> str:
+    """A refusal as the page's reader reads it, a sentence: the control's words where a Labelled field refused
+    (fields.Invalid.said), and a capital to start prose ("this run is over" -> "This run is over"). A message that
+    starts with a name (d_model, lr=1, tokens[1], or a word that names an argument of the function declared or
+    a field of one: "steps must increase") keeps its spelling."""
+    if isinstance(problem, Invalid):
+        return problem.said or str(problem)
+    message = str(problem)
+    first = re.match(r"([a-z]+) ", message)
+    if not first or declared is not None and first[1] in argument_names(declared):
+        return message
+    return message[0].upper() + message[1:]
+
+
+def argument_names(declared: Declared) -> set:
+    """The names of declared's arguments and of the fields of those that are objects (a config's lr)."""
+    return set(declared.args).union(*(getattr(field, "fields", ()) for field in declared.args.values()))
+
+
 def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
     """Run functions[fn_name] (the widgets' FUNCTIONS unless another table is given) with json.loads(args_json) as keyword arguments and answer in JSON; never raises.
 
@@ -86,11 +106,11 @@ def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
     except TypeError as problem:
         return error(f"{fn_name}: {problem}")
     except ValueError as problem:  # Invalid, or arguments that do not fit together
-        return error(str(problem))
+        return error(worded(problem, declared))
     try:
         result = declared.fn(**args)
     except ValueError as problem:  # includes ConfigError: how the reader's numbers fit together, explained
-        return error(str(problem))
+        return error(worded(problem, declared))
     except Exception as problem:  # a bug; say so rather than leave the widget waiting
         return error(f"internal error in {fn_name}: {type(problem).__name__}: {problem}")
     try:

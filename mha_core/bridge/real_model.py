@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fields import Choice, Flag, Text, Whole, arguments
+from ..fields import Choice, Flag, Labelled, Text, Whole, arguments
 from ..llama.gguf import read_gguf
 from ..llama.lab import (first_changed_layer, logit_attribution, logit_lens, parse_heads, predictions,
                          recorded_run)
@@ -105,7 +105,7 @@ def _run(run: int) -> dict:
     return RUNS[run]
 
 
-@arguments(text=Text(MAX_TEXT_CHARS))
+@arguments(text=Labelled(Text(MAX_TEXT_CHARS), "The text"))
 def real_model_start(text: str) -> dict:
     """Tokenize text (nothing added), cut it to MAX_TOKENS tokens and set its run up; no layer runs yet."""
     model = _model()

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..heads import HEAD_KINDS, HEAD_LAYER, head_patterns, head_weights
+from ..heads import HEAD_KINDS, HEAD_LAYER, TEXT, head_patterns, head_weights
+from ..fields import Labelled
 from . import cell_names, clip, decimal, declared_as
 from .palette import COLOURS, STEPS
 
@@ -62,6 +63,7 @@ WORDS = {
 }
 
 # What each layer's heads read (HEAD_LAYER: 0, 1 or None for the averaged pattern).
+SENTENCE = Labelled(TEXT, "Your sentence")  # the text_or_tokens the widget's sentence box fills
 LAYERS = {0: "0, reading the embeddings x",
           1: "1, reading the residual stream: x plus the output of layer 0",
           None: "none: this is the mean of the four patterns, not a head of the model"}
@@ -118,7 +120,7 @@ def _head(kind: str, result: dict, ablate: tuple) -> dict:
         "ablation": {"text": knocked, "hidden": not knocked}}}
 
 
-@declared_as(head_patterns)
+@declared_as(head_patterns, text_or_tokens=SENTENCE)
 def heads_view(text_or_tokens, ablate=()) -> dict:
     """The widget's view of a text (or a list of tokens), with the heads of ablate knocked out."""
     ablate = tuple(ablate)
@@ -176,7 +178,7 @@ def _weights(reply: dict, kind: str) -> dict:
     return out
 
 
-@declared_as(head_weights)
+@declared_as(head_weights, text_or_tokens=SENTENCE)
 def heads_weights_view(text_or_tokens, ablate=()) -> dict:
     """Each head's matrices for a text, with the heads of ablate knocked out."""
     reply = head_weights.fn(text_or_tokens, tuple(ablate))

@@ -7,6 +7,7 @@ compute. The detectors are checked on the trained model the page carries. The co
 restores the skeleton; the editor is keyboard-usable."""
 from __future__ import annotations
 
+import json
 import re
 import time
 from urllib.parse import urljoin
@@ -15,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
+from mha_core.bridge.exercises import call as exercises_call
 from mha_core.exercises import EXERCISES, TIME_LIMIT_S, page_messages
 from tests.core.test_exercises import RIGHT, TRAINED_CASE_FAILS, WRONG, WRONG_ON_THE_TRAINED_MODEL, trained_params
 from sitevisit.site import pages_with
@@ -119,6 +121,14 @@ def test_a_copy_is_refused_and_errors_show_the_reader_s_line(shared):
     assert status == "error"
     assert "ValueError" in message and "line 2, in split_heads: return x.reshape(-1, n_heads, 7)" in message
     assert "exercises.py" not in message and "Traceback" not in message
+
+
+def test_empty_code_is_refused_in_the_readers_words(shared):
+    exercise = shared("split_heads")
+    refusal = json.loads(exercises_call("run_exercise", json.dumps({"name": "split_heads", "code": " \n"})))["error"]
+    control = exercise.locator("label.mha-exercise__label").text_content().split(":")[0]  # "Your code: split_heads(...)"
+    assert refusal.startswith(f"{control} ")  # the reader's name of the control, not run_exercise's "code"
+    assert run(exercise, " \n") == ("error", refusal)
 
 
 # Where the caret and the character above it stand on the screen: the pointer block's text is the line, a newline,

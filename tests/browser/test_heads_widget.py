@@ -261,6 +261,31 @@ def test_hover_keyboard_and_the_query_row_in_the_sentence(live_widget):
     prompt = "Point at or tap a cell, or Tab to the grid and use the arrow keys, to read query → key: weight."
     show_sentence(widget, "a b a b")  # another text: the readout keeps no token of the one before
     expect(readout).to_have_text(prompt)
+    stops = sentence.evaluate("el => [...el.querySelectorAll('button')].map(b => b.tabIndex)")
+    assert sorted(stops) == [-1, -1, -1, 0], stops  # the shorter sentence's tokens: still one tab stop
+
+
+@pytest.mark.before_python
+def test_the_sentence_is_one_tab_stop_and_the_arrow_keys_move_along_its_tokens(page, site_url, heads_path):
+    widget = open_widget(page, site_url, heads_path)
+    tokens = widget.locator('[data-output="sentence"] button')
+    n, q = tokens.count(), int(widget.get_attribute("data-query"))
+    assert n >= 3
+    readout = widget.locator('[data-output="cell"]')
+    widget.locator('select[name="query"]').focus()
+    page.keyboard.press("Tab")
+    expect(tokens.first).to_be_focused()
+    for key, at in [("ArrowRight", 1), ("ArrowRight", 2), ("ArrowLeft", 1), ("End", n - 1), ("ArrowRight", n - 1),
+                    ("Home", 0), ("ArrowLeft", 0), ("ArrowRight", 1)]:
+        page.keyboard.press(key)
+        expect(tokens.nth(at)).to_be_focused()
+    page.keyboard.press("Enter")  # what a click on a token does: the query row's cell of that key, read out
+    expect(readout).to_have_text(widget.locator("tbody tr").nth(q).locator("td").nth(1).get_attribute("aria-label"))
+    page.keyboard.press("Tab")  # out of the sentence at once, whatever its length
+    assert not widget.evaluate("root => root.querySelector('[data-output=\"sentence\"]').contains(document.activeElement)")
+    page.keyboard.press("Shift+Tab")  # back to the token last reached
+    expect(tokens.nth(1)).to_be_focused()
+    assert widget.locator('[data-output="sentence"] button[tabindex="0"]').count() == 1
 
 
 def test_how_this_head_works_comes_from_its_data_and_shows_the_matrices(live_widget):

@@ -344,7 +344,7 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(fresh_widget):
     widget.locator('input[name="max_period"]').fill("16")
     widget.locator('select[name="lr"]').select_option("1.0")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="run-error"]')).to_contain_text("training diverged at step", timeout=60_000)
+    expect(widget.locator('[data-output="run-error"]')).to_contain_text("Training diverged at step", timeout=60_000)
     expect(widget).to_have_attribute("data-state", "error")
     expect(widget.locator('button[name="train"]')).to_be_enabled()
     expect(widget.locator('button[name="stop"]')).to_be_disabled()
@@ -602,8 +602,8 @@ def test_a_learning_rate_that_diverges(fresh_widget):
     widget.locator('button[name="experiment"][value="diverge"]').click()
     expect(widget.locator('select[name="lr"]')).to_have_value("1.0")
     expect(widget.locator('[data-output="run-error"]')).to_have_text(re.compile(
-        r"training diverged at step \d+: the loss reached .+ \(a uniform guess scores 3\.47\); "
-        r"try a smaller learning rate than lr=1\."), timeout=120_000)
+        r"Training diverged at step \d+: the loss reached .+ \(a uniform guess scores 3\.47\); "
+        r"try a learning rate smaller than 1\."), timeout=120_000)
     expect(widget).to_have_attribute("data-state", "error")
     expect(widget.locator('[data-output="run"]')).to_have_text("Shown: your run, up to its last good checkpoint.")
     expect(widget.locator('button[name="experiment"]').first).to_be_enabled()

@@ -82,7 +82,7 @@ def test_head_weights_serialise():
     ("shapes_view", "[512, 8]", "must be a JSON object"),
     ("shapes_view", {"d_model": 512}, "missing a required argument"),
     ("shapes_view", {"d_model": 512, "n_heads": 8, "seq_len": 2, "batch": 1, "evil": 1}, "unexpected keyword"),
-    ("heads_view", {"text_or_tokens": "   "}, "text is empty"),
+    ("heads_view", {"text_or_tokens": "   "}, "Your sentence is empty."),
     ("heads_view", {"text_or_tokens": "a b", "ablate": ["averaged"]}, "ablate[0] must be one of previous_token"),
     ("param_count", {"d_model": True, "n_heads": 8}, "d_model must be a whole number, got True."),
 ])
@@ -147,9 +147,9 @@ BAD = [  # function, the argument changed, its bad value, the message
     ("shapes_view", "dtype_bytes", 3, "dtype_bytes must be one of 1, 2, 4, 8 (int8, 16-bit, float32, float64), got 3."),
     ("shapes_view", "n_layers", 0, "n_layers must be at least 1, got 0."),
     ("param_count", "bias", 1, "bias must be true or false, got 1."),
-    ("heads_view", "text_or_tokens", "   ", "text is empty."),
-    ("heads_view", "text_or_tokens", "a" * 100_001, "text is too long: 100,001 characters (at most 100,000)."),
-    ("heads_view", "text_or_tokens", ["a", 3], "text_or_tokens must be a string or a list of 1 to 100,000"),
+    ("heads_view", "text_or_tokens", "   ", "Your sentence is empty."),
+    ("heads_view", "text_or_tokens", "a" * 100_001, "Your sentence is too long: 100,001 characters (at most 100,000)."),
+    ("heads_view", "text_or_tokens", ["a", 3], "Your sentence must be a string or a list of 1 to 100,000"),
     ("heads_view", "ablate", "previous_token", "ablate must be a list, got 'previous_token'."),
     ("heads_weights_view", "ablate", ["nope"], "ablate[0] must be one of previous_token, positional, induction, content"),
     ("worked_view", "seed", 0, "seed must be at least 1, got 0."),
@@ -159,12 +159,12 @@ BAD = [  # function, the argument changed, its bad value, the message
     ("memory_view", "n_tokens", 5, "n_tokens must be at most 4, got 5."),
     ("memory_view", "n_heads", 3, "n_heads must be one of 1, 2, 4 (d_model = 8), got 3."),
     ("memory_view", "wrong", "yes", "wrong must be true or false, got 'yes'."),
-    ("training_start", "config", {"n_heads": 0}, "n_heads must be at least 1, got 0."),
-    ("training_start", "config", {"n_heads": 9}, "n_heads must be at most 8, got 9."),
-    ("training_start", "config", {"min_period": 1}, "min_period must be at least 2, got 1."),
-    ("training_start", "config", {"min_period": None}, "min_period must be a whole number, got None."),
-    ("training_start", "config", {"lr": 0}, "lr must be a number above 0 and at most 10, got 0."),
-    ("training_start", "config", {"lr": True}, "lr must be a number above 0 and at most 10, got True."),
+    ("training_start", "config", {"n_heads": 0}, "The number of heads per layer must be at least 1, got 0."),
+    ("training_start", "config", {"n_heads": 9}, "The number of heads per layer must be at most 8, got 9."),
+    ("training_start", "config", {"min_period": 1}, "The shortest block length must be at least 2, got 1."),
+    ("training_start", "config", {"min_period": None}, "The shortest block length must be a whole number, got None."),
+    ("training_start", "config", {"lr": 0}, "The learning rate must be a number above 0 and at most 10, got 0."),
+    ("training_start", "config", {"lr": True}, "The learning rate must be a number above 0 and at most 10, got True."),
     ("training_start", "config", {"batch": 10**9}, "batch must be at most 64, got 1000000000."),
     ("training_start", "config", {"heads": 2}, "unknown config field 'heads'; known: vocab, d_model"),
     ("training_start", "config", [2], "config must be an object of fields"),
@@ -233,3 +233,55 @@ def test_any_json_arguments_get_an_answer(d_model, n_heads, seq_len, batch, n_kv
         assert answer["result"]["outputs"]["check"]["data"]["ok"] in ("true", "false")
     else:
         assert answer["error"].split()[0] in args and "internal error" not in answer["error"]
+
+
+# ---------------------------------------------------------------- the reader's words
+
+READERS = [  # function, arguments, the argument a Python caller reads named, the control the page's reader reads named
+    ("heads_view", {"text_or_tokens": "   "}, "text", "Your sentence"),
+    ("heads_weights_view", {"text_or_tokens": ["a", ""]}, "text_or_tokens", "Your sentence"),
+    ("real_model_start", {"text": "x" * 100_001}, "text", "The text"),
+    ("training_start", {"config": {"lr": 20}}, "lr", "The learning rate"),
+    ("training_start", {"config": {"max_period": 99}}, "max_period", "The longest block length"),
+    ("training_evaluate", {"config": {"n_layers": 0}, "seed": 0, "params": "x"}, "n_layers", "The number of layers"),
+]
+
+
+@pytest.mark.parametrize("fn_name, args, argument, control", READERS)
+def test_a_refusal_names_the_argument_to_python_and_the_control_to_the_reader(fn_name, args, argument, control):
+    with pytest.raises(ValueError) as refused:
+        bridge.FUNCTIONS[fn_name](**args)
+    python = str(refused.value)
+    assert python.startswith(f"{argument} ")
+    assert call(fn_name, args) == {"ok": False, "error": control + python.removeprefix(argument)}
+
+
+def test_the_exercises_python_names_the_readers_code():
+    from mha_core.bridge.exercises import call as exercises_call
+    from mha_core.exercises import run_exercise
+    with pytest.raises(ValueError, match="^code is empty.$"):
+        run_exercise("kv_cache", " \n")
+    answer = json.loads(exercises_call("run_exercise", json.dumps({"name": "kv_cache", "code": " \n"})))
+    assert answer == {"ok": False, "error": "Your code is empty."}
+
+
+def test_a_functions_own_refusal_starts_as_a_sentence():
+    run = call("training_start", {"config": {"batch": 1, "d_model": 4, "d_head": 2}})["result"]["run"]
+    assert call("training_stop", {"run": run})["result"]["stopped"]
+    with pytest.raises(ValueError) as refused:
+        bridge.FUNCTIONS["training_advance"](run=run)
+    python = str(refused.value)
+    assert python[0].islower()
+    assert call("training_advance", {"run": run})["error"] == python[0].upper() + python[1:]
+
+
+@pytest.mark.parametrize("message", ["d_model (6) must divide", "lr=1 is too large", "tokens[1] is not", "'x' is not"])
+def test_a_message_that_starts_with_a_name_keeps_its_spelling(message):
+    assert bridge.worded(ValueError(message)) == message
+
+
+def test_a_message_that_starts_with_an_arguments_name_keeps_it_and_prose_takes_a_capital():
+    circuits, training = bridge.FUNCTIONS["circuits_over_training"], bridge.FUNCTIONS["training_start"]
+    assert bridge.worded(ValueError("steps must increase"), circuits) == "steps must increase"
+    assert bridge.worded(ValueError("vocab is too small"), training) == "vocab is too small"  # a field of config
+    assert bridge.worded(ValueError("the text needs 2 words"), training) == "The text needs 2 words"

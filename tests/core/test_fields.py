@@ -9,8 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 import mha_core
 from mha_core import bridge
-from mha_core.fields import (Array, ArraysByName, Choice, Declared, Fields, Flag, Having, Instance, Invalid, ListOf,
-                             Maybe, Number, Pair, Text, TextOrTokens, Whole, arguments, shown)
+from mha_core.fields import (Array, ArraysByName, Choice, Declared, Fields, Flag, Having, Instance, Invalid, Labelled,
+                             ListOf,                              Maybe, Number, Pair, Text, TextOrTokens, Whole, arguments, shown)
 
 
 @pytest.mark.parametrize("value, words", [
@@ -92,6 +92,27 @@ def test_an_object_of_fields_refuses_unknown_ones_and_names_each_field_alone():
         config.check("config", {"n_heads": 0})
     with pytest.raises(Invalid, match="^config must be an object"):
         config.check("config", [2])
+
+
+@pytest.mark.parametrize("field, value", [(Text(10), " "), (Text(10), "x" * 11), (Whole(1, 8), 0), (Number(0, 1), "a"),
+                                          (Choice((1, 2)), 3), (TextOrTokens(5), [""])])
+def test_a_labelled_field_says_the_same_refusal_with_the_controls_name(field, value):
+    with pytest.raises(Invalid) as plain:
+        field.check("lr", value)
+    with pytest.raises(Invalid) as labelled:
+        Labelled(field, "The learning rate").check("lr", value)
+    assert str(labelled.value) == str(plain.value) and plain.value.said is None  # a Python caller's words unchanged
+    assert labelled.value.said == "The learning rate " + str(plain.value).split(" ", 1)[1]
+    assert Labelled(field, "The learning rate").limits() == field.limits()
+
+
+def test_inside_an_object_of_fields_a_label_names_its_own_field():
+    config = Fields({"lr": Labelled(Number(0, 10), "The learning rate"), "n": Whole(1, 8)})
+    with pytest.raises(Invalid) as refused:
+        config.check("config", {"lr": 0})
+    assert (str(refused.value), refused.value.said) == ("lr must be a number above 0 and at most 10, got 0.",
+                                                        "The learning rate must be a number above 0 and at most 10, got 0.")
+    assert config.check("config", {"lr": 0.5, "n": 2.0}) == {"lr": 0.5, "n": 2}
 
 
 def test_limits_are_plain_data():

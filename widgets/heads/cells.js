@@ -1,5 +1,5 @@
 // The heatmap's reading, after the binding has filled it from a view: one cell in the tab order (roving
-// tabindex), the selected query's row, the readout and the sentence's highlights, each copied from the cells'
+// tabindex), the selected query's row, the readout and the sentence's highlights (its tokens one tab stop too), each copied from the cells'
 // own attributes (the view made every word and number); the cells' places and the slots of their names and
 // colours, from the view's lists; and the heads' pictures from the cells' shades.
 import { setData, setText } from "../runtime/dom.js";
@@ -38,6 +38,28 @@ export function selectQuery(w, q) {
     button.toggleAttribute("data-query", j === q);
     button.toggleAttribute("data-future", j > q);
   });
+}
+
+const TOKEN_MOVES = { ArrowLeft: -1, ArrowRight: 1 };
+
+/** The sentence's tokens, one tab stop: the token that had it, else the first (a shorter sentence removed it, or
+ * the binding cloned every token, each out of the tab order). */
+export function keepTokenStop(sentence) {
+  const tokens = sentence.querySelectorAll("button");
+  if (tokens.length && !sentence.querySelector('button[tabindex="0"]')) tokens[0].tabIndex = 0;
+}
+
+/** The arrow keys move the tab stop and the focus along the sentence's tokens (Home and End to its ends). */
+export function moveTokenFocus(sentence, event) {
+  const tokens = [...sentence.querySelectorAll("button")];
+  const here = tokens.indexOf(event.target);
+  const to = event.key === "Home" ? 0 : event.key === "End" ? tokens.length - 1 : here + (TOKEN_MOVES[event.key] ?? NaN);
+  const next = tokens[to]; // undefined past either end, or for another key
+  if (here < 0 || !next) return;
+  event.preventDefault();
+  tokens[here].tabIndex = -1;
+  next.tabIndex = 0;
+  next.focus();
 }
 
 /** Give the cells a new sentence added (the binding clones them bare) their place: (q, k) drawn for k <= q, in

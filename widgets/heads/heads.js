@@ -10,7 +10,8 @@ import { InputError, live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { noteIgnored, whileShown } from "../runtime/status.js";
 import { moveFrom } from "../shared/grid.js";
-import { cellAt, drawThumb, headCells, maskedNames, placeCells, selectQuery, setActive, showCell } from "./cells.js";
+import { cellAt, drawThumb, headCells, keepTokenStop, maskedNames, moveTokenFocus, placeCells, selectQuery, setActive,
+  showCell } from "./cells.js";
 import { staleText } from "./stale.js";
 import { readURL, writeURL } from "./state.js";
 
@@ -54,6 +55,7 @@ function showView(w, view, asked) {
   w.shown = { sentence: asked.text_or_tokens, ablate: asked.ablate.length > 0 };
   bind(w.root, view);
   placeCells(w.table);
+  keepTokenStop(w.sentence);
   bind(w.root, { outputs: { masked: { cells: { label: maskedNames(view) } } } });
   w.root.style.setProperty("--n", w.root.dataset.tokens);
   [...w.picker.options].forEach((option, i) => { option.value = String(i); });
@@ -162,6 +164,7 @@ function wire(w, request) {
     const token = event.target.closest("button[data-token-index]");
     if (token) showCell(w, w.query, Number(token.dataset.tokenIndex));
   });
+  w.sentence.addEventListener("keydown", (event) => moveTokenFocus(w.sentence, event));
   w.details.addEventListener("toggle", () => showWeights(w));
 }
 

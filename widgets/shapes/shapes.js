@@ -8,7 +8,7 @@ import { keepInURL, output, showMessage } from "../runtime/dom.js";
 import { InputError, live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { noteIgnored } from "../runtime/status.js";
-import { syncSliders, sliderValue } from "./sliders.js";
+import { sliderValue, syncSliders } from "./sliders.js";
 import { defaultConfig, presetValues, readConfig, readURL, writeURL, writeValues } from "./state.js";
 
 const PRESET_KEYS = ["d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers"];
@@ -23,10 +23,10 @@ function changes(config, shown) {
     .map((k) => `${SYMBOLS[k]} = ${config[k] ?? "derived"}`).join(", ");
 }
 
-/** The form's configuration and its real model (the preset: "" when the sizes are the reader's) as
- * shapes_view's arguments, or an InputError naming each field that holds no size it can take. */
+/** The form's configuration as last read (w.read) and its real model (the preset: "" when the sizes are the
+ * reader's) as shapes_view's arguments, or an InputError naming each field that holds no size it can take. */
 function args(w) {
-  const { config, errors } = readConfig(w.form);
+  const { config, errors } = w.read;
   if (errors.length) throw new InputError(errors.join(" "));
   return { ...config, preset: w.form.querySelector('select[name="preset"]').value };
 }
@@ -36,9 +36,17 @@ function sayPending(w, stale) {
   showMessage(w.root, "pending", stale ? w.waiting : "");
 }
 
-/** Ask for the form's configuration (the life cycle says what is stale, and when); keep it in the URL. */
+/** Read the form, once for this change (its fields' limits checked there, against the template's min and max:
+ * mha_core's declaration), and place the sliders where it says. */
+function read(w) {
+  w.read = readConfig(w.form);
+  syncSliders(w.form, w.read.config);
+}
+
+/** Ask for the form as read (the life cycle says what is stale, and when); keep it in the URL. */
 function update(w, control) {
-  const { config, errors } = readConfig(w.form);
+  read(w);
+  const { config, errors } = w.read;
   w.waiting = errors.length ? "" : `Waiting for Python to compute ${changes(config, w.shown)}…`;
   if (!output(w.root, "pending").hidden) sayPending(w, true); // already waiting: for these values now
   if (!errors.length && w.urlState) keepInURL(w, () => writeURL(w.form, config, location.search));
@@ -54,13 +62,11 @@ function onChange(w, target) {
   if (target.type === "range" || target.type === "number") return; // applied on input
   if (target.name !== "preset") return onEdit(w, target);
   writeValues(w.form, presetValues(w.form));
-  syncSliders(w.form);
   update(w, target);
 }
 
 function onEdit(w, target) {
   if (PRESET_KEYS.includes(target.name)) w.form.querySelector('select[name="preset"]').value = "";
-  syncSliders(w.form);
   update(w, target);
 }
 
@@ -71,7 +77,6 @@ function restoreFromURL(w) {
   if (preset) writeValues(w.form, { preset });
   if (!preset && Object.keys(values).length === 0) return;
   writeValues(w.form, { ...presetValues(w.form), ...values });
-  syncSliders(w.form);
   if (preset || ADVANCED_KEYS.some((k) => k in values)) w.form.querySelector("details").open = true;
   update(w, w.form);
 }
@@ -92,7 +97,7 @@ function mount(root) {
     marked: (stale) => sayPending(w, stale),
     settled: () => sayPending(w, false),
   });
-  syncSliders(form);
+  read(w);
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("input", (event) => onInput(w, event.target));
   form.addEventListener("change", (event) => onChange(w, event.target));

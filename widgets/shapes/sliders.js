@@ -3,7 +3,6 @@
 // widget.py), the divisors of d_model for h, up to its data-max-step. The number field beside each takes any
 // value; the slider then sits at the nearest step and still announces the field's value. A slider is shown
 // once placed (data-placed): the page is rendered without positions, which mount sets before Python starts.
-import { readWhole } from "../shared/numbers.js";
 
 const steps = (slider) => slider.dataset.values.split(",").map(Number);
 
@@ -29,19 +28,17 @@ function setDivisorSteps(slider, of) {
   if (slider.dataset.values !== values) slider.dataset.values = values;
 }
 
-/** A field's whole number within its limits, or null while it holds anything else (the slider then stays
- * where it was: a size past the field's max is refused in words, not clipped to the slider's end). */
-const fieldValue = (form, name) => readWhole(form.querySelector(`input[type="number"][name="${name}"]`)).value ?? null;
-
-/** Put every slider where its number field says. */
-export function syncSliders(form) {
+/** Put every slider where config (the form as readConfig read it) says. A field that holds no size it can take
+ * is not in config: its slider stays where it was (a size past the field's max is refused in words, not clipped
+ * to the slider's end). */
+export function syncSliders(form, config) {
   for (const slider of form.querySelectorAll('input[type="range"]')) {
-    const of = slider.dataset.divisorsOf && fieldValue(form, slider.dataset.divisorsOf);
+    const of = slider.dataset.divisorsOf && config[slider.dataset.divisorsOf];
     if (of) setDivisorSteps(slider, of);
     if (!slider.dataset.values) continue; // h, while d_model's field holds no whole number at mount
     const max = String(steps(slider).length - 1);
     if (slider.max !== max) slider.max = max;
-    const value = fieldValue(form, slider.name);
+    const value = config[slider.name];
     if (value) place(slider, value);
     if (!("placed" in slider.dataset)) slider.dataset.placed = ""; // an attribute write restyles, even unchanged
   }
