@@ -326,7 +326,7 @@ def messages() -> dict:
             "no-text": "Type a text first: at least two words or punctuation marks.",
             "asset-failed": "The recorded run could not be loaded: {error}",
             "asset-changed": "{asset} is not the file this page was built with (its sha256 differs)",
-            "block-order": "Block length from {from} to {to}: the first must not be larger than the second."}
+            "block-order": "The shortest block length ({from}) must not be larger than the longest ({to})."}
 
 
 def shown_as(labels: list[str]) -> dict:

@@ -261,7 +261,7 @@ def test_the_readers_own_text(fresh_widget, run):
     # a text of one word is refused with a message; back to the test sequence
     widget.locator('input[name="text"]').fill("hello")
     widget.locator('button[name="show"]').click()
-    expect(widget.locator('[data-output="error"]')).to_have_text("the text needs at least 2 words or punctuation marks.")
+    expect(widget.locator('[data-output="error"]')).to_have_text("The text needs at least 2 words or punctuation marks.")
     expect(widget).to_have_attribute("data-state", "error")
     near = widget.evaluate("""root => {  // the message sits by the button the reader pressed
       const [message, button] = [root.querySelector('[data-output="error"]'), root.querySelector('button[name="show"]')];
@@ -320,7 +320,7 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(fresh_widget):
     widget.locator('input[name="min_period"]').fill("1")
     widget.locator('button[name="train"]').click()
     expect(widget).to_have_attribute("data-state", "error")
-    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length from must be a whole number from {PERIODS}.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"The shortest block length must be a whole number from {PERIODS}.")
     assert widget.locator('[data-output="step"]').get_attribute("data-value") == shown_step  # nothing lost
     expect(widget.locator('[data-output="run"]')).to_have_text(shown_run)  # no run happened: it says so still
     near = widget.evaluate("""root => {  // the message sits by the buttons the reader pressed
@@ -330,16 +330,16 @@ def test_bad_settings_and_a_diverging_run_end_in_a_clear_state(fresh_widget):
     assert near < 200, near
     widget.locator('input[name="min_period"]').fill("")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length from must be a whole number from {PERIODS}.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"The shortest block length must be a whole number from {PERIODS}.")
     widget.locator('input[name="min_period"]').fill("5")
     widget.locator('input[name="max_period"]').fill("40")
     widget.locator('button[name="train"]').click()
-    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"Block length to must be a whole number from {PERIODS}.")
+    expect(widget.locator('[data-output="run-error"]')).to_have_text(f"The longest block length must be a whole number from {PERIODS}.")
     widget.locator('input[name="min_period"]').fill("20")
     widget.locator('input[name="max_period"]').fill("3")
     widget.locator('button[name="train"]').click()  # the reader's words: the fields', not min_period and max_period
     expect(widget.locator('[data-output="run-error"]')).to_have_text(
-        "Block length from 20 to 3: the first must not be larger than the second.")
+        "The shortest block length (20) must not be larger than the longest (3).")
     widget.locator('input[name="min_period"]').fill("5")
     widget.locator('input[name="max_period"]').fill("16")
     widget.locator('select[name="lr"]').select_option("1.0")

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from mha_core import bridge
+from mha_core.model import TRAIN_LABELS
 from mha_core.views import whole_error
 from mha_core.views.training import BOX, MAX_LINES, MAX_TICKS, messages, recorded_run
 from mha_core.model import EXPERIMENTS, RECORDED_SEED as SEED, TRAIN_CHOICES, TrainConfig
@@ -68,7 +69,7 @@ def context() -> dict:
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "outputs": {**last["outputs"], **run["charts"]}, "config": config,
         "box": BOX, "max_ticks": MAX_TICKS, "max_lines": MAX_LINES, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
-        "limits": limits, "whole_error": whole_error, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
+        "limits": limits, "whole_error": whole_error, "labels": TRAIN_LABELS, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
         "data": {"history": run["history"], "charts": run["charts"], "last": {k: v for k, v in last.items() if k != "params"},
                  "labels": run["labels"], "names": run["names"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
