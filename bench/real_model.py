@@ -91,14 +91,14 @@ def wait_state(page, wanted: str, timeout_s: float = TIMEOUT_S) -> float:
     return wait_until(page, lambda: state(page) == wanted, timeout_s=timeout_s)
 
 
-def settle(page, control: str, value: str, shown) -> float:
-    """Seconds from a control of the lab changed as a reader does (filled, then Tab) until the widget is live
-    again and shown() (its answer is in: a quick one may come before a poll sees busy)."""
+def settle(page, control: str, value: str, shown, live: bool = True) -> float:
+    """Seconds from a control of the lab changed as a reader does (filled, then Tab) until shown() (its answer is
+    in: a quick one may come before a poll sees busy), and the widget live again unless live is False."""
     field = page.locator(f'{ROOT_SELECTOR} [name="{control}"]')
     field.fill(value)
     start = time.monotonic()
     field.press("Tab")
-    wait_until(page, lambda: state(page) == "live" and shown(), "lab-error")
+    wait_until(page, lambda: (state(page) == "live" or not live) and shown(), "lab-error")
     return time.monotonic() - start
 
 
@@ -130,7 +130,9 @@ def first_visit_and_load(browser, site: Path, url_path: str, mbit, latency_ms) -
         first = sum(n for _, n in network.sent)
         model_before = sum(n for path, n in network.sent if MODEL in path)
         page.locator(f'{ROOT_SELECTOR} button[name="load"]').click()
-        downloaded = wait_state(page, "busy")
+        progress = page.locator(f'{ROOT_SELECTOR} [data-output="progress"]')
+        downloaded = wait_until(page, lambda: progress.text_content().startswith("Layer")  # progress_text's
+                                or state(page) == "live")
         wait_state(page, "live")
         model = sum(n for path, n in network.sent if MODEL in path)
         context.close()
@@ -170,8 +172,11 @@ def kept_runs(browser, site: Path, url_path: str, runs: int) -> dict:
             "data-knocked") == "true"
         knock_outs = [settle(page, "knockout", f"L0H{run}", lambda: knocked(run))  # layer 0: all 30 run again
                       for run in range(runs)]
-        positions = [settle(page, "position", str(p), lambda: root.get_attribute("data-position") == str(p))
-                     for p in range(3, 3 + runs)]
+        positions = []  # until its predictions and attribution are shown (the lens, a call of its own, follows)
+        for p in range(3, 3 + runs):
+            positions.append(settle(page, "position", str(p), lambda: root.get_attribute("data-position") == str(p),
+                                    live=False))
+            wait_state(page, "live")
         long_tasks = [(t, d) for t, d in page.evaluate("window.__long") if t + d >= loaded_at]
         memory = renderer_peak_mb(page)
         context.close()
