@@ -8,7 +8,7 @@ headless, the site served by sitevisit's throttling server.
 
 Targets (medians of the runs, the model kept): a first visit ≤ 8 MB (no byte of the model before Load); a
 32-token text's heads, losses and predictions ≤ 4 s; a knock-out ≤ 3 s (one head of layer 0: all 30 layers run
-again, the slowest there is); another position's predictions, attribution and lens ≤ 0.5 s; the page's renderer
+again, the slowest there is); another position's predictions and attribution ≤ 0.5 s; the page's renderer
 process (the page and its workers, Python's among them) ≤ 1 GB at its peak (VmHWM); no main-thread task over
 50 ms while the model loads and runs. The download's size and its time at 10 Mbit/s (40 ms) are printed, with no
 target. Exits 1 if a target is missed. A busy machine gives slower figures: run it alone; the machine's own speed
@@ -205,7 +205,7 @@ def main() -> int:
     print(f"a {N_TOKENS}-token text's 270 heads, losses and predictions, the model kept: "
           + listed(f"{s:.2f} s" for s in kept["seconds"]))
     print("a knock-out of one head of layer 0 (30 layers again): " + listed(f"{s:.2f} s" for s in kept["knock_outs"]))
-    print("another position's predictions, attribution and lens: " + listed(f"{s:.3f} s" for s in kept["positions"]))
+    print("another position's predictions and attribution: " + listed(f"{s:.3f} s" for s in kept["positions"]))
     print(f"the renderer's peak memory: {kept['memory_mb']:.0f} MB; longest main-thread task: {kept['longest_task']:.0f} ms")
     print(f"machine speed after: a 10-million-step Python loop in {machine_speed():.2f} s; load average "
           f"{os.getloadavg()[0]:.1f}")
@@ -223,7 +223,7 @@ def main() -> int:
                       f"{median:.2f} s (min {min(kept['seconds']):.2f}, max {max(kept['seconds']):.2f}); "
                       f"{kept['memory_mb']:.0f} MB; {kept['longest_task']:.0f} ms", "≤ 4 s; ≤ 1 GB; ≤ 50 ms", kept_ok),
         FIGURES.check(f"real model, kept, {N_TOKENS} tokens: a knock-out from layer 0; another position's "
-                      f"predictions, attribution and lens (medians of {args.runs})",
+                      f"predictions and attribution (medians of {args.runs})",
                       f"{knock:.2f} s; {position:.3f} s", "≤ 3 s; ≤ 0.5 s", knock <= 3 and position <= 0.5),
     ]
     return 0 if all(checks) else 1
