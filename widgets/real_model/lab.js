@@ -1,9 +1,9 @@
 // The laboratory of the real model's widget: the position picked (its predictions, which heads wrote its next token,
 // the logit lens there), the heads knocked out (typed, toggled in the grid, or a one-click set) and the first token
-// hidden. Each is a life cycle of its own (runtime/live.js) with its own error slot: a position is one call of the
-// page's Python (or, for one of the page's texts, a view of its positions asset: read without the model); a
-// knock-out is a run of calls, a layer a call, a newer one ending the older between two layers. Every word and
-// number shown is Python's: the views are bound as they come (mha_core.bridge.real_model).
+// hidden. Each is a life cycle of its own (runtime/live.js) with its own error slot and no Retry: a position is two
+// calls of the page's Python (or, for one of the page's texts, a view of its positions asset: read without the
+// model); a knock-out is a run of calls, a layer a call, a newer one ending the older between two layers. Every
+// word and number shown is Python's: the views are bound as they come (mha_core.bridge.real_model).
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { fillIn } from "../runtime/dom.js";
@@ -24,11 +24,11 @@ async function* knockOut(args) {
   return step.view;
 }
 
-/** The position's view of a finished run: its predictions and attribution, and the lens (a call of its own). */
-async function positionOf(run, position) {
-  const [view, lens] = await Promise.all([call("real_model_position", { run, position }),
-    call("real_model_lens", { run, position })]);
-  return { data: { ...view.data, ...lens.data }, outputs: { ...view.outputs, ...lens.outputs } };
+/** A position of a finished run, a run of two calls: its predictions and attribution, bound as they come (a step);
+ * then the lens, a pass over the unembedding, the answer. */
+async function* positionOf(run, position) {
+  yield await call("real_model_position", { run, position });
+  return await call("real_model_lens", { run, position });
 }
 
 /** Wire root's laboratory. source() is the text shown ({run} once the model ran it, else {name} of a page's text);
@@ -46,9 +46,9 @@ export function mountLab(root, { source, positions, words }) {
       }
       return { position: p };
     },
-    ask: async ({ position: p }) => {
+    ask: ({ position: p }) => {
       const from = source();
-      return from.run ? positionOf(from.run, p) : (await positions(from.name))[p];
+      return from.run ? positionOf(from.run, p) : positions(from.name).then((views) => views[p]);
     },
     python: () => Boolean(source().run),
     failure: (error) => fillIn(words["position-failed"], { error: error.message }),
