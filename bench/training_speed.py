@@ -174,6 +174,11 @@ WATCH = """() => {
 # Waits for the end of the run. Not expect(): its checks each ran about 1,500 forced style-and-layout updates
 # on this page, some 100 ms of the main thread per check in a trace, a load no reader's page carries.
 LIVE = "() => document.querySelector('[data-mha-widget=\"training\"]').dataset.state === 'live'"
+# The reader's run has begun: busy, and past step 0 (polled the same way, for the same reason).
+STEPPING = """() => {
+  const root = document.querySelector('[data-mha-widget="training"]');
+  return root.dataset.state === "busy" && root.querySelector('[data-output="step"]').dataset.value !== "0";
+}"""
 
 
 def browser(site: Path | None) -> bool:
@@ -193,8 +198,7 @@ def browser(site: Path | None) -> bool:
         heads = page.locator('[data-mha-widget="heads"]')
         page.evaluate(WATCH)
         widget.locator('button[name="train"]').click()
-        expect(widget).to_have_attribute("data-state", "busy", timeout=30_000)
-        expect(widget.locator('[data-output="step"]')).not_to_have_attribute("data-value", "0", timeout=30_000)
+        page.wait_for_function(STEPPING, polling=250, timeout=30_000)
         answers = [show_sentence(heads, f"a b c d {word} a b c d {word}") for word in ("one", "two", "three")]
         page.wait_for_function(LIVE, polling=250, timeout=180_000)
         bench = page.evaluate("() => window.__bench")

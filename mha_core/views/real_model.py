@@ -20,7 +20,7 @@ import numpy as np
 
 from ..llama.lab import control_heads, strongest_heads
 from ..fields import Array, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, Whole, arguments, shown
-from . import clip, css_number, decimal, plural
+from . import clip, css_number, decimal, head_name, plural
 
 N_LAYERS, N_HEADS, N_KV_HEADS = 30, 9, 3  # SmolLM2-135M: 9 query heads in 3 key/value groups of 3
 GROUP = N_HEADS // N_KV_HEADS
@@ -29,11 +29,6 @@ MAX_TOKEN_CHARS = 256  # one token's text (the longest in the vocabulary is far 
 KIND_NAMES = {"previous_token": "previous-token", "induction": "induction", "first_token": "first-token",
               "duplicate_token": "duplicate-token"}
 KINDS = tuple(KIND_NAMES)  # the order the page offers them in: mha_core.llama.scores.SCORES, reordered
-
-
-def head_name(layer: int, head: int) -> str:
-    """'L17 H3'."""
-    return f"L{layer} H{head}"
 
 
 def score_text(value: float) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mha_core.llama import head_scores, layer_weights, llama_config, run_layers
+from mha_core.views import head_name
 from mha_core.views.real_model import CONTROL_SEED, MAX_TOKENS, SET_MIN
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.sources import sources_key
@@ -39,7 +40,7 @@ def f2(x: float) -> str:
 def best(scores: np.ndarray) -> tuple[str, float]:
     """('L18 H6', 0.93): the head with the highest score."""
     layer, head = np.unravel_index(np.nanargmax(scores), scores.shape)
-    return f"L{layer} H{head}", float(scores[layer, head])
+    return head_name(layer, head), float(scores[layer, head])
 
 
 def layers_of(mask: np.ndarray) -> tuple[int, int]:
@@ -62,7 +63,7 @@ def mean(values) -> float:
 
 def heads_named(heads) -> str:
     """[[17, 3], [18, 6]] -> 'L17 H3 and L18 H6'."""
-    names = [f"L{l} H{h}" for l, h in heads]
+    names = [head_name(l, h) for l, h in heads]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
@@ -113,7 +114,7 @@ def attribution_facts(w, scores: np.ndarray) -> dict[str, str]:
     return {"rm_attr_position": str(position), "rm_attr_logit": f2(parts["logit"]),
             "rm_attr_embed": signed2(parts["embed"]), "rm_attr_heads": signed2(float(heads.sum())),
             "rm_attr_mlps": signed2(float(np.sum(parts["mlps"]))),
-            "rm_attr_top": ", ".join(f"L{l} H{h} ({signed2(float(heads[l, h]))})" for l, h in top[:-1])
+            "rm_attr_top": ", ".join(f"{head_name(l, h)} ({signed2(float(heads[l, h]))})" for l, h in top[:-1])
             + f" and L{top[-1][0]} H{top[-1][1]} ({signed2(float(heads[top[-1]]))})",
             "rm_attr_top_induction": str(sum(1 for l, h in top if scores[l, h] >= ROLE_MIN)),
             "rm_attr_top_count": str(ATTRIBUTION_TOP), "rm_lens_layer": str(from_row - 1)}
@@ -234,7 +235,7 @@ def spread_scores(w) -> list[np.ndarray]:
 
 
 def head_names(mask: np.ndarray) -> list[str]:
-    return [f"L{layer} H{head}" for layer, head in zip(*np.nonzero(mask))]
+    return [head_name(layer, head) for layer, head in zip(*np.nonzero(mask))]
 
 
 def spread_facts(w, induction: np.ndarray) -> dict[str, str]:
