@@ -5,9 +5,9 @@
    once, matmul, the textbook backward pass), on the same batches, timed alternately on one BLAS thread; both
    must give the same gradients. Target: ratio of medians ≤ 1.0 (5 % allowed for noise, see NOISE).
 2. Headless Chromium, Pyodide: press "Train" in the training widget and measure the ms per step, the
-   time until a layer-1 head's induction score passes 0.4, the main-thread tasks over 50 ms while it
-   trains, and how long the heads widget on the same page takes to answer a new sentence meanwhile.
-   Targets: ≤ 20 ms per step, induction within 15 s, no long task, the answer within 150 ms.
+   time until a layer-1 head's induction score passes 0.4, the frames with over 50 ms of the page's main-thread
+   work while it trains, and how long the heads widget on the same page takes to answer a new sentence meanwhile.
+   Targets: ≤ 20 ms per step, induction within 15 s, no such frame, the answer within 150 ms.
 
     python bench/training_speed.py [--rounds N] [--site DIR] [--no-browser]
 """
@@ -150,18 +150,21 @@ def cpython(rounds: int) -> bool:
 
 # ---------------------------------------------------------------- in the browser
 
-# Installed before the click: records when a layer-1 head's induction score first passes 0.4 and every
-# main-thread task over 50 ms that ended after the click began (tasks are reported late: Playwright's own checks
-# before its click, which scroll and hit-test in the page's main thread, would otherwise count as the page's).
+# Installed before the click: records when a layer-1 head's induction score first passes 0.4 and every long
+# animation frame over 50 ms that ended after the click began, less the time Playwright's own scripts took in it
+# (they run in the page's main thread, with no URL: its checks around a click scroll, hit-test and lay out).
 WATCH = """() => {
   const root = document.querySelector('[data-mha-widget="training"]');
   window.__bench = { longTasks: [], inductionAt: null, clickAt: null };
-  new PerformanceObserver((list) => {
+  new PerformanceObserver((list) => {  // a long frame less the harness's own scripts in it (they have no URL)
     const clickAt = window.__bench.clickAt;
     for (const e of list.getEntries()) {
-      if (clickAt !== null && e.startTime + e.duration > clickAt) window.__bench.longTasks.push(e.duration);
+      const harness = e.scripts.filter((s) => !s.sourceURL).reduce((sum, s) => sum + s.duration, 0);
+      if (clickAt !== null && e.startTime + e.duration > clickAt && e.duration - harness > 50) {
+        window.__bench.longTasks.push(e.duration - harness);
+      }
     }
-  }).observe({ type: "longtask" });
+  }).observe({ type: "long-animation-frame" });
   new MutationObserver(() => {
     if (window.__bench.inductionAt !== null || root.dataset.run !== "reader") return;
     const best = Math.max(...[...root.querySelectorAll('button[data-layer="1"]')].map((b) => Number(b.dataset.scoreInduction)));
@@ -214,7 +217,7 @@ def browser(site: Path | None) -> bool:
                             ms_per_step <= MS_PER_STEP_TARGET),
               FIGURES.check("training widget: induction score > 0.4 after pressing Train", f"{induction_s:.1f} s",
                             f"≤ {INDUCTION_TARGET_S} s", induction_s <= INDUCTION_TARGET_S),
-              FIGURES.check("training widget: main-thread tasks over 50 ms while training",
+              FIGURES.check("training widget: frames with over 50 ms of the page's main-thread work while training",
                             f"{len(long_tasks)}" + (f", longest {max(long_tasks):.0f} ms" if long_tasks else ""),
                             "none", not long_tasks),
               FIGURES.check("heads widget answers a sentence while training",
