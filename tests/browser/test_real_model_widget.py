@@ -436,6 +436,9 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(pa
 
     set_field(knockout, "L0H0")  # from layer 0: 30 layers, ended by the newer one between two of them
     expect(widget).to_have_attribute("data-state", "busy")
+    set_field(position, 9)  # answered between two of those layers: the widget stays busy while the knock-out runs
+    expect(widget).to_have_attribute("data-position", "9", timeout=LOAD_TIMEOUT_MS)
+    assert widget.get_attribute("data-state") == "busy"
     set_field(knockout, "L23H2")
     settled(widget)
     np.testing.assert_allclose(shown_losses(widget)[1][1:], knocked_losses(gguf, ids, clean, [(23, 2)], True)[1:],

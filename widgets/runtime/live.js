@@ -92,6 +92,11 @@ export async function* calls(start, args, advance) {
   return { ...started, ...step };
 }
 
+// How many of a root's life cycles are working: a widget holding several (the real model's text, position and
+// knock-out) stays busy until the last of them settles.
+const working = new WeakMap();
+const count = (root, by) => working.set(root, (working.get(root) ?? 0) + by).get(root);
+
 const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready";
 
 /** Make root live: returns request(control), which asks for args() and shows the answer; request.stop() ends a run
@@ -139,6 +144,7 @@ export function live(root, {
   let asked = null;
   let staleTimer = null;
   let failed = false; // this request's last work failed (a widget may hold several): the one Retry asks again
+  let running = false; // this life cycle counts among its root's working ones
   const homeControl = () => home ?? firstControl(root);
   const say = (error) => {
     if (!error) return "";
@@ -183,7 +189,9 @@ export function live(root, {
       if (said) setText(progressSlot, "");
       said = false;
       failed = Boolean(error);
-      setData(root, "state", error ? "error" : "live");
+      const others = running ? count(root, -1) : working.get(root) ?? 0;
+      running = false;
+      setData(root, "state", error ? "error" : others ? "busy" : "live");
       setBusy(false, Boolean(error) && !(error instanceof InputError));
       settled(error);
     },
@@ -196,6 +204,8 @@ export function live(root, {
   stop?.addEventListener("click", () => (stopping ?? request.stop)());
   function start(control = root) {
     cause = control;
+    if (!running) count(root, 1);
+    running = true;
     setData(root, "state", "busy");
     setBusy(true);
     const { args: now, error } = tryArgs(args); // the controls' words at once, before any answer; an old error goes
