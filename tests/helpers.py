@@ -204,9 +204,9 @@ def check_answered(name, widget, value) -> None:
     elif name == "circuits":  # Home: the first recorded step, shown without Python
         expect(widget).to_have_attribute("data-step", widget.locator('input[name="step"]').get_attribute("min"))
         expect(widget).to_have_attribute("data-state", "live")
-    elif name == "real-model":  # the atlas of that text, before any Load
+    elif name == "real-model":  # the atlas of that text, fetched before any Load
         expect(widget).to_have_attribute("data-text", value)
-        expect(widget).to_have_attribute("data-state", "idle")
+        expect(widget).to_have_attribute("data-state", "live")
     elif name == "tiling":  # the tiles of that block, counted as mha_core counts them
         expect(widget).to_have_attribute("data-block", str(value))
         expect(widget).to_have_attribute("data-state", "live")

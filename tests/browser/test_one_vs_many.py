@@ -132,7 +132,7 @@ def test_no_weight_at_all_is_explained_and_the_numbers_stay_marked_stale(fresh_w
     expect(widget).to_have_attribute("data-state", "error")
     error = widget.locator('[data-message="error"]')
     expect(error).to_be_visible()
-    expect(error).to_contain_text("give at least one relationship some weight")
+    expect(error).to_contain_text("Give at least one relationship some weight")
     assert one_vs_many_outputs(widget) == before
     results = widget.locator("[data-results]")  # the panels, the verdict, the summary and the three shares
     expect(results).to_have_count(6)
