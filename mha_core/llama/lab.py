@@ -20,6 +20,8 @@ A run is recorded layer by layer, so that everything after it reads the record a
     knockout_effects(gguf, record, weights)                each head's own knock-out effect on the mean loss
     removable_heads(gguf, tokens, order, clean, weights, 0.1, 15)
                                                            how many heads go, in order, before the loss rises 0.1
+    pruning_steps(gguf, record, weights, 0.1, 15)         both, a slice at a time (a caller reports progress and
+                                                           may stop between two): what the page's button runs
 
 Knock-out: a head is zero-ablated, its z set to 0 at every position (its share of W_O's input), as a forward
 pre-hook on transformers' o_proj zeroing the head's 64 columns does. Hide the first token: every query i ≥ 1 may
@@ -32,6 +34,7 @@ logits, each part / scale · w_norm · W_U[:, token].
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -133,10 +136,29 @@ def _start(clean, tokens, first: int, gguf) -> dict:
             "resid": list(clean["resid"][:first + 1])}
 
 
-class Weights:
-    """Every layer's weights, unpacked (layer_weights' dict for each layer in order)."""
+class UnpackedOnUse(Sequence):
+    """Every layer's weights as unpacked_layers gives them, each unpacked from read(layer) (a GGUFFile holding that
+    layer) when a run asks for it, and not kept: for many runs where unpacked_layers' 425 MB would not fit (the
+    browser's Python), at the cost of unpacking a layer each time (about 20 ms in CPython)."""
 
-    def check(self, name: str, value) -> list:
+    def __init__(self, read: Callable[[int], GGUFFile], n_layers: int):
+        self.read, self.n_layers = read, n_layers
+
+    def __len__(self) -> int:
+        return self.n_layers
+
+    def __getitem__(self, layer: int) -> dict:
+        if not 0 <= layer < self.n_layers:
+            raise IndexError(layer)
+        return layer_weights(self.read(layer), layer)
+
+
+class Weights:
+    """Every layer's weights, unpacked (layer_weights' dict for each layer in order), or UnpackedOnUse."""
+
+    def check(self, name: str, value) -> Sequence:
+        if isinstance(value, UnpackedOnUse):
+            return value
         if not isinstance(value, (list, tuple)) or not all(isinstance(w, dict) and "W_O" in w for w in value):
             raise Invalid(f"{name} must be a list of layer_weights' dicts, one per layer, got {shown(value)}.")
         return list(value)
@@ -306,17 +328,14 @@ def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
     return effects - predictions.fn(gguf, record)["mean_loss"]
 
 
-@arguments(tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(),
-           weights=Weights(), rise=Number(0, 100), step=Whole(1, MAX_LAYERS * MAX_HEADS))
-def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int) -> dict:
-    """How many heads of order can go (knocked out together, in order) before the mean loss on tokens rises by
-    rise nats: {removable, curve {count: mean loss}}. The loss is looked at every step heads; between the last
-    count below and the first at or above, bisection finds the first count that crosses (a loss that crosses,
-    comes back and crosses again within one step would hide its first crossing)."""
+def removal_steps(gguf, tokens, order, clean, weights, rise: float, step: int):
+    """removable_heads' work, one run at a time: yields ("together", count, mean loss) after each; returns its
+    answer."""
     curve = {0: predictions.fn(gguf, clean)["mean_loss"]}
     below, above = 0, None
     for k in [*range(step, len(order), step), len(order)]:
         curve[k] = _mean_losses(gguf, tokens, clean, weights, [order[:k]])[0]
+        yield "together", k, curve[k]
         if curve[k] - curve[0] >= rise:
             above = k
             break
@@ -324,8 +343,60 @@ def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int)
     while above is not None and above - below > 1:
         middle = (below + above) // 2
         curve[middle] = _mean_losses(gguf, tokens, clean, weights, [order[:middle]])[0]
+        yield "together", middle, curve[middle]
         below, above = (middle, above) if curve[middle] - curve[0] < rise else (below, middle)
     return {"removable": below, "curve": dict(sorted(curve.items()))}
+
+
+REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),
+               step=Whole(1, MAX_LAYERS * MAX_HEADS))
+removal_steps = arguments(tokens_fit, _order_fits, **REMOVAL)(removal_steps)
+
+
+@arguments(tokens_fit, _order_fits, **REMOVAL)
+def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int) -> dict:
+    """How many heads of order can go (knocked out together, in order) before the mean loss on tokens rises by
+    rise nats: {removable, curve {count: mean loss}}. The loss is looked at every step heads; between the last
+    count below and the first at or above, bisection finds the first count that crosses (a loss that crosses,
+    comes back and crosses again within one step would hide its first crossing). Runs after the crossing are
+    not made: the curve ends there."""
+    return drained(removal_steps.fn(gguf, tokens, order, clean, weights, rise, step))
+
+
+def drained(steps):
+    """A generator's return value, once it has yielded all it yields."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+@arguments(effects=Array(ndim=(2,), values="any"))
+def removal_order(effects) -> list[tuple[int, int]]:
+    """[n_layers, h] own knock-out effects -> every head, the smallest effect first (ties in (layer, head) order)."""
+    flat = np.argsort(effects, axis=None, kind="stable")
+    return [(int(l), int(h)) for l, h in zip(*np.unravel_index(flat, effects.shape))]
+
+
+@arguments(_complete, _weights_fit, gguf=Model(), record=Record(), weights=Weights(), rise=Number(0, 100),
+           step=Whole(1, MAX_LAYERS * MAX_HEADS))
+def pruning_steps(gguf, record, weights, rise: float, step: int):
+    """Many heads are redundant, measured on the record's tokens as the page's build measures it, a slice at a
+    time: each layer's heads knocked out alone (knockout_effects, a layer a slice: yields ("alone", heads
+    measured)), then the heads knocked out together in removal_order until the mean loss rises rise nats
+    (removable_heads, a run a slice: yields ("together", count, mean loss)). Returns {effects [n_layers, h],
+    order, removable, curve}. Its cost: every head's own knock-out (a layer's h heads side by side, from that
+    layer on: h · n_layers · (n_layers + 1) / 2 layers of the text, and h · n_layers unembeddings), then one run
+    a look at the curve (n_heads / step of them at most, and a few more to bisect)."""
+    config = llama_config(gguf)
+    effects = np.full((config.n_layers, config.n_heads), np.nan)
+    for layer in range(config.n_layers):
+        effects[layer] = knockout_effects.fn(gguf, record, weights, [layer])[layer]
+        yield "alone", (layer + 1) * config.n_heads
+    order = removal_order(effects)
+    found = yield from removal_steps.fn(gguf, record["tokens"], order, record, weights, rise, step)
+    return {"effects": effects, "order": order, **found}
 
 
 # ---------------------------------------------------------------- heads as a reader writes them
