@@ -7,10 +7,12 @@ import json
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from mha_core import bridge
 from mha_core.bridge import real_model as live
 from mha_core.llama import forward, head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
+from mha_core.views import real_model as views
 from mha_core.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
@@ -204,3 +206,47 @@ def test_the_whole_model_written_as_a_cdn_build_writes_it_is_cut_into_split_mode
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in folder.iterdir())
     for path in folder.iterdir():
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_how_many_heads_can_go_a_slice_a_call_is_the_build_s_one_shot_measure(gguf, loaded):
+    with threadpool_limits(1):  # a few tokens' matrices: a second BLAS thread on shared cores costs more than it gains
+        measured_as_the_build_measures(gguf)
+
+
+def measured_as_the_build_measures(gguf):
+    """The page's button on a short text: a layer's heads knocked out alone a call (each layer's weights unpacked
+    from its file when a run reaches it), then a run of many heads a call, Python's words for each; its answer is
+    the build's one-shot measure (knockout_effects of every layer, then removable_heads, on every layer's weights
+    unpacked at once), count for count; a newer text drops it."""
+    text = "Heads can go."
+    started, view = run_all(text)
+    assert view["outputs"]["pruning-controls"] == {"hidden": False} and view["outputs"]["pruning-chart"]["hidden"]
+    assert "270 runs with one head knocked out, then at most 22 with many" in view["outputs"]["prune-cost"]
+    pruning = live.real_model_pruning_start(started["run"])
+    assert pruning["progress"] == "Each head knocked out alone: 0 of 270 heads measured\u2026"
+    steps = [live.real_model_pruning_advance(pruning["run"])]
+    while steps[-1]["view"] is None:
+        steps.append(live.real_model_pruning_advance(pruning["run"]))
+    words = [step["progress"] for step in steps]
+    assert words[:30] == [f"Each head knocked out alone: {9 * (layer + 1)} of 270 heads measured\u2026"
+                          for layer in range(30)]
+    ids = tokenizer_from_gguf(gguf).encode(text)
+    weights = lab.unpacked_layers(gguf)
+    clean = lab.run(gguf, ids, weights=weights)
+    order = lab.removal_order(lab.knockout_effects(gguf, clean, weights))
+    found = lab.removable_heads(gguf, ids, order, clean, weights, 0.1, 15)
+    together = [f"Heads knocked out together, the least costly first: {k} out, mean loss {v:.2f} nats\u2026"
+                for k, v in found["curve"].items() if k]
+    assert sorted(words[30:-1]) == sorted(together) and words[-1] == ""
+    shown = steps[-1]["view"]["outputs"]
+    expected = views.pruning_view(sorted(found["curve"].items()), found["removable"], order,
+                                  head_scores(np.stack(clean["patterns"]), ids), button=True)["outputs"]
+    assert shown == expected
+    assert shown["pruning"]["text"].startswith(f"{found['removable']} of the 270 heads can go")
+    with pytest.raises(ValueError, match="has no measure of its heads in progress"):
+        live.real_model_pruning_advance(pruning["run"])
+    live.real_model_pruning_start(started["run"])
+    newer = live.real_model_start("Another text.")
+    with pytest.raises(ValueError, match="is not the text in progress"):
+        live.real_model_pruning_advance(pruning["run"])
+    assert newer["run"] != pruning["run"]
