@@ -258,13 +258,15 @@ def attribution_words(target: str, position: int, attribution: dict, most: int =
             f"{signed(sum(v for v, _ in mlps))}, most {top_mlps}.")
 
 
-def attribution_slots(attribution: dict) -> dict:
-    """head-L-H: data-logit-attribution (4 decimals) and --attribution, its share over the largest share's size
-    (−1..1), for colouring the grid by it."""
-    largest = max(abs(float(v)) for row in attribution["heads"] for v in row) or 1.0
-    return {f"head-{l}-{h}": {"data": {"logit-attribution": f"{float(attribution['heads'][l][h]):.4f}"},
-                              "vars": {"--attribution": css_number(float(attribution["heads"][l][h]) / largest)}}
-            for l in range(N_LAYERS) for h in range(N_HEADS)}
+def attribution_cells(attribution: dict) -> dict:
+    """The heads slot: the grid's cells (layer by layer, head by head, as its data-cells selects them), each head's
+    data-logit-attribution (4 decimals) and --attribution, its share over the largest share's size (−1..1), for
+    colouring the grid by it; as lists, a position's 270 heads in a few kB (a position of a page's text travels
+    in its positions asset)."""
+    values = [float(v) for row in attribution["heads"] for v in row]  # [n_layers · h]
+    largest = max(abs(v) for v in values) or 1.0
+    return {"heads": {"cells": {"data": {"logit-attribution": [f"{v:.4f}" for v in values]},
+                                "vars": {"--attribution": [css_number(v / largest) for v in values]}}}}
 
 
 def lens_rows(ids, tokens: list[str], probabilities) -> dict:
@@ -360,7 +362,7 @@ class LabAt:
 def position_view(tokens, at: dict) -> dict:
     """The picked position's slots: data-position; predictions (prediction rows, the clean run's), and
     predictions-knocked after a knock-out (else hidden and empty); position-words; attribution (in words) and every head's
-    data-logit-attribution; lens (its rows), if at holds it."""
+    data-logit-attribution (heads: attribution_cells'); lens (its rows), if at holds it."""
     p = at["position"]
     if p >= len(tokens):
         raise Invalid(f"at's position must be below the {len(tokens)} tokens, got {p}.")
@@ -368,7 +370,7 @@ def position_view(tokens, at: dict) -> dict:
     outputs = {**predictions_outputs(tokens, p, at["predictions"]),
                "attribution": attribution_words(at["target"]["text"], p, at["attribution"]),
                "attribution-target": f"{quoted(at['target']['text'])}, {following}",
-               **attribution_slots(at["attribution"])}
+               **attribution_cells(at["attribution"])}
     if "lens" in at:
         outputs["lens"] = lens_rows(**at["lens"])
     outputs["predictions-knocked"] = ({**prediction_rows(**at["knocked"]), "hidden": False} if "knocked" in at
@@ -427,12 +429,12 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
                     "predictions-knocked": {"rows": [], "hidden": True},
                     "sets": sets["words"]}
         data |= {"knocked": "false", "position-max": str(len(tokens) - 1), **sets["data"]}
-        for name, slot in position_view.fn(tokens, at)["outputs"].items() if at is not None else ():
-            if name.startswith("head-"):
-                head = outputs[name]
-                slot = {**head, "data": {**head["data"], **slot["data"], "knocked": "false"},
-                        "vars": {**head["vars"], **slot["vars"]}}
-            outputs[name] = slot
+        if at is not None:
+            outputs |= position_view.fn(tokens, at)["outputs"]
+            cells = outputs.pop("heads")["cells"]  # into each head's own slot, beside its scores (the template's)
+            for i, name in enumerate(f"head-{l}-{h}" for l in range(N_LAYERS) for h in range(N_HEADS)):
+                outputs[name]["data"] |= {"logit-attribution": cells["data"]["logit-attribution"][i], "knocked": "false"}
+                outputs[name]["vars"]["--attribution"] = cells["vars"]["--attribution"][i]
         data["position"] = str(at["position"]) if at is not None else ""
     return {"data": data, "outputs": outputs}
 

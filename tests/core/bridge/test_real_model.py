@@ -135,8 +135,9 @@ def assert_position(outputs, gguf, record, expected, position, target):
     np.testing.assert_allclose([float(r["data"]["probability"]) for r in rows], expected["top_probabilities"][position],
                                atol=1e-4)
     heads = lab.logit_attribution(gguf, record, position, target)["heads"]
-    shown = np.array([[float(outputs[f"head-{l}-{h}"]["data"]["logit-attribution"]) for h in range(9)]
-                      for l in range(30)])
+    shown = np.array([float(v) for v in outputs["heads"]["cells"]["data"]["logit-attribution"]] if "heads" in outputs
+                     else [float(outputs[f"head-{l}-{h}"]["data"]["logit-attribution"]) for l in range(30)
+                           for h in range(9)]).reshape(30, 9)  # a position's view: the grid's cells
     np.testing.assert_allclose(shown, heads, atol=1e-4)
 
 

@@ -123,8 +123,10 @@ def test_a_position_s_predictions_and_attribution():
     assert [r["text"] for r in rows][:2] == ["“ mat” 50.0%", "“ rug” 20.0%"]
     assert rows[4]["text"] == "“\n” <0.1%"
     heads = np.array(given["attribution"]["heads"])
-    shown = np.array([[float(out["outputs"][f"head-{l}-{h}"]["data"]["logit-attribution"]) for h in range(N_HEADS)]
-                      for l in range(N_LAYERS)])
+    cells = out["outputs"]["heads"]["cells"]  # the grid's cells, layer by layer
+    shown = np.array([float(v) for v in cells["data"]["logit-attribution"]]).reshape(N_LAYERS, N_HEADS)
+    assert float(cells["vars"]["--attribution"][np.argmax(np.abs(heads))]) == pytest.approx(np.sign(heads.flat[
+        np.argmax(np.abs(heads))]))
     np.testing.assert_allclose(shown, heads, atol=5e-5)
     largest = np.unravel_index(np.argmax(heads), heads.shape)
     assert f"most L{largest[0]} H{largest[1]} +{heads[largest]:.2f}" in out["outputs"]["attribution"]
