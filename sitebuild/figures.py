@@ -329,7 +329,7 @@ def prediction_example() -> dict:
     """The shipped run's last checkpoint predicting the last token of one evaluation sequence:
     {"tokens" [n], "t" (the position that predicts), "target", "logits" [V], "probs" [V], "loss"}."""
     from mha_core import model, training
-    from mha_core.views import training as training_views
+    from mha_page.views import training as training_views
     from sitebuild import widgets
 
     run = json.loads(widgets.assets("training")["run.json"])

@@ -51,7 +51,7 @@ def widget_module(name: str):
 def forget() -> None:
     """Load widget.py files, their shared modules and mha_core afresh on next use, so that a rebuild sees their edits."""
     widget_module.cache_clear()
-    for name in [m for m in sys.modules if m.split(".")[0] in ("mha_core", "widgets")]:
+    for name in [m for m in sys.modules if m.split(".")[0] in ("mha_core", "mha_page", "widgets")]:
         del sys.modules[name]
 
 

@@ -1,5 +1,5 @@
 """What one module needs from another is public and named: no module imports a private `_name` from another, or
-reaches one through a module it imported (mha_core, the widgets' build side, sitebuild, bench, build.py)."""
+reaches one through a module it imported (mha_core, mha_page, the widgets' build side, sitebuild, bench, build.py)."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED = sorted([*ROOT.glob("mha_core/**/*.py"), *ROOT.glob("widgets/**/*.py"), *ROOT.glob("sitebuild/*.py"),
+CHECKED = sorted([*ROOT.glob("mha_core/**/*.py"), *ROOT.glob("mha_page/**/*.py"), *ROOT.glob("widgets/**/*.py"), *ROOT.glob("sitebuild/*.py"),
                   *ROOT.glob("bench/*.py"), ROOT / "build.py"])
 
 
@@ -49,14 +49,18 @@ def test_no_module_takes_a_private_name_from_another(path):
     assert private_uses(path.read_text()) == []
 
 
-def test_tests_mirror_the_package():
-    """Each module of mha_core has its test file at the same place under tests/core (a package's __init__.py
-    is tested as test_<package>.py beside the package's folder)."""
-    package = ROOT / "mha_core"
-    for path in package.rglob("*.py"):
-        rel = path.relative_to(package)
+MIRRORS = {"mha_core": "core", "mha_page": "page"}  # each package's tests, under tests/
+
+
+@pytest.mark.parametrize("package", MIRRORS)
+def test_tests_mirror_the_package(package):
+    """Each module of mha_core has its test file at the same place under tests/core, each of mha_page under
+    tests/page (a package's __init__.py is tested as test_<package>.py beside the package's folder)."""
+    for path in (ROOT / package).rglob("*.py"):
+        rel = path.relative_to(ROOT / package)
         if rel.name == "__init__.py":
             if rel.parent == Path("."):
-                continue  # mha_core's own: its exports, used by every test
+                continue  # the package's own: its exports, used by every test
             rel = rel.parent.with_suffix(".py")
-        assert (ROOT / "tests" / "core" / rel.parent / f"test_{rel.name}").is_file(), f"no tests for mha_core/{rel}"
+        assert (ROOT / "tests" / MIRRORS[package] / rel.parent / f"test_{rel.name}").is_file(), \
+            f"no tests for {package}/{rel}"

@@ -15,10 +15,10 @@ import re
 
 import numpy as np
 
-from ..config import check_config
-from ..fields import Declared, Invalid
-from ..presets import presets
-from ..shapes import param_count
+from mha_core.config import check_config
+from mha_core.fields import Declared, Invalid
+from mha_core.presets import presets
+from mha_core.shapes import param_count
 from ..views.heads import heads_view, heads_weights_view
 from ..views.memory import memory_view
 from ..views.one_vs_many import one_vs_many_view

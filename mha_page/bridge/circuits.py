@@ -10,12 +10,13 @@ import functools
 
 import numpy as np
 
-from .. import circuits
-from ..fields import Text, arguments
-from ..model import SEED, TRAIN_CONFIG, TrainConfig
-from ..training import eval_batch
+from mha_core import circuits
+from mha_core.fields import Text, arguments
+from mha_core.model import SEED, TRAIN_CONFIG, TrainConfig
+from mha_core.training import eval_batch
 from ..views.circuits import MAX_CHECKPOINTS, PARAMS, STEPS  # noqa: F401 (MAX_CHECKPOINTS: read here by callers)
-from ..views.training import MAX_PARAMS_CHARS, decode_params, display_tokens
+from mha_core.params_codec import MAX_PARAMS_CHARS, decode_params
+from ..views.training import display_tokens
 
 
 @functools.lru_cache(maxsize=8)  # the same for every checkpoint of a run: one run's views ask for it once

@@ -7,7 +7,7 @@ runs a reader's code.
 
 from __future__ import annotations
 
-from ..exercises import MAX_CODE_CHARS, run_exercise
+from mha_core.exercises import MAX_CODE_CHARS, run_exercise
 from ..views.runtime import ready_message
 from . import call as bridge_call
 

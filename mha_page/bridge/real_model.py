@@ -10,7 +10,7 @@ layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, 
 
     real_model_start(text)                -> {run, n_tokens, n_given, n_layers, progress}: tokenized, cut, embedded
     real_model_advance(run)               -> {layers_done, view, progress}: one more layer; view
-                                             (mha_core.views.real_model.real_model_view) once all are done, else
+                                             (mha_page.views.real_model.real_model_view) once all are done, else
                                              null (progress: the words of the layer that runs next). The last
                                              call also unembeds every position and reads the default position
                                              (default_position(n) = n − 2, the last whose next token the text
@@ -55,13 +55,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fields import Choice, Flag, Labelled, Text, Whole, arguments
-from ..llama.gguf import read_gguf
-from ..llama.lab import (first_changed_layer, logit_attribution, logit_lens, parse_heads, predictions,
+from mha_core.fields import Choice, Flag, Labelled, Text, Whole, arguments
+from mha_core.llama.gguf import read_gguf
+from mha_core.llama.lab import (first_changed_layer, logit_attribution, logit_lens, parse_heads, predictions,
                          recorded_run)
-from ..llama.model import split_model
-from ..llama.scores import head_scores
-from ..llama.tokenizer import tokenizer_from_gguf
+from mha_core.llama.model import split_model
+from mha_core.llama.scores import head_scores
+from mha_core.llama.tokenizer import tokenizer_from_gguf
 from ..views.real_model import (KIND_NAMES, MAX_TOKENS, N_HEADS, N_LAYERS, WEIGHT_LEVELS, default_position,
                                 head_sets, knockout_view, lens_rows, position_view, prediction_rows, progress_text,
                                 real_model_view, token_texts)

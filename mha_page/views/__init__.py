@@ -9,7 +9,7 @@ widgets/runtime/bind.js, fills the same slots):
      "outputs": {name: slot}}       what fills each data-output="name" element
 
 A slot is text, or {text, value (data-value), vars ({"--v": css_number(v)}, for pictures), label (aria-label),
-hidden, title, data ({attribute: text}), attrs ({attribute: text}: a chart's SVG geometry, mha_core.views.charts), rows [slot, ...] (one per repeated element, from the element's <template>),
+hidden, title, data ({attribute: text}), attrs ({attribute: text}: a chart's SVG geometry, mha_page.views.charts), rows [slot, ...] (one per repeated element, from the element's <template>),
 count (as many repeated elements, left as cloned), cells ({data: {attribute: list}, vars: {property: list}, label:
 list}: value i of each list for the i-th element its data-cells selector finds; a list may come as {index, values},
 a few values repeated), outputs ({name: slot} inside the element)}. widgets/shared/slots.html.j2 renders the same
@@ -18,7 +18,7 @@ keys (a template renders cells itself).
 
 from __future__ import annotations
 
-from ..fields import Declared
+from mha_core.fields import Declared
 
 
 def declared_as(numerics, **more):

@@ -1,8 +1,8 @@
-"""The circuits widget's view: a recorded run's circuits (mha_core.bridge.circuits) as the reader reads them.
+"""The circuits widget's view: a recorded run's circuits (mha_page.bridge.circuits) as the reader reads them.
 
 circuits_view(config, seed, steps, params, prev_head) -> {"run", "fixed", "views"}: "run" is the view of what no step
 changes that a run's own words and scales fill (bound once when the widget switches runs), "fixed" the rest of it
-(the charts' lines and axes, the heads' names); "views" one view per recorded step (the form mha_core.views
+(the charts' lines and axes, the heads' names); "views" one view per recorded step (the form mha_page.views
 describes), so the step control only binds the view of the step it is moved to. circuits_run_view, which the
 browser calls (bridge.FUNCTIONS), makes the same of the reader's own run once it ends. Each heatmap
 is a small PNG (indexed colours, stdlib zlib), a CSS image in the slot's --map variable: a 32 × 32 picture in
@@ -18,13 +18,14 @@ import zlib
 
 import numpy as np
 
-from ..detectors import evaluate
-from ..fields import ListOf, Text, Whole, arguments
-from ..model import SEED, TRAIN_CONFIG, TrainConfig
-from ..training import eval_batch
+from mha_core.detectors import evaluate
+from mha_core.fields import ListOf, Text, Whole, arguments
+from mha_core.params_codec import MAX_PARAMS_CHARS, decode_params
+from mha_core.model import SEED, TRAIN_CONFIG, TrainConfig
+from mha_core.training import eval_batch
 from . import charts, decimal
 from . import head_name
-from .training import MAX_PARAMS_CHARS, SCHEDULE, decode_params
+from .training import SCHEDULE
 
 LEVELS = 16  # colour steps on each side of zero
 NEGATIVE, POSITIVE = (86, 180, 233), (213, 94, 0)  # Okabe and Ito's sky blue and vermilion, legible on light and dark

@@ -1,4 +1,4 @@
-"""The heads widget's view: mha_core.heads' patterns and weights as the reader reads them (the form mha_core.views
+"""The heads widget's view: mha_core.heads' patterns and weights as the reader reads them (the form mha_page.views
 describes).
 
 heads_view(...) -> {"data", "outputs", "names", "colours", "heads", "query"}: "outputs" holds what every head
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..heads import HEAD_KINDS, HEAD_LAYER, TEXT, head_patterns, head_weights
-from ..fields import Labelled
+from mha_core.heads import HEAD_KINDS, HEAD_LAYER, TEXT, head_patterns, head_weights
+from mha_core.fields import Labelled
 from . import cell_names, clip, decimal, declared_as
 from .palette import COLOURS, STEPS
 

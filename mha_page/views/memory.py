@@ -1,11 +1,11 @@
-"""The memory widget's view: mha_core.memory's steps as the reader reads them (the form mha_core.views
+"""The memory widget's view: mha_core.memory's steps as the reader reads them (the form mha_page.views
 describes). Each step shows q's numbers twice, as they lie in memory and as the array's indices read them,
 in units that wrap whole (a token of the buffer where the layout allows); each cell is labelled with its
 token and coloured by its head."""
 
 from __future__ import annotations
 
-from ..memory import memory_steps
+from mha_core.memory import memory_steps
 from . import css_number, declared_as
 
 SPLITS = ("right", "wrong")

@@ -1,12 +1,12 @@
 """The one-head-against-several widget's view: mha_core.one_vs_many's answer as the reader reads it.
 
-one_vs_many_view(...) -> {"data", "outputs", "fixed"} (the form mha_core.views describes): "fixed" holds what
+one_vs_many_view(...) -> {"data", "outputs", "fixed"} (the form mha_page.views describes): "fixed" holds what
 no control changes (the sentence, each relationship's name and words), rendered once by the template.
 """
 
 from __future__ import annotations
 
-from ..one_vs_many import D_CONTENT, KEYS, N_BLOCKS, N_HEADS, RELATIONSHIPS, TOKENS, UNDECIDED, VERB, one_vs_many
+from mha_core.one_vs_many import D_CONTENT, KEYS, N_BLOCKS, N_HEADS, RELATIONSHIPS, TOKENS, UNDECIDED, VERB, one_vs_many
 from . import css_number, declared_as, fraction, plural
 
 NAMES = {"subject": "Subject", "clause": "Clause", "previous": "Previous token"}

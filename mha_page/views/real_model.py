@@ -1,6 +1,6 @@
 """The real model's view: every head of SmolLM2-135M on a text, as the atlas shows it (mha_core.llama's numbers).
 
-real_model_view(tokens, scores, n_given) -> {"data", "outputs"} (the form mha_core.views describes):
+real_model_view(tokens, scores, n_given) -> {"data", "outputs"} (the form mha_page.views describes):
     data     n-tokens, and cut ("true" when the text was longer than MAX_TOKENS and only its start was run)
     outputs  tokens: one row per token (its text as the reader reads it, data-token-index);
              head-L-H for each of the 30 × 9 heads: its four scores as data-score-KIND and as CSS variables
@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from ..llama.lab import control_heads, strongest_heads
-from ..fields import Array, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, Whole, arguments, shown
+from mha_core.llama.lab import control_heads, strongest_heads
+from mha_core.fields import Array, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, Whole, arguments, shown
 from . import clip, css_number, decimal, head_name, plural
 
 N_LAYERS, N_HEADS, N_KV_HEADS = 30, 9, 3  # SmolLM2-135M: 9 query heads in 3 key/value groups of 3

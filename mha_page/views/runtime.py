@@ -3,7 +3,7 @@ says before, while Python downloads and starts, the page says itself: there is n
 
 from __future__ import annotations
 
-from ..fields import Between, Flag, arguments
+from mha_core.fields import Between, Flag, arguments
 
 MAX_START_MS = 86_400_000  # a day: a start is ended long before, by the page's watchdog or the reader
 

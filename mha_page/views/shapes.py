@@ -1,4 +1,4 @@
-"""The shapes widget's view: mha_core.shape_report as the reader reads it (the form mha_core.views describes).
+"""The shapes widget's view: mha_core.shape_report as the reader reads it (the form mha_page.views describes).
 
 shapes_display(report) makes every string (counts, bytes, FLOPs, shapes, the check and its suggestions);
 shapes_view(...) puts them in the widget's slots. Counts are exact Python ints, so their text is exact too
@@ -7,9 +7,9 @@ shapes_view(...) puts them in the widget's slots. Counts are exact Python ints, 
 
 from __future__ import annotations
 
-from ..fields import Choice
-from ..presets import PRESETS
-from ..shapes import shape_report
+from mha_core.fields import Choice
+from mha_core.presets import PRESETS
+from mha_core.shapes import shape_report
 from . import declared_as
 
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")

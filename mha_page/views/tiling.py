@@ -1,5 +1,5 @@
 """The tiling widget's view: one head's attention on a sentence computed tile by tile (mha_core.flash), every tile's
-numbers as the reader reads them (the form mha_core.views describes).
+numbers as the reader reads them (the form mha_page.views describes).
 
 tiling_view(...) -> {"data", "outputs", "steps"}: "outputs" holds what every step shares (the counts, the grid of
 tiles) and the first step's slots; "steps" holds each step's slots, one per tile computed, in order, so that the
@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from ..attention import scaled_dot_product_attention
-from ..fields import Choice, Flag, TextOrTokens, Whole, arguments
-from ..flash import D_HEADS, flash_attention_steps, flash_counts, sentence_head
-from ..heads import MAX_TOKENS, given_tokens
-from ..tokens import MAX_TEXT_CHARS
+from mha_core.attention import scaled_dot_product_attention
+from mha_core.fields import Choice, Flag, TextOrTokens, Whole, arguments
+from mha_core.flash import D_HEADS, flash_attention_steps, flash_counts, sentence_head
+from mha_core.heads import MAX_TOKENS, given_tokens
+from mha_core.tokens import MAX_TEXT_CHARS
 from . import clip, decimal, plural
 
 MAX_TILES = 64  # the steps one view carries: 8 × 8 tiles, a block of 8 for 64 tokens

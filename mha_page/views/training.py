@@ -7,7 +7,6 @@ shows and how it travels. Its functions training_* are the ones the browser call
 
 from __future__ import annotations
 
-import base64
 import itertools
 import math
 import time
@@ -15,13 +14,13 @@ from dataclasses import asdict
 
 import numpy as np
 
-from ..detectors import DETECTORS, evaluate
-from ..fields import ListOf, Maybe, Number, Text, Whole, arguments
-from ..model import (ABLATE, MAX_STEP_FLOPS, RECORDED_SEED, SEED, TRAIN_CHOICES, TRAIN_CONFIG, TrainConfig, forward,
-                     unflatten)
-from ..rng import Random
-from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
-from ..training import Trainer, TrainingDiverged, eval_batch
+from mha_core.detectors import DETECTORS, evaluate
+from mha_core.fields import ListOf, Maybe, Number, Text, Whole, arguments
+from mha_core.model import ABLATE, RECORDED_SEED, SEED, TRAIN_CHOICES, TRAIN_CONFIG, TrainConfig, forward
+from mha_core.params_codec import MAX_PARAMS_CHARS, decode_params, encode_params
+from mha_core.rng import Random
+from mha_core.tokens import MAX_TEXT_CHARS, first_tokens, token_key
+from mha_core.training import Trainer, TrainingDiverged, eval_batch
 from . import cell_names, charts, decimal, head_name, plural
 
 SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # token t is shown as SYMBOLS[t]
@@ -36,7 +35,6 @@ REFERENCES: dict[int, list[float] | None] = {}  # each run in RUNS's reference (
 RUN_IDS = itertools.count(1)
 RUN = Whole(1, 2**53)  # a run's id, as training_start gave it
 MAX_BUDGET_MS = 1000
-MAX_PARAMS_CHARS = 4 * MAX_STEP_FLOPS  # base64 of float16 weights: far more than any allowed model has
 REFERENCE_LOSSES = ListOf(Number(-1, 1e6), SCHEDULE["steps"] // SCHEDULE["log_every"] + 1)  # a run's, one per log
 
 
@@ -111,7 +109,7 @@ def summary(roles: list[list[str | None]], scores: dict, step: int) -> str:
 
 
 def score_outputs(evaluated: dict, roles: list[list[str | None]] | None = None) -> dict:
-    """The slots (mha_core.views' form) of evaluate's numbers: the loss on the repeats and each head's scores,
+    """The slots (mha_page.views' form) of evaluate's numbers: the loss on the repeats and each head's scores,
     its cell "head-{layer}-{head}"; with roles, each head's role too."""
     loss = decimal(evaluated["loss_repeat"], 3)
     out = {"loss": {"text": loss, "value": loss}}
@@ -262,25 +260,6 @@ def encode_patterns(patterns: list[np.ndarray]) -> str:
     return "".join(f"{w:.4f}" for w in stacked[..., q, k].ravel().tolist())  # weights in [0, 1]: no sign
 
 
-def encode_params(params: dict, config: TrainConfig) -> str:
-    """The weights as base64 of float16 numbers, concatenated in param_shapes' order (2 bytes each)."""
-    return base64.b64encode(b"".join(params[name].astype("<f2").tobytes() for name in config.param_shapes)).decode()
-
-
-def decode_params(text: str, config: TrainConfig) -> dict[str, np.ndarray]:
-    """encode_params' inverse (float64 arrays), or a ValueError if text does not fit config."""
-    try:
-        data = np.frombuffer(base64.b64decode(text, validate=True), dtype="<f2")
-    except (TypeError, ValueError):
-        raise ValueError("params must be base64 text (encode_params' form).") from None
-    sizes = [math.prod(shape) for shape in config.param_shapes.values()]
-    if data.size != sum(sizes):
-        raise ValueError(f"params hold {data.size} numbers, but this config has {sum(sizes)} weights.")
-    if not np.isfinite(data).all():
-        raise ValueError("params contain NaN or infinite values.")
-    return {name: p.astype(np.float64) for name, p in unflatten(data, config).items()}
-
-
 def checkpoint_view(params: dict, config: TrainConfig, entry: dict) -> dict:
     """One checkpoint for the widget: patterns on display_tokens, the heads' roles, the weights, each head's
     caption, and what is shown for it ("outputs": checkpoint_outputs). entry: the history entry of its step."""
@@ -365,7 +344,7 @@ def run_name(seed: int) -> str:
 
 
 def run_outputs(run: int, trainer: Trainer, done: bool = False) -> dict:
-    """The reader's run as its status line, progress and clock say it (mha_core.views' slots)."""
+    """The reader's run as its status line, progress and clock say it (mha_page.views' slots)."""
     steps, name = SCHEDULE["steps"], run_name(trainer.seed)
     elapsed = f"{decimal(time.perf_counter() - STARTED[run], 1)} s"
     status = (f"Shown: your run ({name}), {trainer.step} steps in {elapsed}." if done else

@@ -1,9 +1,9 @@
-"""The worked example's view: every matrix of mha_core.worked as the reader reads it (the form mha_core.views
+"""The worked example's view: every matrix of mha_core.worked as the reader reads it (the form mha_page.views
 describes), laid out in the steps the page walks through ("fixed": what no control changes)."""
 
 from __future__ import annotations
 
-from ..worked import D_HEAD, D_MODEL, INPUTS, N_HEADS, N_TOKENS, TOKENS, worked_example
+from mha_core.worked import D_HEAD, D_MODEL, INPUTS, N_HEADS, N_TOKENS, TOKENS, worked_example
 from . import decimal, declared_as
 
 # Each step: its title, what it says, and its rows of terms. A term is a matrix name or an operator.

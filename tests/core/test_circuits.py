@@ -12,8 +12,9 @@ import pytest
 import torch
 from threadpoolctl import threadpool_limits
 
-from mha_core import bridge, circuits
-from mha_core.views.training import decode_params, display_tokens, recorded_run
+from mha_core import circuits
+from mha_page import bridge
+from mha_page.views.training import decode_params, display_tokens, recorded_run
 from mha_core.model import TrainConfig, init_params
 from tests.core.test_model import torch_logits
 from widgets.training.widget import SEED

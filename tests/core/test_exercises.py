@@ -342,7 +342,7 @@ def test_the_detectors_are_checked_on_the_trained_model_s_patterns_as_its_chart_
     """The trained cases run the shipped run's last checkpoint on its evaluation sequences: mha_core's detector
     gives there the scores the training widget's chart shows (rounded to 3 decimals; the page's weights are
     float16)."""
-    from mha_core.views.training import decode_params
+    from mha_page.views.training import decode_params
     from mha_core.model import TrainConfig
     exercise = EXERCISES["detectors"]
     cases = exercise.trained_cases(decode_params(trained_params(), TrainConfig()))

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mha_core import LIMITS, bridge, head_patterns, head_weights
-from mha_core.views.shapes import shapes_view
-from mha_core.bridge import declare
+from mha_core import LIMITS, head_patterns, head_weights
+from mha_page import bridge
+from mha_page.views.shapes import shapes_view
+from mha_page.bridge import declare
 
 
 def call(fn, args):
@@ -257,7 +258,7 @@ def test_a_refusal_names_the_argument_to_python_and_the_control_to_the_reader(fn
 
 
 def test_the_exercises_python_names_the_readers_code():
-    from mha_core.bridge.exercises import call as exercises_call
+    from mha_page.bridge.exercises import call as exercises_call
     from mha_core.exercises import run_exercise
     with pytest.raises(ValueError, match="^code is empty.$"):
         run_exercise("kv_cache", " \n")

@@ -1,11 +1,11 @@
-"""mha_core.views: the formatting every view shares, and a view's declaration borrowed from its numerics."""
+"""mha_page.views: the formatting every view shares, and a view's declaration borrowed from its numerics."""
 import re
 
 import pytest
 from hypothesis import given, strategies as st
 
 from mha_core.fields import Whole, arguments
-from mha_core.views import css_number, decimal, declared_as, fraction, plural
+from mha_page.views import css_number, decimal, declared_as, fraction, plural
 
 
 @pytest.mark.parametrize("value, decimals, text", [

@@ -11,7 +11,7 @@ from sitebuild import ROOT
 from sitebuild.sources import imported_files, sources_key
 from sitebuild.widgets import widget_module
 
-RUN = Path("mha_core/views/training.py")
+RUN = Path("mha_page/views/training.py")
 
 
 @pytest.fixture()
@@ -26,9 +26,9 @@ def imported(root: Path) -> set[str]:
 
 
 def test_the_run_imports_the_model_its_task_and_their_helpers_not_the_other_widgets_modules():
-    assert imported(ROOT) == {"mha_core/views/training.py", "mha_core/model.py", "mha_core/detectors.py",
+    assert imported(ROOT) == {"mha_page/views/training.py", "mha_core/model.py", "mha_core/detectors.py",
                               "mha_core/training.py", "mha_core/attention.py", "mha_core/rng.py", "mha_core/tokens.py",
-                              "mha_core/fields.py", "mha_core/views/charts.py"}
+                              "mha_core/fields.py", "mha_page/views/charts.py"}
 
 
 def test_relative_absolute_and_package_imports_are_followed(tmp_path):
@@ -51,7 +51,7 @@ def test_the_key_changes_when_any_imported_module_changes(copy, module):
 
 
 @pytest.mark.parametrize("module", ["mha_core/heads.py", "mha_core/shapes.py", "mha_core/config.py",
-                                    "mha_core/bridge/__init__.py", "mha_core/__init__.py"])
+                                    "mha_page/bridge/__init__.py", "mha_core/__init__.py"])
 def test_the_key_does_not_depend_on_unrelated_files(copy, module):
     before = sources_key(copy, copy / RUN)
     with (copy / module).open("a") as f:

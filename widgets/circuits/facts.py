@@ -1,7 +1,7 @@
 """The numbers the explainer quotes about the trained model's circuits, computed from the run the page ships.
 
 facts() gives {name: text} for the page's `<!-- fact: NAME -->` markers (sitebuild/facts.py), from the same
-checkpoints the circuits widget shows (mha_core.bridge.circuits). claims() checks what the text says in words
+checkpoints the circuits widget shows (mha_page.bridge.circuits). claims() checks what the text says in words
 against them, and the build stops if one fails, naming it.
 """
 from __future__ import annotations
@@ -11,12 +11,12 @@ import json
 
 import numpy as np
 
-from mha_core.bridge.circuits import circuits_at, circuits_over_training
+from mha_page.bridge.circuits import circuits_at, circuits_over_training
 from mha_core.circuits import logit_attribution
 from mha_core.model import TrainConfig
-from mha_core.views import decimal, head_name
-from mha_core.views.circuits import BASELINE_SPREAD, kinds
-from mha_core.views.training import decode_params
+from mha_page.views import decimal, head_name
+from mha_page.views.circuits import BASELINE_SPREAD, kinds
+from mha_page.views.training import decode_params
 from sitebuild import BuildError, widgets
 from widgets.training import facts as training
 

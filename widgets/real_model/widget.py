@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_core.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
+from mha_page.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
-from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
+from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
                                       head_sets, load_text, messages, pattern_words, position_view, real_model_view,
                                       token_texts)
 from sitebuild import CACHE, ROOT, kept

@@ -17,8 +17,8 @@ import math
 import numpy as np
 
 from mha_core import model, training
-from mha_core.views import head_name
-from mha_core.views import training as views
+from mha_page.views import head_name
+from mha_page.views import training as views
 from sitebuild import CACHE, ROOT, BuildError, kept
 from sitebuild import widgets
 from sitebuild.sources import sources_key

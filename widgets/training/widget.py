@@ -15,10 +15,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.model import TRAIN_LABELS
-from mha_core.views import whole_error
-from mha_core.views.training import BOX, MAX_LINES, MAX_TICKS, messages, recorded_run
+from mha_page.views import whole_error
+from mha_page.views.training import BOX, MAX_LINES, MAX_TICKS, messages, recorded_run
 from mha_core.model import EXPERIMENTS, RECORDED_SEED as SEED, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
@@ -55,7 +55,7 @@ def assets() -> dict[str, bytes]:
 
 
 def context() -> dict:
-    """The template's variables: the last checkpoint's view and the run's charts (mha_core.views' slots), the
+    """The template's variables: the last checkpoint's view and the run's charts (mha_page.views' slots), the
     asset's name and sha256."""
     data = asset_bytes()
     run = json.loads(data)

@@ -6,9 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from mha_core import bridge, circuits
-from mha_core.bridge.circuits import MAX_CHECKPOINTS
-from mha_core.views.training import decode_params, display_tokens, encode_params
+from mha_core import circuits
+from mha_page import bridge
+from mha_page.bridge.circuits import MAX_CHECKPOINTS
+from mha_page.views.training import decode_params, display_tokens, encode_params
 from mha_core.model import TrainConfig, init_params
 from mha_core.training import Trainer, eval_batch
 

@@ -1,10 +1,10 @@
-"""mha_core.bridge.exercises: the exercises' own entry point runs the reader's code; the widgets' bridge never does."""
+"""mha_page.bridge.exercises: the exercises' own entry point runs the reader's code; the widgets' bridge never does."""
 import json
 
 import pytest
 
-from mha_core import bridge
-from mha_core.bridge import exercises
+from mha_page import bridge
+from mha_page.bridge import exercises
 from tests.core.test_exercises import RIGHT, trained_params
 
 

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from mha_core import bridge
-from mha_core.bridge import real_model as live
+from mha_page import bridge
+from mha_page.bridge import real_model as live
 from mha_core.llama import forward, head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
-from mha_core.views.real_model import KIND_NAMES, KINDS
+from mha_page.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
 TEXT = "The cat sat on the mat. The cat sat on the"

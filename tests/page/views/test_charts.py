@@ -3,7 +3,7 @@ values do."""
 
 import pytest
 
-from mha_core.views.charts import polyline, ticks, x_of, y_of
+from mha_page.views.charts import polyline, ticks, x_of, y_of
 
 BOX = {"left": 40, "right": 340, "top": 10, "bottom": 110}
 

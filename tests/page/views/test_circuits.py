@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from mha_core import bridge, circuits
+from mha_core import circuits
+from mha_page import bridge
 from mha_core.training import eval_batch
-from mha_core.views.training import decode_params, display_tokens, recorded_run, schedule_trainer
-from mha_core.views.training import run_view as training_run_view
+from mha_page.views.training import decode_params, display_tokens, recorded_run, schedule_trainer
+from mha_page.views.training import run_view as training_run_view
 from mha_core.detectors import evaluate
 from mha_core.model import TrainConfig
-from mha_core.views import decimal
-from mha_core.views.circuits import circuits_run_view, circuits_view, kinds, png
+from mha_page.views import decimal
+from mha_page.views.circuits import circuits_run_view, circuits_view, kinds, png
 from tests.helpers import circuits_expected, png_indices
 from widgets.training.widget import SEED
 

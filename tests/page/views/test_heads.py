@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.heads import HEAD_KINDS, HEAD_LAYER, head_patterns, head_weights
-from mha_core.views.heads import KNOCKED_OUT, LAYERS, WORDS, heads_view, heads_weights_view, matrix_text
-from mha_core.views.palette import colour
+from mha_page.views.heads import KNOCKED_OUT, LAYERS, WORDS, heads_view, heads_weights_view, matrix_text
+from mha_page.views.palette import colour
 
 SENTENCE = "Mary gave John a book, and Mary gave John a pen."
 

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.memory import D_MODEL, memory_steps
-from mha_core.views.memory import memory_view, note, strides, wrap_unit
+from mha_page.views.memory import memory_view, note, strides, wrap_unit
 
 CASES = [(n, h, wrong) for n in (1, 3, 4) for h in (1, 2, 4) for wrong in (False, True)]
 

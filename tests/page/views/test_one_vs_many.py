@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.one_vs_many import RELATIONSHIPS, TOKENS, one_vs_many
-from mha_core.views import css_number, fraction, plural
-from mha_core.views.one_vs_many import one_vs_many_view, verb_form
+from mha_page.views import css_number, fraction, plural
+from mha_page.views.one_vs_many import one_vs_many_view, verb_form
 
 
 def test_fractions_are_formatted_once_with_a_minus_sign_and_never_minus_zero():

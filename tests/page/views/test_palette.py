@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_core.views.palette import COLOURS, PALETTE, STEPS, colour, gradient
+from mha_page.views.palette import COLOURS, PALETTE, STEPS, colour, gradient
 
 
 def rgb(hex_colour: str) -> np.ndarray:

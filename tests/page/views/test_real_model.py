@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_LAYERS, load_text, pattern_words,
+from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_LAYERS, load_text, pattern_words,
                                        progress_text, real_model_view)
 
 RNG = np.random.default_rng(5)
@@ -82,7 +82,7 @@ def test_nonsense_is_refused_with_the_argument_named(change, message):
 # ---------------------------------------------------------------- the laboratory's slots
 
 from mha_core.llama.lab import parse_heads  # noqa: E402
-from mha_core.views.real_model import head_sets, knockout_view, position_view  # noqa: E402
+from mha_page.views.real_model import head_sets, knockout_view, position_view  # noqa: E402
 
 LOSSES = [None, 3.25, 0.5, 9.0, 1.75]
 

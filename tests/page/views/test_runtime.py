@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from mha_core import bridge
-from mha_core.bridge import exercises
-from mha_core.views.runtime import MAX_START_MS, ready_message
+from mha_page import bridge
+from mha_page.bridge import exercises
+from mha_page.views.runtime import MAX_START_MS, ready_message
 
 RESTORED = " (its start restored from the memory an earlier visit kept)"
 

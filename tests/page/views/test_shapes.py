@@ -5,7 +5,7 @@ import math
 import pytest
 
 from mha_core import LIMITS, shape_report
-from mha_core.views.shapes import byte_size, flop_count, integer, memory_note, shape, shapes_display, shapes_view
+from mha_page.views.shapes import byte_size, flop_count, integer, memory_note, shape, shapes_display, shapes_view
 
 
 @pytest.mark.parametrize("n, text", [

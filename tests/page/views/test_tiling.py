@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from mha_core import bridge, scaled_dot_product_attention
+from mha_core import scaled_dot_product_attention
+from mha_page import bridge
 from mha_core.flash import flash_attention_steps, flash_counts, sentence_head
-from mha_core.views.tiling import MAX_TILES, scientific, smallest_block, tiling_view
+from mha_page.views.tiling import MAX_TILES, scientific, smallest_block, tiling_view
 
 SENTENCE = "The old lighthouse keeper waved, and the old lighthouse keeper smiled."
 CASES = [(d, block, causal) for d in (2, 4, 8) for block in (2, 3, 4, 13, 20) for causal in (False, True)]

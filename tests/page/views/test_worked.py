@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from mha_core import bridge
-from mha_core.views import decimal
-from mha_core.views.worked import head_of, worked_view
+from mha_page import bridge
+from mha_page.views import decimal
+from mha_page.views.worked import head_of, worked_view
 from mha_core.worked import D_HEAD, INPUTS, worked_example
 
 
