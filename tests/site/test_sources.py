@@ -16,8 +16,9 @@ RUN = Path("mha_page/views/training.py")
 
 @pytest.fixture()
 def copy(tmp_path) -> Path:
-    """A copy of mha_core to edit."""
-    shutil.copytree(ROOT / "mha_core", tmp_path / "mha_core", ignore=shutil.ignore_patterns("__pycache__"))
+    """A copy of mha_core and mha_page to edit."""
+    for package in ("mha_core", "mha_page"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
 
 

@@ -87,7 +87,7 @@ def cache_key() -> str:
     digest = hashlib.sha256(f"{MODEL_SHA256} seed={SEED} n={N_RANDOM} {json.dumps(TEXTS)}".encode())
     digest.update(Path(__file__).read_bytes())
     digest.update(sources_key(ROOT, ROOT / "mha_core" / "llama" / "__init__.py").encode())
-    digest.update(sources_key(ROOT, ROOT / "mha_core" / "bridge" / "real_model.py").encode())
+    digest.update(sources_key(ROOT, ROOT / "mha_page" / "bridge" / "real_model.py").encode())
     return digest.hexdigest()[:20]
 
 

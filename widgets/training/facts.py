@@ -46,7 +46,7 @@ def variant(run: dict, **changes) -> dict:
     """run's model and task with changes to its config, trained from run's seed by the same schedule (cached)."""
     config = {**run["config"], **changes}
     h = hashlib.sha256(json.dumps([config, run["seed"]], sort_keys=True).encode())
-    h.update(sources_key(ROOT, ROOT / "mha_core" / "views" / "training.py").encode())  # what recorded_run imports
+    h.update(sources_key(ROOT, ROOT / "mha_page" / "views" / "training.py").encode())  # what recorded_run imports
     make = lambda: json.dumps(views.recorded_run(model.TrainConfig(**config), run["seed"]), sort_keys=True,
                               allow_nan=False).encode()
     return json.loads(kept(CACHE / f"training-run-variant-{h.hexdigest()[:20]}.json", make))

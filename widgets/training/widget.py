@@ -25,7 +25,7 @@ from sitebuild.sources import sources_key
 from widgets.palette import PALETTE, STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN_MODULE = ROOT / "mha_core" / "views" / "training.py"  # where recorded_run lives
+RUN_MODULE = ROOT / "mha_page" / "views" / "training.py"  # where recorded_run lives
 ASSET = "run.json"
 # What the reader can pick, from the model's one configuration (mha_core.model: the bridge takes more).
 LRS, LAYERS, HEADS = (list(TRAIN_CHOICES[name]) for name in ("lr", "n_layers", "n_heads"))
