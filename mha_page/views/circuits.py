@@ -1,4 +1,4 @@
-"""The circuits widget's view: a recorded run's circuits (mha_page.bridge.circuits) as the reader reads them.
+"""The circuits widget's view: a recorded run's circuits (mha_core.circuits) as the reader reads them.
 
 circuits_view(config, seed, steps, params, prev_head) -> {"run", "fixed", "views"}: "run" is the view of what no step
 changes that a run's own words and scales fill (bound once when the widget switches runs), "fixed" the rest of it
@@ -18,14 +18,14 @@ import zlib
 
 import numpy as np
 
+from mha_core import circuits
 from mha_core.detectors import evaluate
 from mha_core.fields import ListOf, Text, Whole, arguments
-from mha_core.params_codec import MAX_PARAMS_CHARS, decode_params
 from mha_core.model import SEED, TRAIN_CONFIG, TrainConfig
+from mha_core.params_codec import MAX_PARAMS_CHARS, decode_params
 from mha_core.training import eval_batch
-from . import charts, decimal
-from . import head_name
-from .training import SCHEDULE
+from . import charts, decimal, head_name
+from .training import SCHEDULE, display_tokens
 
 LEVELS = 16  # colour steps on each side of zero
 NEGATIVE, POSITIVE = (86, 180, 233), (213, 94, 0)  # Okabe and Ito's sky blue and vermilion, legible on light and dark
@@ -211,13 +211,13 @@ def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head:
     """A run's checkpoints (steps[i], weights params[i] in encode_params' form; prev_head, the layer-0 head its
     detectors name previous-token) -> {"run": run_slots (name: the run's, note: what to say of it), "fixed",
     "views": one view per step}."""
-    from ..bridge.circuits import circuits_at, circuits_over_training  # here: the bridge imports this module
-
     train = TrainConfig(**config)
     check_arguments(train, prev_head)
-    run = circuits_over_training(config, seed, steps, params)
+    weights, tokens = [decode_params(p, train) for p in params], display_tokens(train)
+    run = circuits.run_over_training(steps, weights, train, tokens, seed)
     fix = {**fixed(train, run, prev_head), "vocab": train.vocab}
-    views = [step_view(train, circuits_at(config, p), entry, fix) for p, entry in zip(params, run["checkpoints"])]
+    views = [step_view(train, circuits.at_checkpoint(w, train, tokens), entry, fix)
+             for w, entry in zip(weights, run["checkpoints"])]
     return {"run": run_slots(fix, name, note), "fixed": fix, "views": views}
 
 
