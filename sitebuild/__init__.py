@@ -23,6 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
+# The build's options a widget reads (hooks.on_config sets them from mkdocs.yml's extra): model_cdn, the URL of
+# the wheel the real model comes from in a build that takes it from a registry's CDN (None: from the site).
+# Here, not in widgets.py, so that a widget.py reads it without importing the module that loads it.
+BUILD: dict = {"model_cdn": None}
 _lock_depth = threading.local()  # how deep this thread is in cache_lock: the lock is taken once, at the outermost
 
 

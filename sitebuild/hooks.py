@@ -26,7 +26,8 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import CACHE, BuildError, assets, csp, facts, highlight, python_bundle, serving, typeset, widgets  # noqa: E402
+from sitebuild import (BUILD, CACHE, BuildError, assets, csp, facts, highlight, python_bundle, serving,  # noqa: E402
+                       typeset, widgets)
 from sitebuild.wheel import build_wheels, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
@@ -54,7 +55,7 @@ def on_config(config):
     if live_reload:
         widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
         facts.forget()
-    widgets.BUILD["model_cdn"] = model_cdn(config)
+    BUILD["model_cdn"] = model_cdn(config)
     config.extra["mha"] = {"widgets": widgets.names(), "stylesheet": widgets.STYLESHEET,
                            "csp": csp.policy(pyodide_cdn(config), model_cdn(config))}
     return config

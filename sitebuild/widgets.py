@@ -24,9 +24,6 @@ INLINE_CODE = re.compile(r"`[^`]*`")  # a marker shown as code is text, not a wi
 # A <template> holds data or rows for the widget's script, never text a reader reads as it is: Material's search
 # leaves out what it marks (it would index the JSON of every step of a training run).
 TEMPLATE = re.compile(r"<template\b")
-# The build's options a widget reads (hooks.on_config sets them from mkdocs.yml's extra): model_cdn, the URL of
-# the wheel the real model comes from in a build that takes it from a registry's CDN (None: from the site).
-BUILD: dict = {"model_cdn": None}
 
 
 def names() -> list[str]:

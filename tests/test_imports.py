@@ -64,3 +64,92 @@ def test_tests_mirror_the_package(package):
             rel = rel.parent.with_suffix(".py")
         assert (ROOT / "tests" / MIRRORS[package] / rel.parent / f"test_{rel.name}").is_file(), \
             f"no tests for {package}/{rel}"
+
+
+# ---------------------------------------------------------------- no import cycle
+
+PROJECT = sorted([*ROOT.glob("mha_core/**/*.py"), *ROOT.glob("mha_page/**/*.py"), *ROOT.glob("widgets/**/*.py"),
+                  *ROOT.glob("sitebuild/*.py"), *ROOT.glob("bench/*.py"), ROOT / "build.py"])
+# The modules that load others from their files (importlib), and the files they load: edges of the graph too.
+LOADED = {"sitebuild.widgets": "widgets/*/widget.py", "sitebuild.facts": "widgets/*/facts.py",
+          "widgets.real_model.facts": "widgets/real_model/widget.py"}
+
+
+def dotted(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The project's modules path imports, anywhere in it (lazy imports too): `from p import m` counts as m when
+    m is a module, else as p."""
+    name = dotted(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]) if node.level else ""
+            source = ".".join(filter(None, [base, node.module]))
+            found.update(f"{source}.{a.name}" if f"{source}.{a.name}" in known else source for a in node.names)
+    return (found & known) - {name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = {dotted(p) for p in PROJECT}
+    graph = {dotted(p): imports(p, known) for p in PROJECT}
+    for loader, pattern in LOADED.items():
+        graph[loader] |= {dotted(p) for p in ROOT.glob(pattern)}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_check_finds_a_cycle_and_passes_a_chain():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_every_module_that_loads_files_is_in_the_graph():
+    """A module loading another from its file (importlib) is an import the ast does not see: LOADED names each."""
+    loaders = {dotted(p) for p in PROJECT if "spec_from_file_location" in p.read_text(encoding="utf-8")}
+    assert loaders == set(LOADED)
+
+
+def test_no_import_cycle_among_the_projects_modules():
+    """Each module imports only what does not import it back, directly or through others (importlib's loads
+    included): mha_page imports mha_core, the build loads the widgets, never the reverse."""
+    assert cycles(import_graph()) == []
+
+
+def test_mha_core_imports_nothing_of_the_page():
+    """mha_core is the numerics `pip install .` gives: it never imports mha_page (which imports it), nor the build."""
+    graph = import_graph()
+    assert {(m, i) for m in graph if m.startswith("mha_core") for i in graph[m] if not i.startswith("mha_core")} == set()

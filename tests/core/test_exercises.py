@@ -12,7 +12,7 @@ import pytest
 
 from mha_core import exercises
 from mha_core.exercises import EXERCISES, PRINT_LIMIT, run_exercise
-from widgets.training.widget import asset_bytes as training_run
+from widgets.training.run import asset_bytes as training_run
 
 
 def trained_params() -> str:

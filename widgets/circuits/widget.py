@@ -14,7 +14,8 @@ import hashlib
 import json
 
 from mha_page.views.circuits import circuits_view, messages
-from sitebuild import BuildError, widgets
+from sitebuild import BuildError
+from widgets.training import run as recorded
 
 OPTIONS: dict = {}
 
@@ -30,7 +31,7 @@ def previous_token_head(run: dict) -> int:
 @functools.cache
 def run_view() -> dict:
     """circuits_view of the training widget's recorded run, as the JSON the browser reads."""
-    run = json.loads(widgets.assets("training")["run.json"])
+    run = recorded.run()
     steps = [c["step"] for c in run["checkpoints"]]
     if len({b - a for a, b in zip(steps, steps[1:])}) != 1:
         raise BuildError(f"circuits widget: the step control needs evenly spaced checkpoints, got {steps}")

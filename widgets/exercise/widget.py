@@ -10,7 +10,7 @@ from markupsafe import Markup, escape
 
 from mha_core.exercises import EXERCISES, TIME_LIMIT_S, exercise_info, page_messages
 from sitebuild import editor
-from widgets.training.widget import asset_bytes as training_run
+from widgets.training.run import asset_bytes as training_run
 
 OPTIONS = {"name": str}
 

@@ -20,10 +20,9 @@ from mha_core import model, training
 from mha_page.views import head_name
 from mha_page.views import training as views
 from sitebuild import CACHE, ROOT, BuildError, kept
-from sitebuild import widgets
 from sitebuild.sources import sources_key
+from widgets.training import run as recorded
 
-ASSET = "run.json"
 DIVERGING_LR = model.EXPERIMENTS["diverge"]["lr"]  # what the widget's "A learning rate that diverges" sets
 FIXED_PERIOD = model.EXPERIMENTS["fixed-block"]["min_period"]  # the widget's "Blocks of fixed length"
 DROP_STEPS = 50  # the steep drop: the DROP_STEPS-step window in which the loss on the repeats falls most
@@ -31,7 +30,7 @@ DROP_STEPS = 50  # the steep drop: the DROP_STEPS-step window in which the loss 
 
 def recorded_run() -> dict:
     """The two-layer run the page ships, as the browser reads it."""
-    return json.loads(widgets.assets("training")[ASSET])
+    return recorded.run()
 
 
 def one_layer_run(run: dict) -> dict:
