@@ -1,7 +1,7 @@
 """Build-time side of an exercise: its task, skeleton and solution, from mha_core.exercises (the one place
 they are defined, with the checks the browser runs), and the editor's bundle (sitebuild/editor.py). An exercise
 checked on the trained model also carries that model's weights: the last checkpoint of the run the training
-widget ships (widgets/training/widget.py), which Run hands to the checks."""
+widget ships (widgets/training/run.py), which Run hands to the checks."""
 from __future__ import annotations
 
 import json

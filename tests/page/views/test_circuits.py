@@ -19,7 +19,7 @@ from mha_core.model import TrainConfig
 from mha_page.views import decimal
 from mha_page.views.circuits import circuits_run_view, circuits_view, kinds, png
 from tests.helpers import circuits_expected, png_indices
-from widgets.training.widget import SEED
+from widgets.training.run import SEED
 
 
 @pytest.fixture(scope="module")
