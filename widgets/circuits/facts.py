@@ -15,7 +15,7 @@ from mha_core.circuits import logit_attribution
 from mha_core.model import TrainConfig
 from mha_page.views import decimal, head_name
 from mha_page.views.circuits import BASELINE_SPREAD, kinds
-from mha_page.views.training import decode_params
+from mha_core.params_codec import decode_params
 from sitebuild import BuildError
 from widgets.training import facts as training
 from widgets.training import run as recorded

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from mha_core import model, training
+from mha_core.params_codec import decode_params
 from mha_page.views import head_name
 from mha_page.views import training as views
 from sitebuild import CACHE, ROOT, BuildError, kept
@@ -112,7 +113,7 @@ def layer0_heads(run: dict) -> tuple[int, int]:
 def self_share(run: dict, checkpoint: dict, layer: int, head: int) -> tuple[float, float]:
     """(the mean weight a head gives each query's own position on the evaluation batch, that of an even spread)."""
     config = model.TrainConfig(**run["config"])
-    _, patterns = model.forward(views.decode_params(checkpoint["params"], config),
+    _, patterns = model.forward(decode_params(checkpoint["params"], config),
                                    training.eval_batch(config, run["seed"]), config)
     own = np.diagonal(patterns[layer][:, head], axis1=-2, axis2=-1)  # [B, n]
     return float(own.mean()), float(np.mean(1 / np.arange(1, own.shape[-1] + 1)))
@@ -123,7 +124,7 @@ def share_on_seen(run: dict, checkpoint: dict) -> tuple[float, float]:
     the share a uniform guess would give them), on the evaluation batch."""
     config = model.TrainConfig(**run["config"])
     tokens = training.eval_batch(config, run["seed"])  # [B, n]
-    logits, _ = model.forward(views.decode_params(checkpoint["params"], config), tokens, config)
+    logits, _ = model.forward(decode_params(checkpoint["params"], config), tokens, config)
     z = logits[:, :-1] - logits[:, :-1].max(axis=-1, keepdims=True)  # [B, n-1, V]: position t predicts t + 1
     probs = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
     n = tokens.shape[1]
