@@ -39,7 +39,7 @@ def test_the_check_finds_each_way_of_taking_a_private_name():
     assert private_uses("from .attention import _forward_steps, project") == ["attention._forward_steps"]
     assert private_uses("from .config import _result as result") == ["config._result"]
     assert private_uses("import numpy._core") == ["numpy._core"]
-    assert private_uses("from mha_core import bridge\nbridge._plain(1)") == ["bridge._plain"]
+    assert private_uses("from mha_page import bridge\nbridge._plain(1)") == ["bridge._plain"]
     assert private_uses("class A:\n    def f(self):\n        return self._x") == []  # its own, not a module's
     assert private_uses("from __future__ import annotations\nimport numpy as np\nnp.__version__") == []
 
