@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from mha_core.llama import head_scores, layer_weights, llama_config, run_layers
-from mha_core.views import head_name
-from mha_core.views.real_model import CONTROL_SEED, LAST_HEADS, MAX_TOKENS, PRUNING_RISE, SET_MIN, kinds_last
+from mha_page.views import head_name
+from mha_page.views.real_model import CONTROL_SEED, LAST_HEADS, MAX_TOKENS, PRUNING_RISE, SET_MIN, kinds_last
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.sources import sources_key
 

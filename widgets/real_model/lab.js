@@ -4,7 +4,7 @@
 // calls of the page's Python (or, for one of the page's texts, a view of its positions asset: read without the
 // model); a knock-out is a run of calls, a layer a call, a newer one ending the older between two layers; so is the
 // measure of how many heads can go (its button's), a slice a call, which a knock-out or a new text ends. Every
-// word and number shown is Python's: the views are bound as they come (mha_core.bridge.real_model).
+// word and number shown is Python's: the views are bound as they come (mha_page.bridge.real_model).
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { fillIn, output, setText } from "../runtime/dom.js";
