@@ -312,22 +312,34 @@ def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
     layer's heads run side by side, a batch of h texts each with one of them out, from that layer's residual
     stream on (all 270 heads of 40 tokens: about 20 s in CPython)."""
     config = llama_config(gguf)
-    tokens = record["tokens"]
-    cos, sin = rope_angles(len(tokens), config.d_head, config.rope_base)  # [n, d_head/2] each
-    one_out = np.eye(config.n_heads, dtype=bool)  # [batch = h, h]: text b has head b knocked out
     effects = np.full((config.n_layers, config.n_heads), np.nan)
     for first in sorted(set(range(config.n_layers) if layers is None else layers)):
-        resid = np.broadcast_to(record["resid"][first], (config.n_heads, *record["resid"][first].shape))  # [h, n, d]
-        for layer in range(first, config.n_layers):
-            knocked = one_out if layer == first else None
-            resid = block_parts(resid, weights[layer], config, cos, sin, knocked)["resid_post"]  # [h, n, d_model]
-        logits = unembed(gguf, resid.reshape(-1, config.d_model))  # [h·n, d_model] -> [h·n, V]
-        normalizer = log_normalizer(logits).reshape(config.n_heads, -1)  # [h, n]
-        logits = logits.reshape(config.n_heads, len(tokens), -1)  # [h, n, V]
-        effects[first] = [np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(config.n_heads)]
+        effects[first] = _layer_knocked_out_losses(gguf, record, weights, first)
     return effects - predictions.fn(gguf, record)["mean_loss"]
 
 
+def _layer_knocked_out_losses(gguf, record, weights, first: int) -> np.ndarray:
+    """[h]: the mean loss on the record's tokens with each head of layer first alone knocked out, the h heads
+    side by side (a batch of h texts), from that layer's residual stream on."""
+    config = llama_config(gguf)
+    tokens = record["tokens"]
+    cos, sin = rope_angles(len(tokens), config.d_head, config.rope_base)  # [n, d_head/2] each
+    one_out = np.eye(config.n_heads, dtype=bool)  # [batch = h, h]: text b has head b knocked out
+    resid = np.broadcast_to(record["resid"][first], (config.n_heads, *record["resid"][first].shape))  # [h, n, d]
+    for layer in range(first, config.n_layers):
+        knocked = one_out if layer == first else None
+        resid = block_parts(resid, weights[layer], config, cos, sin, knocked)["resid_post"]  # [h, n, d_model]
+    logits = unembed(gguf, resid.reshape(-1, config.d_model))  # [h·n, d_model] -> [h·n, V]
+    normalizer = log_normalizer(logits).reshape(config.n_heads, -1)  # [h, n]
+    logits = logits.reshape(config.n_heads, len(tokens), -1)  # [h, n, V]
+    return np.array([np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(config.n_heads)])
+
+
+REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),
+               step=Whole(1, MAX_LAYERS * MAX_HEADS))
+
+
+@arguments(tokens_fit, _order_fits, **REMOVAL)
 def removal_steps(gguf, tokens, order, clean, weights, rise: float, step: int):
     """removable_heads' work, one run at a time: yields ("together", count, mean loss) after each; returns its
     answer."""
@@ -346,11 +358,6 @@ def removal_steps(gguf, tokens, order, clean, weights, rise: float, step: int):
         yield "together", middle, curve[middle]
         below, above = (middle, above) if curve[middle] - curve[0] < rise else (below, middle)
     return {"removable": below, "curve": dict(sorted(curve.items()))}
-
-
-REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),
-               step=Whole(1, MAX_LAYERS * MAX_HEADS))
-removal_steps = arguments(tokens_fit, _order_fits, **REMOVAL)(removal_steps)
 
 
 @arguments(tokens_fit, _order_fits, **REMOVAL)
@@ -383,17 +390,18 @@ def removal_order(effects) -> list[tuple[int, int]]:
            step=Whole(1, MAX_LAYERS * MAX_HEADS))
 def pruning_steps(gguf, record, weights, rise: float, step: int):
     """Many heads are redundant, measured on the record's tokens as the page's build measures it, a slice at a
-    time: each layer's heads knocked out alone (knockout_effects, a layer a slice: yields ("alone", heads
+    time: each layer's heads knocked out alone (knockout_effects' work, a layer a slice: yields ("alone", heads
     measured)), then the heads knocked out together in removal_order until the mean loss rises rise nats
     (removable_heads, a run a slice: yields ("together", count, mean loss)). Returns {effects [n_layers, h],
     order, removable, curve}. Its cost: every head's own knock-out (a layer's h heads side by side, from that
     layer on: h · n_layers · (n_layers + 1) / 2 layers of the text, and h · n_layers unembeddings), then one run
     a look at the curve (n_heads / step of them at most, and a few more to bisect)."""
     config = llama_config(gguf)
-    effects = np.full((config.n_layers, config.n_heads), np.nan)
+    losses = np.full((config.n_layers, config.n_heads), np.nan)  # with each head alone knocked out
     for layer in range(config.n_layers):
-        effects[layer] = knockout_effects.fn(gguf, record, weights, [layer])[layer]
+        losses[layer] = _layer_knocked_out_losses(gguf, record, weights, layer)
         yield "alone", (layer + 1) * config.n_heads
+    effects = losses - predictions.fn(gguf, record)["mean_loss"]
     order = removal_order(effects)
     found = yield from removal_steps.fn(gguf, record["tokens"], order, record, weights, rise, step)
     return {"effects": effects, "order": order, **found}
