@@ -313,26 +313,37 @@ def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
     stream on (all 270 heads of 40 tokens: about 20 s in CPython)."""
     config = llama_config(gguf)
     effects = np.full((config.n_layers, config.n_heads), np.nan)
-    for first in sorted(set(range(config.n_layers) if layers is None else layers)):
-        effects[first] = _layer_knocked_out_losses(gguf, record, weights, first)
+    firsts = sorted(set(range(config.n_layers) if layers is None else layers))
+    for first, resid in drained(_knocked_out_alone(record, weights, firsts, config)).items():
+        effects[first] = _mean_losses_of(gguf, record["tokens"], resid)
     return effects - predictions.fn(gguf, record)["mean_loss"]
 
 
-def _layer_knocked_out_losses(gguf, record, weights, first: int) -> np.ndarray:
-    """[h]: the mean loss on the record's tokens with each head of layer first alone knocked out, the h heads
-    side by side (a batch of h texts), from that layer's residual stream on."""
-    config = llama_config(gguf)
+def _knocked_out_alone(record, weights, firsts: list[int], config, step=None):
+    """Each head of the layers firsts (sorted) knocked out alone: a batch a layer, its h texts side by side (text
+    b with head b out), each batch from its own layer's residual stream on, and each layer's weights read once
+    for every batch it runs. Yields step after each layer; returns {first: [h, n, d_model] final residual
+    streams}."""
     tokens = record["tokens"]
     cos, sin = rope_angles(len(tokens), config.d_head, config.rope_base)  # [n, d_head/2] each
     one_out = np.eye(config.n_heads, dtype=bool)  # [batch = h, h]: text b has head b knocked out
-    resid = np.broadcast_to(record["resid"][first], (config.n_heads, *record["resid"][first].shape))  # [h, n, d]
-    for layer in range(first, config.n_layers):
-        knocked = one_out if layer == first else None
-        resid = block_parts(resid, weights[layer], config, cos, sin, knocked)["resid_post"]  # [h, n, d_model]
-    logits = unembed(gguf, resid.reshape(-1, config.d_model))  # [h·n, d_model] -> [h·n, V]
-    normalizer = log_normalizer(logits).reshape(config.n_heads, -1)  # [h, n]
-    logits = logits.reshape(config.n_heads, len(tokens), -1)  # [h, n, V]
-    return np.array([np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(config.n_heads)])
+    resids = {}
+    for layer in range(firsts[0] if firsts else config.n_layers, config.n_layers):
+        w = weights[layer]
+        if layer in firsts:
+            resids[layer] = np.broadcast_to(record["resid"][layer], (config.n_heads, *record["resid"][layer].shape))
+        for first, resid in resids.items():  # [h, n, d_model] each
+            resids[first] = block_parts(resid, w, config, cos, sin, one_out if first == layer else None)["resid_post"]
+        yield step
+    return resids
+
+
+def _mean_losses_of(gguf, tokens, resid) -> np.ndarray:
+    """[b, n, d_model] final residual streams of b texts of tokens -> [b] their mean losses."""
+    logits = unembed(gguf, resid.reshape(-1, resid.shape[-1]))  # [b·n, d_model] -> [b·n, V]
+    normalizer = log_normalizer(logits).reshape(len(resid), -1)  # [b, n]
+    logits = logits.reshape(len(resid), len(tokens), -1)  # [b, n, V]
+    return np.array([np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(len(resid))])
 
 
 REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),
@@ -386,21 +397,31 @@ def removal_order(effects) -> list[tuple[int, int]]:
     return [(int(l), int(h)) for l, h in zip(*np.unravel_index(flat, effects.shape))]
 
 
+ALONE_LAYERS = 6  # layers whose heads run alone side by side in pruning_steps: with weights unpacked on use, 90
+# layers unpacked for SmolLM2's 30 rather than 465 one layer at a time; 6 batches of h texts kept (16 MB at 128 tokens)
+
+
 @arguments(_complete, _weights_fit, gguf=Model(), record=Record(), weights=Weights(), rise=Number(0, 100),
            step=Whole(1, MAX_LAYERS * MAX_HEADS))
 def pruning_steps(gguf, record, weights, rise: float, step: int):
     """Many heads are redundant, measured on the record's tokens as the page's build measures it, a slice at a
-    time: each layer's heads knocked out alone (knockout_effects' work, a layer a slice: yields ("alone", heads
-    measured)), then the heads knocked out together in removal_order until the mean loss rises rise nats
-    (removable_heads, a run a slice: yields ("together", count, mean loss)). Returns {effects [n_layers, h],
-    order, removable, curve}. Its cost: every head's own knock-out (a layer's h heads side by side, from that
-    layer on: h · n_layers · (n_layers + 1) / 2 layers of the text, and h · n_layers unembeddings), then one run
-    a look at the curve (n_heads / step of them at most, and a few more to bisect)."""
+    time: each head knocked out alone (knockout_effects' work, ALONE_LAYERS layers' heads at a time, a layer's
+    pass or a batch's unembedding a slice: yields ("alone", heads measured)), then the heads knocked out together
+    in removal_order until the mean loss rises rise nats (removable_heads, a run a slice: yields ("together",
+    count, mean loss)). Returns {effects [n_layers, h], order, removable, curve}. Its cost: every head's own
+    knock-out (h · n_layers · (n_layers + 1) / 2 layers of the text, h · n_layers unembeddings, each layer's
+    weights read once for ALONE_LAYERS layers' heads), then one run a look at the curve (n_heads / step of them
+    at most, and a few more to bisect)."""
     config = llama_config(gguf)
     losses = np.full((config.n_layers, config.n_heads), np.nan)  # with each head alone knocked out
-    for layer in range(config.n_layers):
-        losses[layer] = _layer_knocked_out_losses(gguf, record, weights, layer)
-        yield "alone", (layer + 1) * config.n_heads
+    measured = 0
+    for start in range(0, config.n_layers, ALONE_LAYERS):
+        firsts = list(range(start, min(start + ALONE_LAYERS, config.n_layers)))
+        resids = yield from _knocked_out_alone(record, weights, firsts, config, ("alone", measured))
+        for first, resid in resids.items():
+            losses[first] = _mean_losses_of(gguf, record["tokens"], resid)
+            measured += config.n_heads
+            yield "alone", measured
     effects = losses - predictions.fn(gguf, record)["mean_loss"]
     order = removal_order(effects)
     found = yield from removal_steps.fn(gguf, record["tokens"], order, record, weights, rise, step)

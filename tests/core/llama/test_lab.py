@@ -271,8 +271,9 @@ def test_heads_removed_in_order_until_the_loss_rises(gguf, tokenizer):
 
 def test_a_layer_unpacked_on_use_is_unpacked_layers_and_the_sliced_measure_yields_its_progress(gguf, tokenizer):
     """UnpackedOnUse unpacks a layer from its own file as unpacked_layers does from the whole GGUF; pruning_steps
-    yields a layer's heads measured alone at a time, then each run of heads together, as removable_heads' curve
-    (the bridge's test: the whole answer is the build's one-shot one)."""
+    yields after each pass of a layer over six layers' heads knocked out alone and after each layer's heads are
+    measured, then after each run of heads together (the bridge's test: the whole answer is the build's one-shot
+    one)."""
     from mha_core.llama.lab import UnpackedOnUse, pruning_steps, removal_order, unpacked_layers
     from mha_core.llama.gguf import read_gguf
     from mha_core.llama.model import layer_weights, split_model
@@ -286,7 +287,9 @@ def test_a_layer_unpacked_on_use_is_unpacked_layers_and_the_sliced_measure_yield
     weights = unpacked_layers(gguf)
     clean = run(gguf, ids, weights=weights)
     steps = pruning_steps(gguf, clean, weights, 0.1, 15)
-    assert [next(steps) for _ in range(30)] == [("alone", 9 * (layer + 1)) for layer in range(30)]
+    alone = [next(steps) for _ in range(120)]  # ALONE_LAYERS = 6: 30, 24, … 6 passes, and 30 layers' losses
+    assert alone[:30] == [("alone", 0)] * 30 and alone[30:36] == [("alone", 9 * k) for k in range(1, 7)]
+    assert alone[-1] == ("alone", 270)
     rest = list(steps)
     assert all(kind == "together" for kind, *_ in rest) and rest[0][1] == 15
     effects = np.array([[0.5, -1.0], [0.0, 0.5]])
