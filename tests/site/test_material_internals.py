@@ -2,7 +2,8 @@
 search on demand (overrides/assets/javascripts/workers/search-on-demand.js, whose top states the contract, and the
 config rewrite in overrides/main.html) and the search partial copied for the dialog's name
 (overrides/partials/search.html); the palette shown and switched by the site (overrides/partials/javascripts/palette.html,
-whose top states the contract, with Material's toggle copied without its component name: overrides/partials/palette.html); which pages instant navigation takes for the site's (the sitemap a build without
+whose top states the contract, with Material's toggle copied without its component name: overrides/partials/palette.html);
+the stylesheets' addresses resolved before instant navigation does (overrides/partials/javascripts/resolved-stylesheets.html); which pages instant navigation takes for the site's (the sitemap a build without
 a site address gets, sitebuild/serving.py); what the search index keeps of a formula's markup (sitebuild/typeset.py);
 which code highlighting classes draw as plain text (sitebuild/highlight.py).
 A new Material fails here until those have been checked against it."""
@@ -22,6 +23,7 @@ MATERIAL = Path(material.__file__).parent / "templates"
 OVERRIDES = ROOT / "overrides"
 ON_DEMAND = OVERRIDES / "assets" / "javascripts" / "workers" / "search-on-demand.js"
 PALETTE = OVERRIDES / "partials" / "javascripts" / "palette.html"
+RESOLVED = OVERRIDES / "partials" / "javascripts" / "resolved-stylesheets.html"
 REQUIREMENT = re.search(r"^mkdocs-material==([\d.]+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
 
 
@@ -44,7 +46,7 @@ def bundle() -> str:
 def test_the_modules_name_the_material_that_is_pinned_and_installed():
     assert version("mkdocs-material") == REQUIREMENT
     assert f"mkdocs-material {REQUIREMENT}" in ON_DEMAND.read_text(encoding="utf-8")
-    for partial in ("search.html", "palette.html", "javascripts/palette.html"):
+    for partial in ("search.html", "palette.html", "javascripts/palette.html", "javascripts/resolved-stylesheets.html"):
         assert f"mkdocs-material {REQUIREMENT}" in (OVERRIDES / "partials" / partial).read_text(encoding="utf-8")
 
 
@@ -132,6 +134,24 @@ def test_instant_navigation_keeps_the_header_and_the_palette_s_meta_tags(bundle)
     assert replaced, "Material's instant navigation no longer lists the components it replaces"
     assert "header" not in replaced[1].replace("header-topic", "")
     assert re.search(r'(\w)!=="theme-color"&&\1!=="color-scheme"&&\w\.remove\(\)', bundle)
+
+
+def test_instant_navigation_resolves_the_relative_addresses_of_the_page_as_it_starts(bundle):  # resolved contract 1
+    resolve = re.search(r'function (\w+)\(e\)\{for\(let t of \w+\("\[href\], \[src\]",e\)\)for\(let r of\["href","src"\]\)'
+                        r'\{let o=t\.getAttribute\(r\);if\(o&&!/\^\(\?:\[a-z\]\+:\)\?\\/\\//i\.test\(o\)\)\{t\[r\]=t\[r\];break\}\}'
+                        r'return [\w$]+\(e\)\}', bundle)
+    assert resolve, "instant navigation no longer resolves a relative href or src by setting it to itself"
+    assert re.search(rf'[\w$]+\(document\)\.subscribe\({resolve[1]}\)', bundle), "nor does it to the page as it starts"
+    assert re.search(rf'\w+\({resolve[1]}\),\w+\(\w+\),\w+\(\)\);return', bundle), "nor to the page it brings in"
+    ours = RESOLVED.read_text(encoding="utf-8")
+    assert 'link.setAttribute("href", link.href)' in ours
+    assert '{% include "partials/javascripts/resolved-stylesheets.html" %}\n{% endblock %}' in \
+           re.search(r"{% block extrahead %}.*?{% endblock %}", (OVERRIDES / "main.html").read_text(), re.S)[0]
+
+
+def test_instant_navigation_matches_the_head_of_a_page_by_each_element_s_markup(bundle):  # resolved contract 2
+    assert re.search(r'function \w+\(e\)\{let t=new Map;for\(let r of \w+\(":scope > \*",e\.head\)\)t\.set\(r\.outerHTML,r\);'
+                     r'return t\}', bundle)
 
 
 def test_instant_navigation_takes_the_sitemaps_pages_with_the_pages_host_and_the_sitemaps_port(bundle):
