@@ -17,8 +17,9 @@ llama.cpp's GGUF file with NumPy alone, its attention the one attention.py teach
 """
 
 from .gguf import GGUFFile, TensorInfo, dequantize, gguf_bytes, raw_tensor, read_gguf, tensor, tensor_rows
-from .lab import (control_heads, knockout_effects, logit_attribution, logit_lens, parse_heads, predictions,
-                  recorded_run, removable_heads, run, strongest_heads, unpacked_layers)
+from .lab import (UnpackedOnUse, control_heads, knockout_effects, logit_attribution, logit_lens, parse_heads,
+                  predictions, pruning_steps, recorded_run, removable_heads, removal_order, removal_steps, run,
+                  strongest_heads, unpacked_layers)
 from .model import LlamaConfig, embed, forward, layer_weights, llama_config, run_layers, split_model, unembed
 from .scores import SCORES, head_scores, ideal_keys
 from .tokenizer import Tokenizer, pre_tokenize, tokenizer_from_gguf
@@ -28,5 +29,6 @@ __all__ = [
     "LlamaConfig", "embed", "forward", "layer_weights", "llama_config", "run_layers", "split_model", "unembed",
     "SCORES", "head_scores", "ideal_keys", "Tokenizer", "pre_tokenize", "tokenizer_from_gguf",
     "control_heads", "knockout_effects", "logit_attribution", "logit_lens", "parse_heads", "predictions",
-    "recorded_run", "removable_heads", "run", "strongest_heads", "unpacked_layers",
+    "recorded_run", "removable_heads", "run", "strongest_heads", "unpacked_layers", "UnpackedOnUse",
+    "pruning_steps", "removal_order", "removal_steps",
 ]

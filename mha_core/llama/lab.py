@@ -20,6 +20,8 @@ A run is recorded layer by layer, so that everything after it reads the record a
     knockout_effects(gguf, record, weights)                each head's own knock-out effect on the mean loss
     removable_heads(gguf, tokens, order, clean, weights, 0.1, 15)
                                                            how many heads go, in order, before the loss rises 0.1
+    pruning_steps(gguf, record, weights, 0.1, 15)         both, a slice at a time (a caller reports progress and
+                                                           may stop between two): what the page's button runs
 
 Knock-out: a head is zero-ablated, its z set to 0 at every position (its share of W_O's input), as a forward
 pre-hook on transformers' o_proj zeroing the head's 64 columns does. Hide the first token: every query i ≥ 1 may
@@ -32,6 +34,7 @@ logits, each part / scale · w_norm · W_U[:, token].
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -133,10 +136,29 @@ def _start(clean, tokens, first: int, gguf) -> dict:
             "resid": list(clean["resid"][:first + 1])}
 
 
-class Weights:
-    """Every layer's weights, unpacked (layer_weights' dict for each layer in order)."""
+class UnpackedOnUse(Sequence):
+    """Every layer's weights as unpacked_layers gives them, each unpacked from read(layer) (a GGUFFile holding that
+    layer) when a run asks for it, and not kept: for many runs where unpacked_layers' 425 MB would not fit (the
+    browser's Python), at the cost of unpacking a layer each time (about 20 ms in CPython)."""
 
-    def check(self, name: str, value) -> list:
+    def __init__(self, read: Callable[[int], GGUFFile], n_layers: int):
+        self.read, self.n_layers = read, n_layers
+
+    def __len__(self) -> int:
+        return self.n_layers
+
+    def __getitem__(self, layer: int) -> dict:
+        if not 0 <= layer < self.n_layers:
+            raise IndexError(layer)
+        return layer_weights(self.read(layer), layer)
+
+
+class Weights:
+    """Every layer's weights, unpacked (layer_weights' dict for each layer in order), or UnpackedOnUse."""
+
+    def check(self, name: str, value) -> Sequence:
+        if isinstance(value, UnpackedOnUse):
+            return value
         if not isinstance(value, (list, tuple)) or not all(isinstance(w, dict) and "W_O" in w for w in value):
             raise Invalid(f"{name} must be a list of layer_weights' dicts, one per layer, got {shown(value)}.")
         return list(value)
@@ -290,33 +312,53 @@ def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
     layer's heads run side by side, a batch of h texts each with one of them out, from that layer's residual
     stream on (all 270 heads of 40 tokens: about 20 s in CPython)."""
     config = llama_config(gguf)
-    tokens = record["tokens"]
-    cos, sin = rope_angles(len(tokens), config.d_head, config.rope_base)  # [n, d_head/2] each
-    one_out = np.eye(config.n_heads, dtype=bool)  # [batch = h, h]: text b has head b knocked out
     effects = np.full((config.n_layers, config.n_heads), np.nan)
-    for first in sorted(set(range(config.n_layers) if layers is None else layers)):
-        resid = np.broadcast_to(record["resid"][first], (config.n_heads, *record["resid"][first].shape))  # [h, n, d]
-        for layer in range(first, config.n_layers):
-            knocked = one_out if layer == first else None
-            resid = block_parts(resid, weights[layer], config, cos, sin, knocked)["resid_post"]  # [h, n, d_model]
-        logits = unembed(gguf, resid.reshape(-1, config.d_model))  # [h·n, d_model] -> [h·n, V]
-        normalizer = log_normalizer(logits).reshape(config.n_heads, -1)  # [h, n]
-        logits = logits.reshape(config.n_heads, len(tokens), -1)  # [h, n, V]
-        effects[first] = [np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(config.n_heads)]
+    firsts = sorted(set(range(config.n_layers) if layers is None else layers))
+    for first, resid in drained(_knocked_out_alone(record, weights, firsts, config)).items():
+        effects[first] = _mean_losses_of(gguf, record["tokens"], resid)
     return effects - predictions.fn(gguf, record)["mean_loss"]
 
 
-@arguments(tokens_fit, _order_fits, gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(),
-           weights=Weights(), rise=Number(0, 100), step=Whole(1, MAX_LAYERS * MAX_HEADS))
-def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int) -> dict:
-    """How many heads of order can go (knocked out together, in order) before the mean loss on tokens rises by
-    rise nats: {removable, curve {count: mean loss}}. The loss is looked at every step heads; between the last
-    count below and the first at or above, bisection finds the first count that crosses (a loss that crosses,
-    comes back and crosses again within one step would hide its first crossing)."""
+def _knocked_out_alone(record, weights, firsts: list[int], config, step=None):
+    """Each head of the layers firsts (sorted) knocked out alone: a batch a layer, its h texts side by side (text
+    b with head b out), each batch from its own layer's residual stream on, and each layer's weights read once
+    for every batch it runs. Yields step after each layer; returns {first: [h, n, d_model] final residual
+    streams}."""
+    tokens = record["tokens"]
+    cos, sin = rope_angles(len(tokens), config.d_head, config.rope_base)  # [n, d_head/2] each
+    one_out = np.eye(config.n_heads, dtype=bool)  # [batch = h, h]: text b has head b knocked out
+    resids = {}
+    for layer in range(firsts[0] if firsts else config.n_layers, config.n_layers):
+        w = weights[layer]
+        if layer in firsts:
+            resids[layer] = np.broadcast_to(record["resid"][layer], (config.n_heads, *record["resid"][layer].shape))
+        for first, resid in resids.items():  # [h, n, d_model] each
+            resids[first] = block_parts(resid, w, config, cos, sin, one_out if first == layer else None)["resid_post"]
+        yield step
+    return resids
+
+
+def _mean_losses_of(gguf, tokens, resid) -> np.ndarray:
+    """[b, n, d_model] final residual streams of b texts of tokens -> [b] their mean losses."""
+    logits = unembed(gguf, resid.reshape(-1, resid.shape[-1]))  # [b·n, d_model] -> [b·n, V]
+    normalizer = log_normalizer(logits).reshape(len(resid), -1)  # [b, n]
+    logits = logits.reshape(len(resid), len(tokens), -1)  # [b, n, V]
+    return np.array([np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(len(resid))])
+
+
+REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),
+               step=Whole(1, MAX_LAYERS * MAX_HEADS))
+
+
+@arguments(tokens_fit, _order_fits, **REMOVAL)
+def removal_steps(gguf, tokens, order, clean, weights, rise: float, step: int):
+    """removable_heads' work, one run at a time: yields ("together", count, mean loss) after each; returns its
+    answer."""
     curve = {0: predictions.fn(gguf, clean)["mean_loss"]}
     below, above = 0, None
     for k in [*range(step, len(order), step), len(order)]:
         curve[k] = _mean_losses(gguf, tokens, clean, weights, [order[:k]])[0]
+        yield "together", k, curve[k]
         if curve[k] - curve[0] >= rise:
             above = k
             break
@@ -324,8 +366,66 @@ def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int)
     while above is not None and above - below > 1:
         middle = (below + above) // 2
         curve[middle] = _mean_losses(gguf, tokens, clean, weights, [order[:middle]])[0]
+        yield "together", middle, curve[middle]
         below, above = (middle, above) if curve[middle] - curve[0] < rise else (below, middle)
     return {"removable": below, "curve": dict(sorted(curve.items()))}
+
+
+@arguments(tokens_fit, _order_fits, **REMOVAL)
+def removable_heads(gguf, tokens, order, clean, weights, rise: float, step: int) -> dict:
+    """How many heads of order can go (knocked out together, in order) before the mean loss on tokens rises by
+    rise nats: {removable, curve {count: mean loss}}. The loss is looked at every step heads; between the last
+    count below and the first at or above, bisection finds the first count that crosses (a loss that crosses,
+    comes back and crosses again within one step would hide its first crossing). Runs after the crossing are
+    not made: the curve ends there."""
+    return drained(removal_steps.fn(gguf, tokens, order, clean, weights, rise, step))
+
+
+def drained(steps):
+    """A generator's return value, once it has yielded all it yields."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+@arguments(effects=Array(ndim=(2,), values="any"))
+def removal_order(effects) -> list[tuple[int, int]]:
+    """[n_layers, h] own knock-out effects -> every head, the smallest effect first (ties in (layer, head) order)."""
+    flat = np.argsort(effects, axis=None, kind="stable")
+    return [(int(l), int(h)) for l, h in zip(*np.unravel_index(flat, effects.shape))]
+
+
+ALONE_LAYERS = 6  # layers whose heads run alone side by side in pruning_steps: with weights unpacked on use, 90
+# layers unpacked for SmolLM2's 30 rather than 465 one layer at a time; 6 batches of h texts kept (16 MB at 128 tokens)
+
+
+@arguments(_complete, _weights_fit, gguf=Model(), record=Record(), weights=Weights(), rise=Number(0, 100),
+           step=Whole(1, MAX_LAYERS * MAX_HEADS))
+def pruning_steps(gguf, record, weights, rise: float, step: int):
+    """Many heads are redundant, measured on the record's tokens as the page's build measures it, a slice at a
+    time: each head knocked out alone (knockout_effects' work, ALONE_LAYERS layers' heads at a time, a layer's
+    pass or a batch's unembedding a slice: yields ("alone", heads measured)), then the heads knocked out together
+    in removal_order until the mean loss rises rise nats (removable_heads, a run a slice: yields ("together",
+    count, mean loss)). Returns {effects [n_layers, h], order, removable, curve}. Its cost: every head's own
+    knock-out (h · n_layers · (n_layers + 1) / 2 layers of the text, h · n_layers unembeddings, each layer's
+    weights read once for ALONE_LAYERS layers' heads), then one run a look at the curve (n_heads / step of them
+    at most, and a few more to bisect)."""
+    config = llama_config(gguf)
+    losses = np.full((config.n_layers, config.n_heads), np.nan)  # with each head alone knocked out
+    measured = 0
+    for start in range(0, config.n_layers, ALONE_LAYERS):
+        firsts = list(range(start, min(start + ALONE_LAYERS, config.n_layers)))
+        resids = yield from _knocked_out_alone(record, weights, firsts, config, ("alone", measured))
+        for first, resid in resids.items():
+            losses[first] = _mean_losses_of(gguf, record["tokens"], resid)
+            measured += config.n_heads
+            yield "alone", measured
+    effects = losses - predictions.fn(gguf, record)["mean_loss"]
+    order = removal_order(effects)
+    found = yield from removal_steps.fn(gguf, record["tokens"], order, record, weights, rise, step)
+    return {"effects": effects, "order": order, **found}
 
 
 # ---------------------------------------------------------------- heads as a reader writes them

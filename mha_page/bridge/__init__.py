@@ -31,7 +31,7 @@ from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
 from .real_model import (real_model_advance, real_model_head_set, real_model_knockout_advance,
                          real_model_knockout_start, real_model_lens, real_model_pattern, real_model_position,
-                         real_model_start)
+                         real_model_pruning_advance, real_model_pruning_start, real_model_start)
 
 
 def declare(fn, **args) -> Declared:
@@ -44,7 +44,7 @@ FUNCTIONS = {fn.__name__: fn for fn in (
     one_vs_many_view, training_start, training_advance, training_stop, training_evaluate, circuits_at,
     circuits_over_training, circuits_run_view, real_model_start, real_model_advance, real_model_pattern,
     real_model_position, real_model_lens, real_model_knockout_start, real_model_knockout_advance, real_model_head_set,
-    tiling_view, ready_message)}
+    real_model_pruning_start, real_model_pruning_advance, tiling_view, ready_message)}
 
 
 def limits(fn_name: str) -> dict:

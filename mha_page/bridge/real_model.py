@@ -46,6 +46,13 @@ layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, 
                                              knocked)}} and predictions-knocked at position
     real_model_head_set(run, kind)        -> {heads, control, words}: the heads scoring as kind on the text and a
                                              seeded control (the same as the view's data-set-* attributes)
+    real_model_pruning_start(run)         -> {run, view: null, progress}: how many heads can go on run's text
+                                             (mha_core.llama.lab.pruning_steps, as the build measures the page's
+                                             text), set up; nothing runs yet. A newer text drops it
+    real_model_pruning_advance(run)       -> {view, progress}: one more slice (a layer's heads knocked out alone,
+                                             or a run of many knocked out together); view once done
+                                             (views.real_model.pruning_view's: pruning-chart, pruning-line, …,
+                                             pruning in words), else null and progress the words of what ran
 """
 
 from __future__ import annotations
@@ -57,13 +64,14 @@ import numpy as np
 
 from mha_core.fields import Choice, Flag, Labelled, Text, Whole, arguments
 from mha_core.llama.gguf import read_gguf
-from mha_core.llama.lab import (first_changed_layer, logit_attribution, logit_lens, parse_heads, predictions,
-                         recorded_run)
+from mha_core.llama.lab import (UnpackedOnUse, first_changed_layer, logit_attribution, logit_lens, parse_heads,
+                                predictions, pruning_steps, recorded_run)
 from mha_core.llama.model import split_model
 from mha_core.llama.scores import head_scores
 from mha_core.llama.tokenizer import tokenizer_from_gguf
-from ..views.real_model import (KIND_NAMES, MAX_TOKENS, N_HEADS, N_LAYERS, WEIGHT_LEVELS, default_position,
-                                head_sets, knockout_view, lens_rows, position_view, prediction_rows, progress_text,
+from ..views.real_model import (KIND_NAMES, MAX_TOKENS, N_HEADS, N_LAYERS, PRUNING_RISE, PRUNING_STEP,
+                                WEIGHT_LEVELS, default_position, head_sets, knockout_view, lens_rows, position_view,
+                                prediction_rows, progress_text, pruning_hidden, pruning_progress, pruning_view,
                                 real_model_view, token_texts)
 
 MODEL_FOLDER = "/tmp/real-model"  # in the browser's Python: the worker writes the files here
@@ -152,7 +160,9 @@ def clean_view(gguf, tokenizer, state: dict) -> dict:
     scores = head_scores(np.stack(state["record"]["patterns"]), state["ids"])  # {kind: [n_layers, h]}
     position = default_position(len(state["ids"]))
     at = lab_at(gguf, tokenizer, state, position, logit_lens(gguf, state["record"], position))
-    return real_model_view(state["tokens"], scores, state["n_given"], losses=losses_of(state["predictions"]), at=at)
+    view = real_model_view(state["tokens"], scores, state["n_given"], losses=losses_of(state["predictions"]), at=at)
+    view["outputs"] |= pruning_hidden(button=True)
+    return view
 
 
 def losses_of(preds: dict) -> list:
@@ -310,3 +320,30 @@ def real_model_head_set(run: int, kind: str) -> dict:
     sets = head_sets(scores)
     return {"heads": sets["data"][f"set-{kind}"], "control": sets["data"][f"set-{kind}-control"],
             "words": sets["words"]}
+
+
+@arguments(run=RUN)
+def real_model_pruning_start(run: int) -> dict:
+    """Set up the measure of how many heads can go on run's finished text (replacing one in progress); each
+    layer's weights are unpacked from its file when a run reaches it (UnpackedOnUse: the 425 MB of every layer
+    unpacked would not fit)."""
+    state = _finished(run)
+    weights = UnpackedOnUse(lambda layer: _read(f"layer-{layer:02d}.gguf"), N_LAYERS)
+    state["pruning"] = pruning_steps(_model()["embedding"], state["record"], weights, PRUNING_RISE, PRUNING_STEP)
+    return {"run": run, "view": None, "progress": pruning_progress(("alone", 0))}
+
+
+@arguments(run=RUN)
+def real_model_pruning_advance(run: int) -> dict:
+    """Run the next slice of run's measure; after the last, its view."""
+    state = _finished(run)
+    if state.get("pruning") is None:
+        raise ValueError(f"run {run} has no measure of its heads in progress")
+    try:
+        return {"view": None, "progress": pruning_progress(next(state["pruning"]))}
+    except StopIteration as done:
+        state["pruning"] = None
+        found = done.value
+        scores = head_scores(np.stack(state["record"]["patterns"]), state["ids"])
+        return {"view": pruning_view(sorted(found["curve"].items()), found["removable"], found["order"], scores,
+                                     button=True), "progress": ""}

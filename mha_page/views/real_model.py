@@ -20,7 +20,7 @@ import numpy as np
 
 from mha_core.llama.lab import control_heads, strongest_heads
 from mha_core.fields import Array, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, Whole, arguments, shown
-from . import clip, css_number, decimal, head_name, plural
+from . import charts, clip, css_number, decimal, head_name, plural
 
 N_LAYERS, N_HEADS, N_KV_HEADS = 30, 9, 3  # SmolLM2-135M: 9 query heads in 3 key/value groups of 3
 GROUP = N_HEADS // N_KV_HEADS
@@ -79,6 +79,7 @@ def messages() -> dict:
             "knockout-load": ("Load the model to knock heads out: the page's texts show the clean run, computed "
                               "when the page was built."),
             "knockout-failed": "These heads could not be knocked out: {error}",
+            "pruning-failed": "How many heads can go could not be measured: {error}",
             "position-failed": "This position could not be shown: {error}",
             "position-range": "Choose a position from 0 to {max}: the text's tokens, counted from 0."}
 
@@ -257,13 +258,15 @@ def attribution_words(target: str, position: int, attribution: dict, most: int =
             f"{signed(sum(v for v, _ in mlps))}, most {top_mlps}.")
 
 
-def attribution_slots(attribution: dict) -> dict:
-    """head-L-H: data-logit-attribution (4 decimals) and --attribution, its share over the largest share's size
-    (−1..1), for colouring the grid by it."""
-    largest = max(abs(float(v)) for row in attribution["heads"] for v in row) or 1.0
-    return {f"head-{l}-{h}": {"data": {"logit-attribution": f"{float(attribution['heads'][l][h]):.4f}"},
-                              "vars": {"--attribution": css_number(float(attribution["heads"][l][h]) / largest)}}
-            for l in range(N_LAYERS) for h in range(N_HEADS)}
+def attribution_cells(attribution: dict) -> dict:
+    """The heads slot: the grid's cells (layer by layer, head by head, as its data-cells selects them), each head's
+    data-logit-attribution (4 decimals) and --attribution, its share over the largest share's size (−1..1), for
+    colouring the grid by it; as lists, a position's 270 heads in a few kB (a position of a page's text travels
+    in its positions asset)."""
+    values = [float(v) for row in attribution["heads"] for v in row]  # [n_layers · h]
+    largest = max(abs(v) for v in values) or 1.0
+    return {"heads": {"cells": {"data": {"logit-attribution": [f"{v:.4f}" for v in values]},
+                                "vars": {"--attribution": [css_number(v / largest) for v in values]}}}}
 
 
 def lens_rows(ids, tokens: list[str], probabilities) -> dict:
@@ -359,7 +362,7 @@ class LabAt:
 def position_view(tokens, at: dict) -> dict:
     """The picked position's slots: data-position; predictions (prediction rows, the clean run's), and
     predictions-knocked after a knock-out (else hidden and empty); position-words; attribution (in words) and every head's
-    data-logit-attribution; lens (its rows), if at holds it."""
+    data-logit-attribution (heads: attribution_cells'); lens (its rows), if at holds it."""
     p = at["position"]
     if p >= len(tokens):
         raise Invalid(f"at's position must be below the {len(tokens)} tokens, got {p}.")
@@ -367,7 +370,7 @@ def position_view(tokens, at: dict) -> dict:
     outputs = {**predictions_outputs(tokens, p, at["predictions"]),
                "attribution": attribution_words(at["target"]["text"], p, at["attribution"]),
                "attribution-target": f"{quoted(at['target']['text'])}, {following}",
-               **attribution_slots(at["attribution"])}
+               **attribution_cells(at["attribution"])}
     if "lens" in at:
         outputs["lens"] = lens_rows(**at["lens"])
     outputs["predictions-knocked"] = ({**prediction_rows(**at["knocked"]), "hidden": False} if "knocked" in at
@@ -426,11 +429,110 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
                     "predictions-knocked": {"rows": [], "hidden": True},
                     "sets": sets["words"]}
         data |= {"knocked": "false", "position-max": str(len(tokens) - 1), **sets["data"]}
-        for name, slot in position_view.fn(tokens, at)["outputs"].items() if at is not None else ():
-            if name.startswith("head-"):
-                head = outputs[name]
-                slot = {**head, "data": {**head["data"], **slot["data"], "knocked": "false"},
-                        "vars": {**head["vars"], **slot["vars"]}}
-            outputs[name] = slot
+        if at is not None:
+            outputs |= position_view.fn(tokens, at)["outputs"]
+            cells = outputs.pop("heads")["cells"]  # into each head's own slot, beside its scores (the template's)
+            for i, name in enumerate(f"head-{l}-{h}" for l in range(N_LAYERS) for h in range(N_HEADS)):
+                outputs[name]["data"] |= {"logit-attribution": cells["data"]["logit-attribution"][i], "knocked": "false"}
+                outputs[name]["vars"]["--attribution"] = cells["vars"]["--attribution"][i]
         data["position"] = str(at["position"]) if at is not None else ""
     return {"data": data, "outputs": outputs}
+
+
+# ---------------------------------------------------------------- many heads are redundant: how many go
+
+PRUNING_RISE, PRUNING_STEP = 0.1, 15  # nats the mean loss may rise; heads between two looks at the loss
+LAST_HEADS = 20  # the heads that go last, whose kinds the words count
+PRUNING_CHART = {"width": 320, "height": 150, "left": 44, "right": 310, "top": 10, "bottom": 130}
+N_ALL = N_LAYERS * N_HEADS
+
+
+def pruning_runs() -> int:
+    """The runs of the model the measure takes at most: one a head (from its layer on), then one a look at the
+    curve (every PRUNING_STEP heads) and those that bisect the last step."""
+    return N_ALL + math.ceil(N_ALL / PRUNING_STEP) + math.ceil(math.log2(PRUNING_STEP))
+
+
+def pruning_cost() -> str:
+    """The button's words: what it measures and what that costs."""
+    return (f"Measure how many heads can go on this text: {N_ALL} runs with one head knocked out, then at most "
+            f"{pruning_runs() - N_ALL} with many (minutes)")
+
+
+def pruning_progress(step: tuple) -> str:
+    """Words for the slice of the measure that has just run (mha_core.llama.lab.pruning_steps' yields):
+    ("alone", heads measured) or ("together", heads knocked out, mean loss), and for none yet, ("alone", 0)."""
+    if step[0] == "alone":
+        return f"Each head knocked out alone: {step[1]} of {N_ALL} heads measured…"
+    return f"Heads knocked out together, the least costly first: {step[1]} out, mean loss {nats(step[2])} nats…"
+
+
+def kinds_last(order, scores: dict, minimum: float, last: int = LAST_HEADS) -> dict:
+    """How many of the last heads of order score at least minimum as each kind: {kind: count}."""
+    return {kind: sum(1 for l, h in order[-last:] if scores[kind][l][h] >= minimum) for kind in KINDS}
+
+
+def pruning_words(curve: dict, removable: int, order, scores: dict) -> str:
+    """The answer in words: how many heads go before the mean loss rises PRUNING_RISE, the loss there, the kinds
+    of the LAST_HEADS that go last (scoring at least SET_MIN) and the last of all."""
+    counts = kinds_last(order, scores, SET_MIN)
+    kinds = [f"{counts[kind]} {KIND_NAMES[kind]}" for kind in KINDS]
+    last = ", ".join(head_name(l, h) for l, h in order[::-1][:5])
+    return (f"{removable} of the {N_ALL} heads can go, the least costly first, before the mean loss rises "
+            f"{PRUNING_RISE:g} nats: it goes from {nats(curve[0])} to {nats(curve[removable])} nats per token. Of "
+            f"the {LAST_HEADS} heads that go last (the costliest alone), {', '.join(kinds[:-1])} and {kinds[-1]} "
+            f"heads (a score of at least {SET_MIN:g}); the last of all: {last}.")
+
+
+def pruning_chart(curve: dict, removable: int) -> dict:
+    """The chart's slots: the mean loss against the clean run's (its rise, nats) over the heads knocked out
+    (0 to N_ALL), the rise's limit and the count that stays below it; values past the chart run along its edge."""
+    clean = curve[0]
+    lowest = min(v - clean for v in curve.values())  # the chart's bottom: half a PRUNING_RISE or more below it
+    low = min(-PRUNING_RISE, math.floor(lowest / PRUNING_RISE - 0.5) * PRUNING_RISE)
+    high = 3 * PRUNING_RISE
+    top = high - low
+    box = PRUNING_CHART
+    y = lambda rise: round(charts.y_of(rise - low, top, box), 1)  # noqa: E731
+    x = round(charts.x_of(removable, N_ALL, box), 1)
+    steps = sorted(curve)
+    points = charts.polyline(steps, [curve[k] - clean - low for k in steps], N_ALL, top, box)
+    return {"pruning-line": {"attrs": {"points": points}},
+            "pruning-zero": {"attrs": {"y1": y(0), "y2": y(0)}},
+            "pruning-zero-label": {"text": "0", "attrs": {"y": y(0) + 4}},
+            "pruning-limit": {"attrs": {"y1": y(PRUNING_RISE), "y2": y(PRUNING_RISE)}},
+            "pruning-limit-label": {"text": f"+{PRUNING_RISE:g}", "attrs": {"y": y(PRUNING_RISE) + 4}},
+            "pruning-low-label": {"text": decimal(low, 1).replace("-", "\u2212"), "attrs": {"y": y(low) + 4}},
+            "pruning-removable": {"attrs": {"x1": x, "x2": x}},
+            "pruning-removable-label": {"text": str(removable), "attrs": {"x": x}}}
+
+
+CURVE = ListOf(Pair(Whole(0, N_ALL), Number(-1.0, 1e6), ("count", "mean loss")), N_ALL + 1)
+
+
+def _curve_fits(args: dict) -> None:
+    counts = [k for k, _ in args["curve"]]
+    if not counts or counts[0] != 0 or counts != sorted(set(counts)) or args["removable"] not in counts:
+        raise Invalid("curve must start at 0 heads, its counts rising, and hold removable's.")
+
+
+@arguments(_curve_fits, curve=CURVE, removable=Whole(0, N_ALL),
+           order=ListOf(Pair(Whole(0, N_LAYERS - 1), Whole(0, N_HEADS - 1), ("layer", "head")), N_ALL),
+           scores=ScoresByKind(), button=Flag())
+def pruning_view(curve, removable: int, order, scores, button: bool) -> dict:
+    """How many heads can go on a text (mha_core.llama.lab.pruning_steps' answer: curve as [[count, mean loss],
+    ...], removable, order; scores the text's {kind: [30, 9]}): the chart and its words (data-value: removable),
+    shown; the button
+    shown if button (the reader's own text, which can run it again), else hidden."""
+    losses = {int(k): float(v) for k, v in curve}
+    return {"outputs": {**pruning_hidden(button), "pruning-chart": {"hidden": False},
+                        **pruning_chart(losses, removable),
+                        "pruning": {"text": pruning_words(losses, removable, order, scores), "value": removable,
+                                    "hidden": False}}}
+
+
+def pruning_hidden(button: bool) -> dict:
+    """No curve for this text (yet): the chart and its words hidden; the button shown when it can run (the
+    reader's own text, run), else hidden."""
+    return {"pruning-chart": {"hidden": True}, "pruning": {"text": "", "value": "", "hidden": True},
+            "prune-cost": pruning_cost(), "pruning-controls": {"hidden": not button}}

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 import conftest
 from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
-from mha_page.views.real_model import KIND_NAMES, KINDS, token_texts
+from mha_page.views.real_model import KIND_NAMES, KINDS, pruning_view, token_texts
 from sitebuild.assets import fetch_model
 from sitebuild.widgets import widget_module
 from tests.helpers import contrast, over
@@ -496,3 +496,57 @@ def test_at_390_px_the_lab_fits_its_pattern_labels_are_legible_and_axe_finds_not
     finally:
         look(page, "light", "desktop")
     assert not found, "\n".join(found)
+
+
+PRUNING_TIMEOUT_MS = 900_000  # 270 knock-outs and some 20 runs of a few tokens in Pyodide, on a loaded machine
+
+
+def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_request_ends_it(
+        page, site_url, widget_path, gguf):
+    """The button measures how many heads can go on the reader's own text as the build measures the page's: its
+    progress in Python's words; a knock-out asked meanwhile ends it (and so would a new text or Stop); run to the
+    end on a short text, the count, the words and the curve are those mha_core computes here in CPython."""
+    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    controls = widget.locator('[data-output="pruning-controls"]')
+    expect(controls).to_be_hidden()  # the page's text: its curve computed when the page was built
+    expect(widget.locator('[data-output="pruning-chart"]')).to_be_visible()
+    load(widget)
+    text = "Heads can go."
+    set_field(widget.locator('textarea[name="text"]'), text)
+    settled(widget)
+    expect(controls).to_be_visible()
+    expect(widget.locator('[data-output="pruning-chart"]')).to_be_hidden()
+    prune, stop = widget.locator('button[name="prune"]'), widget.locator('button[name="prune-stop"]')
+    progress = widget.locator('[data-output="pruning-progress"]')
+
+    prune.click()
+    expect(progress).to_contain_text("heads measured", timeout=LOAD_TIMEOUT_MS)
+    expect(widget).to_have_attribute("data-state", "busy")
+    expect(stop).to_be_enabled()
+    set_field(widget.locator('[name="knockout"]'), "L17H3")  # a newer request: the measure ends between two slices
+    expect(widget).not_to_have_attribute("data-state", "busy", timeout=LOAD_TIMEOUT_MS)
+    assert widget.locator('[data-message="lab-error"]').text_content() == ""
+    settled(widget)
+    expect(progress).to_have_text("")
+    expect(prune).to_be_enabled()
+    expect(stop).to_be_disabled()
+    expect(widget.locator('[data-output="pruning-chart"]')).to_be_hidden()
+
+    prune.click()
+    expect(widget).to_have_attribute("data-state", "busy")
+    expect(widget.locator('[data-output="pruning-chart"]')).to_be_visible(timeout=PRUNING_TIMEOUT_MS)
+    settled(widget)
+    ids = tokenizer_from_gguf(gguf).encode(text)
+    weights = lab.unpacked_layers(gguf)
+    clean = lab.run(gguf, ids, weights=weights)
+    order = lab.removal_order(lab.knockout_effects(gguf, clean, weights))
+    found = lab.removable_heads(gguf, ids, order, clean, weights, 0.1, 15)
+    expected = pruning_view(sorted(found["curve"].items()), found["removable"], order,
+                            head_scores(np.stack(clean["patterns"]), ids), button=True)["outputs"]
+    words = widget.locator('[data-output="pruning"]')
+    assert int(words.get_attribute("data-value")) == found["removable"]
+    expect(words).to_have_text(expected["pruning"]["text"])
+    shown = [[float(v) for v in point.split(",")]
+             for point in widget.locator('[data-output="pruning-line"]').get_attribute("points").split()]
+    want = [[float(v) for v in point.split(",")] for point in expected["pruning-line"]["attrs"]["points"].split()]
+    np.testing.assert_allclose(shown, want, atol=1.0)  # 120 units span 0.4 nats or more: LOSS_TOLERANCE is 0.6

@@ -17,7 +17,7 @@ import numpy as np
 
 from mha_core.llama import head_scores, layer_weights, llama_config, run_layers
 from mha_page.views import head_name
-from mha_page.views.real_model import CONTROL_SEED, MAX_TOKENS, SET_MIN
+from mha_page.views.real_model import CONTROL_SEED, LAST_HEADS, MAX_TOKENS, PRUNING_RISE, SET_MIN, kinds_last
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.sources import sources_key
 
@@ -120,21 +120,18 @@ def attribution_facts(w, scores: np.ndarray) -> dict[str, str]:
             "rm_attr_top_count": str(ATTRIBUTION_TOP), "rm_lens_layer": str(from_row - 1)}
 
 
-LAST = 20  # the heads that go last, whose kinds the lesson counts
-
-
 def pruning_facts(w, scores: dict) -> dict[str, str]:
     """How many heads go (each head's own knock-out effect the order, the smallest first) before the mean loss on
-    the repeated words rises PRUNED_RISE nats; which go last: LAST heads, counted by kind (score >= ROLE_MIN)."""
+    the repeated words rises PRUNING_RISE nats; which go last: LAST_HEADS heads, counted by kind (score >= ROLE_MIN)."""
     pruned = w.pruning()
-    last = pruned["order"][-LAST:]
+    last = pruned["order"][-LAST_HEADS:]
     curve = {int(k): v for k, v in pruned["curve"].items()}
-    counts = {kind: sum(1 for l, h in last if scores[kind][l, h] >= ROLE_MIN) for kind in scores}
+    counts = kinds_last(pruned["order"], scores, ROLE_MIN)
     lowest = min(curve, key=curve.get)
-    return {"rm_removable": str(pruned["removable"]), "rm_removable_rise": f"{w.PRUNED_RISE:g}",
+    return {"rm_removable": str(pruned["removable"]), "rm_removable_rise": f"{PRUNING_RISE:g}",
             "rm_removable_lowest_count": str(lowest), "rm_removable_lowest_loss": f2(curve[lowest]),
             "rm_removable_loss": f2(curve[pruned["removable"]]), "rm_removable_clean_loss": f2(curve[0]),
-            "rm_last_count": str(LAST), "rm_last_heads": heads_named(last[::-1][:8]),
+            "rm_last_count": str(LAST_HEADS), "rm_last_heads": heads_named(last[::-1][:8]),
             "rm_last_induction": str(counts["induction"]), "rm_last_prev": str(counts["previous_token"]),
             "rm_last_first": str(counts["first_token"])}
 

@@ -2,12 +2,13 @@
 // the logit lens there), the heads knocked out (typed, toggled in the grid, or a one-click set) and the first token
 // hidden. Each is a life cycle of its own (runtime/live.js) with its own error slot and no Retry: a position is two
 // calls of the page's Python (or, for one of the page's texts, a view of its positions asset: read without the
-// model); a knock-out is a run of calls, a layer a call, a newer one ending the older between two layers. Every
+// model); a knock-out is a run of calls, a layer a call, a newer one ending the older between two layers; so is the
+// measure of how many heads can go (its button's), a slice a call, which a knock-out or a new text ends. Every
 // word and number shown is Python's: the views are bound as they come (mha_page.bridge.real_model).
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
-import { fillIn } from "../runtime/dom.js";
-import { InputError, live } from "../runtime/live.js";
+import { fillIn, output, setText } from "../runtime/dom.js";
+import { calls, InputError, live } from "../runtime/live.js";
 
 const ERRORS = '[data-message="lab-error"]';
 const HEAD = /l\s*(\d+)\s*h\s*(\d+)/gi; // a head as mha_core.llama.lab.parse_heads reads it
@@ -33,7 +34,8 @@ async function* positionOf(run, position) {
 
 /** Wire root's laboratory. source() is the text shown ({run} once the model ran it, else {name} of a page's text);
  * positions(name) a Promise of that text's views, one a position; words: the widget's sentences. Returns
- * {toggle(cell), shown(), stop()}: a grid cell knocked out or back in; a new text shown; its knock-out ended. */
+ * {toggle(cell), shown(), stop()}: a grid cell knocked out or back in; a new text shown; its knock-out and its
+ * measure of how many heads can go ended. */
 export function mountLab(root, { source, positions, words }) {
   const form = root.querySelector("[data-lab]");
   const { position, knockout } = form.elements;
@@ -73,15 +75,39 @@ export function mountLab(root, { source, positions, words }) {
     retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
   });
 
+  const said = output(root, "pruning-progress");
+  const prune = live(root, { // how many heads can go on the reader's text: a run of calls, a slice of the work each
+    args: () => ({ run: source().run }),
+    ask: async function* (asked) {
+      return (yield* calls("real_model_pruning_start", asked, "real_model_pruning_advance")).view;
+    },
+    progress: (words) => setText(said, words),
+    settled: () => setText(said, ""),
+    failure: (error) => fillIn(words["pruning-failed"], { error: error.message }),
+    busy: [root.querySelector('button[name="prune"]')],
+    stop: root.querySelector('button[name="prune-stop"]'),
+    errors: ERRORS,
+    stale: false, // its words say which text they are for; a new text hides them
+    retry: null,
+  });
+  const knockNow = (control) => { // one run in the worker at a time: the newest
+    prune.stop();
+    return knock(control);
+  };
+  root.querySelector('button[name="prune"]').addEventListener("click", (event) => {
+    knock.stop();
+    prune(event.currentTarget);
+  });
+
   form.addEventListener("submit", (event) => event.preventDefault());
   position.addEventListener("change", () => at(position));
-  knockout.addEventListener("change", () => knock(knockout));
-  hideFirst.addEventListener("change", () => knock(hideFirst));
+  knockout.addEventListener("change", () => knockNow(knockout));
+  hideFirst.addEventListener("change", () => knockNow(hideFirst));
   form.addEventListener("click", (event) => {
     const button = event.target.closest('button[name="set"]');
     if (!button) return;
     knockout.value = root.getAttribute(`data-set-${button.value}`) ?? "";
-    knock(button);
+    knockNow(button);
   });
 
   return {
@@ -92,12 +118,15 @@ export function mountLab(root, { source, positions, words }) {
         .filter(Boolean);
       const others = names.filter((name) => name !== cell.dataset.name);
       knockout.value = (others.length < names.length ? others : [...others, cell.dataset.name]).join(" ");
-      knock(cell);
+      knockNow(cell);
     },
     shown() {
       position.max = root.dataset.positionMax;
       position.value = root.dataset.position;
     },
-    stop: knock.stop,
+    stop() {
+      knock.stop();
+      prune.stop();
+    },
   };
 }

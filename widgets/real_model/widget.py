@@ -24,8 +24,9 @@ import numpy as np
 
 from mha_page.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
-from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
-                                      head_sets, load_text, messages, pattern_words, position_view, real_model_view,
+from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, PRUNING_CHART,
+                                      PRUNING_RISE, PRUNING_STEP, default_position, head_sets, load_text, messages,
+                                      pattern_words, position_view, pruning_hidden, pruning_view, real_model_view,
                                       token_texts)
 from sitebuild import BUILD, CACHE, ROOT, kept
 from sitebuild.assets import MODEL_CARRIER, MODEL_IN_WHEEL, MODEL_SHA256, model_path, model_wheel_path, required
@@ -142,25 +143,34 @@ def heads() -> dict:
 
 
 PRUNED_TEXT = "repeated"  # the text heads are removed from (40 tokens: the 270 own effects take some 20 s)
-PRUNED_RISE, PRUNED_STEP = 0.1, 15  # nats the mean loss may rise; heads between two looks at the loss
 
 
 @functools.cache
 def pruning() -> dict:
     """Many heads are redundant, measured on PRUNED_TEXT: {effects [30][9] (each head's own knock-out effect on
     the mean loss), order [[layer, head], ...] (smallest effect first), removable (how many of order go, together,
-    before the mean loss rises PRUNED_RISE nats), curve {count: mean loss}}, from the cache when the sources match."""
+    before the mean loss rises PRUNING_RISE nats), curve {count: mean loss}}, from the cache when the sources
+    match. The page's button measures the reader's text the same way, a slice at a time (lab.pruning_steps)."""
     def make() -> bytes:
         ids = heads()[PRUNED_TEXT]["ids"]
         weights = lab.unpacked_layers(model())
         clean = lab.run(model(), ids, weights=weights)
         effects = lab.knockout_effects(model(), clean, weights)  # [n_layers, h]
-        order = [[int(l), int(h)] for l, h in zip(*np.unravel_index(np.argsort(effects, axis=None, kind="stable"),
-                                                                     effects.shape))]
-        found = lab.removable_heads(model(), ids, order, clean, weights, PRUNED_RISE, PRUNED_STEP)
+        order = lab.removal_order(effects)
+        found = lab.removable_heads(model(), ids, order, clean, weights, PRUNING_RISE, PRUNING_STEP)
         return json.dumps({"effects": effects.tolist(), "order": order, "removable": found["removable"],
                            "curve": found["curve"]}).encode()
     return json.loads(kept(CACHE / f"real-model-pruning-{cache_key()}.json", make))
+
+
+def pruning_outputs(name: str) -> dict:
+    """The slots of how many heads can go on a page's text: the build's curve for PRUNED_TEXT, none for the
+    others; the button hidden (it measures the reader's own text)."""
+    if name != PRUNED_TEXT:
+        return pruning_hidden(button=False)
+    pruned = pruning()
+    curve = sorted((int(k), v) for k, v in pruned["curve"].items())
+    return pruning_view(curve, pruned["removable"], pruned["order"], scores_of(name), button=False)["outputs"]
 
 
 def scores_of(name: str) -> dict[str, np.ndarray]:
@@ -174,7 +184,9 @@ def view_of(name: str) -> dict:
     predictions, attribution and logit lens, the one-click sets."""
     entry = heads()[name]
     at = at_of(entry, default_position(len(entry["ids"])))
-    return real_model_view(entry["tokens"], scores_of(name), len(entry["ids"]), losses=entry["losses"], at=at)
+    view = real_model_view(entry["tokens"], scores_of(name), len(entry["ids"]), losses=entry["losses"], at=at)
+    view["outputs"] |= pruning_outputs(name)
+    return view
 
 
 def at_of(entry: dict, position: int) -> dict:
@@ -231,7 +243,8 @@ def context() -> dict:
         "view": view_of(first), "text": all_texts[first], "first": first,
         "texts": [{"name": name, "label": TEXT_NAMES[name], "text": all_texts[name]} for name in TEXTS],
         "kinds": [{"name": KIND_NAMES[k], "label": KIND_NAMES[k].capitalize()} for k in KINDS],
-        "layers": N_LAYERS, "heads": N_HEADS, "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
+        "layers": N_LAYERS, "heads": N_HEADS, "pruning_chart": PRUNING_CHART,
+        "pruning_rise": f"{PRUNING_RISE:g}", "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
         "load_text": load_text(from_cdn["bytes"] if from_cdn else sum(f["bytes"] for f in files.values())),
         "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "wheel": from_cdn, "folder": MODEL_FOLDER,
                  "dir": MODEL_DIR, "maxTokens": MAX_TOKENS, "words": messages(), "pattern": pattern_words(),

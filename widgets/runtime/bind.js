@@ -29,6 +29,7 @@ function rowsOf(el, count) {
 }
 
 function setVar(el, name, value) {
+  delete cellStyles.get(el)?.[name]; // a cell's property written by a slot: the cells' next write compares anew
   if (value === null) return el.style.removeProperty(name);
   const text = String(value);
   if (el.style.getPropertyValue(name) !== text) el.style.setProperty(name, text);

@@ -234,7 +234,8 @@ def test_the_model_s_public_functions_carry_their_declarations():
 
 
 LAB = ("recorded_run", "run", "predictions", "logit_attribution", "logit_lens", "parse_heads", "control_heads",
-       "strongest_heads", "unpacked_layers", "knockout_effects", "removable_heads")
+       "strongest_heads", "unpacked_layers", "knockout_effects", "removable_heads", "removal_steps",
+       "removal_order", "pruning_steps")
 
 
 def test_heads_removed_in_order_until_the_loss_rises(gguf, tokenizer):
@@ -266,3 +267,32 @@ def test_heads_removed_in_order_until_the_loss_rises(gguf, tokenizer):
         knockout_effects(gguf, clean, weights[:29])
     with pytest.raises(ValueError, match="layers must be layers of the model, 0 to 29, got 30"):
         knockout_effects(gguf, clean, weights, [3, 30])
+
+
+def test_a_layer_unpacked_on_use_is_unpacked_layers_and_the_sliced_measure_yields_its_progress(gguf, tokenizer):
+    """UnpackedOnUse unpacks a layer from its own file as unpacked_layers does from the whole GGUF; pruning_steps
+    yields after each pass of a layer over six layers' heads knocked out alone and after each layer's heads are
+    measured, then after each run of heads together (the bridge's test: the whole answer is the build's one-shot
+    one)."""
+    from mha_core.llama.lab import UnpackedOnUse, pruning_steps, removal_order, unpacked_layers
+    from mha_core.llama.gguf import read_gguf
+    from mha_core.llama.model import layer_weights, split_model
+
+    files = split_model(gguf)
+    lazy = UnpackedOnUse(lambda layer: read_gguf(files[f"layer-{layer:02d}.gguf"]), 30)
+    assert len(lazy) == 30 and all(np.array_equal(lazy[29][k], v) for k, v in layer_weights(gguf, 29).items())
+    with pytest.raises(IndexError):
+        lazy[30]
+    ids = tokenizer.encode("Go.")
+    weights = unpacked_layers(gguf)
+    clean = run(gguf, ids, weights=weights)
+    steps = pruning_steps(gguf, clean, weights, 0.1, 15)
+    alone = [next(steps) for _ in range(120)]  # ALONE_LAYERS = 6: 30, 24, … 6 passes, and 30 layers' losses
+    assert alone[:30] == [("alone", 0)] * 30 and alone[30:36] == [("alone", 9 * k) for k in range(1, 7)]
+    assert alone[-1] == ("alone", 270)
+    rest = list(steps)
+    assert all(kind == "together" for kind, *_ in rest) and rest[0][1] == 15
+    effects = np.array([[0.5, -1.0], [0.0, 0.5]])
+    assert removal_order(effects) == [(0, 1), (1, 0), (0, 0), (1, 1)]  # the smallest first, ties in order
+    with pytest.raises(ValueError, match="weights must be a list of layer_weights' dicts"):
+        next(pruning_steps(gguf, clean, "weights", 0.1, 15))

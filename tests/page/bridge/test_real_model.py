@@ -7,10 +7,12 @@ import json
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from mha_page import bridge
 from mha_page.bridge import real_model as live
 from mha_core.llama import forward, head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
+from mha_page.views import real_model as views
 from mha_page.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
@@ -133,8 +135,9 @@ def assert_position(outputs, gguf, record, expected, position, target):
     np.testing.assert_allclose([float(r["data"]["probability"]) for r in rows], expected["top_probabilities"][position],
                                atol=1e-4)
     heads = lab.logit_attribution(gguf, record, position, target)["heads"]
-    shown = np.array([[float(outputs[f"head-{l}-{h}"]["data"]["logit-attribution"]) for h in range(9)]
-                      for l in range(30)])
+    shown = np.array([float(v) for v in outputs["heads"]["cells"]["data"]["logit-attribution"]] if "heads" in outputs
+                     else [float(outputs[f"head-{l}-{h}"]["data"]["logit-attribution"]) for l in range(30)
+                           for h in range(9)]).reshape(30, 9)  # a position's view: the grid's cells
     np.testing.assert_allclose(shown, heads, atol=1e-4)
 
 
@@ -204,3 +207,50 @@ def test_the_whole_model_written_as_a_cdn_build_writes_it_is_cut_into_split_mode
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in folder.iterdir())
     for path in folder.iterdir():
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_how_many_heads_can_go_a_slice_a_call_is_the_build_s_one_shot_measure(gguf, loaded):
+    with threadpool_limits(1):  # a few tokens' matrices: a second BLAS thread on shared cores costs more than it gains
+        measured_as_the_build_measures(gguf)
+
+
+def measured_as_the_build_measures(gguf):
+    """The page's button on a short text: a layer's pass of six layers' heads knocked out alone, or their losses,
+    a call (each layer's weights unpacked from its file when a pass reaches it: once for six layers' heads), then
+    a run of many heads a call, Python's words for each; its answer is
+    the build's one-shot measure (knockout_effects of every layer, then removable_heads, on every layer's weights
+    unpacked at once), count for count; a newer text drops it."""
+    text = "Heads can go."
+    started, view = run_all(text)
+    assert view["outputs"]["pruning-controls"] == {"hidden": False} and view["outputs"]["pruning-chart"]["hidden"]
+    assert "270 runs with one head knocked out, then at most 22 with many" in view["outputs"]["prune-cost"]
+    pruning = live.real_model_pruning_start(started["run"])
+    assert pruning["progress"] == "Each head knocked out alone: 0 of 270 heads measured\u2026"
+    steps = [live.real_model_pruning_advance(pruning["run"])]
+    while steps[-1]["view"] is None:
+        steps.append(live.real_model_pruning_advance(pruning["run"]))
+    words = [step["progress"] for step in steps]
+    alone = [w for w in words if w.startswith("Each head knocked out alone")]
+    assert list(dict.fromkeys(alone)) == [f"Each head knocked out alone: {9 * k} of 270 heads measured\u2026"
+                                          for k in range(31)]  # a layer's pass or a layer's heads measured a call
+    assert len(alone) == 30 + 24 + 18 + 12 + 6 + 30 and words[:len(alone)] == alone
+    ids = tokenizer_from_gguf(gguf).encode(text)
+    weights = lab.unpacked_layers(gguf)
+    clean = lab.run(gguf, ids, weights=weights)
+    order = lab.removal_order(lab.knockout_effects(gguf, clean, weights))
+    found = lab.removable_heads(gguf, ids, order, clean, weights, 0.1, 15)
+    together = [f"Heads knocked out together, the least costly first: {k} out, mean loss {v:.2f} nats\u2026"
+                for k, v in found["curve"].items() if k]
+    assert sorted(words[len(alone):-1]) == sorted(together) and words[-1] == ""
+    shown = steps[-1]["view"]["outputs"]
+    expected = views.pruning_view(sorted(found["curve"].items()), found["removable"], order,
+                                  head_scores(np.stack(clean["patterns"]), ids), button=True)["outputs"]
+    assert shown == expected
+    assert shown["pruning"]["text"].startswith(f"{found['removable']} of the 270 heads can go")
+    with pytest.raises(ValueError, match="has no measure of its heads in progress"):
+        live.real_model_pruning_advance(pruning["run"])
+    live.real_model_pruning_start(started["run"])
+    newer = live.real_model_start("Another text.")
+    with pytest.raises(ValueError, match="is not the text in progress"):
+        live.real_model_pruning_advance(pruning["run"])
+    assert newer["run"] != pruning["run"]

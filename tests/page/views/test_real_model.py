@@ -123,8 +123,10 @@ def test_a_position_s_predictions_and_attribution():
     assert [r["text"] for r in rows][:2] == ["“ mat” 50.0%", "“ rug” 20.0%"]
     assert rows[4]["text"] == "“\n” <0.1%"
     heads = np.array(given["attribution"]["heads"])
-    shown = np.array([[float(out["outputs"][f"head-{l}-{h}"]["data"]["logit-attribution"]) for h in range(N_HEADS)]
-                      for l in range(N_LAYERS)])
+    cells = out["outputs"]["heads"]["cells"]  # the grid's cells, layer by layer
+    shown = np.array([float(v) for v in cells["data"]["logit-attribution"]]).reshape(N_LAYERS, N_HEADS)
+    assert float(cells["vars"]["--attribution"][np.argmax(np.abs(heads))]) == pytest.approx(np.sign(heads.flat[
+        np.argmax(np.abs(heads))]))
     np.testing.assert_allclose(shown, heads, atol=5e-5)
     largest = np.unravel_index(np.argmax(heads), heads.shape)
     assert f"most L{largest[0]} H{largest[1]} +{heads[largest]:.2f}" in out["outputs"]["attribution"]
@@ -171,3 +173,35 @@ def test_the_one_click_sets_read_back_as_a_reader_s_heads():
     assert sorted(l for l, _ in control) == [17, 17, 17, 18] and not set(control) & {(17, 3), (17, 4), (17, 5), (18, 6)}
     assert sets["data"]["set-previous-token"] == sets["data"]["set-previous-token-control"] == ""
     assert "4 induction heads (score at least 0.4): L17 H3, L17 H4, L17 H5, L18 H6" in sets["words"]
+
+
+def test_how_many_heads_can_go_in_words_and_drawn():
+    """The answer's words count the kinds among the last 20 heads of the order and name the last five; the curve's
+    points sit at their counts and rises (the chart's box from the view), the limit at +0.1; nonsense refused."""
+    from mha_page.views.real_model import PRUNING_CHART as box, pruning_hidden, pruning_progress, pruning_view
+
+    order = [(l, h) for l in range(N_LAYERS) for h in range(N_HEADS)]  # (29, 8) goes last
+    scores = {kind: np.zeros((N_LAYERS, N_HEADS)) for kind in KINDS}
+    scores["induction"][29, :3] = scores["first_token"][28, 0] = 0.9
+    curve = [[0, 4.0], [15, 3.8], [30, 4.05], [45, 4.5], [37, 4.09], [41, 4.2], [38, 4.2]]
+    view = pruning_view(sorted(curve), 37, order, scores, button=False)["outputs"]
+    assert view["pruning"] == {"text": (
+        "37 of the 270 heads can go, the least costly first, before the mean loss rises 0.1 nats: it goes from 4.00 "
+        "to 4.09 nats per token. Of the 20 heads that go last (the costliest alone), 0 previous-token, 3 induction, "
+        "1 first-token and 0 duplicate-token heads (a score of at least 0.4); the last of all: L29 H8, L29 H7, "
+        "L29 H6, L29 H5, L29 H4."), "value": 37, "hidden": False}
+    points = [[float(v) for v in p.split(",")] for p in view["pruning-line"]["attrs"]["points"].split()]
+    scale = (box["bottom"] - box["top"]) / 0.6  # from −0.3 (the lowest rise, −0.2, and half a step) to +0.3
+    xs = [box["left"] + (box["right"] - box["left"]) * k / 270 for k, _ in sorted(curve)]
+    ys = [box["bottom"] - scale * (min(v - 4.0, 0.3) + 0.3) for _, v in sorted(curve)]
+    np.testing.assert_allclose(points, np.transpose([xs, ys]), atol=0.06)
+    assert view["pruning-limit"]["attrs"]["y1"] == pytest.approx(box["bottom"] - scale * 0.4, abs=0.06)
+    assert view["pruning-low-label"]["text"] == "\u22120.3" and view["pruning-controls"] == {"hidden": True}
+    assert pruning_hidden(True)["pruning-controls"] == {"hidden": False} and "at most 22 with many" in (
+        pruning_hidden(True)["prune-cost"])
+    assert pruning_progress(("together", 45, 4.123)) == (
+        "Heads knocked out together, the least costly first: 45 out, mean loss 4.12 nats\u2026")
+    with pytest.raises(ValueError, match="curve must start at 0 heads"):
+        pruning_view([[15, 3.8], [37, 4.09]], 37, order, scores, button=False)
+    with pytest.raises(ValueError, match="hold removable's"):
+        pruning_view(sorted(curve), 36, order, scores, button=False)
