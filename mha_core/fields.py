@@ -29,6 +29,14 @@ class Invalid(ValueError):
     said: str | None = None
 
 
+def refused(argument: str, label: str, why: str) -> Invalid:
+    """A refusal found after the arguments' checks (how they fit the data): "argument why" for a Python caller,
+    "label why" for the reader of the control known as label, as a Labelled field says its own."""
+    refusal = Invalid(f"{argument} {why}")
+    refusal.said = f"{label} {why}"
+    return refusal
+
+
 def shown(value) -> str:
     """A short, readable rendering of any value for a message."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**15:

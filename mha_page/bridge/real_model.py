@@ -62,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_core.fields import Choice, Flag, Labelled, Text, Whole, arguments
+from mha_core.fields import Choice, Flag, Labelled, Text, Whole, arguments, refused
 from mha_core.llama.gguf import read_gguf
 from mha_core.llama.lab import (UnpackedOnUse, first_changed_layer, logit_attribution, logit_lens, parse_heads,
                                 predictions, pruning_steps, recorded_run)
@@ -231,9 +231,9 @@ POSITION = Whole(0, MAX_TOKENS - 1)
 
 
 def _position(state: dict, position: int) -> int:
-    if position >= len(state["ids"]):
-        raise ValueError(f"position must be at most {len(state['ids']) - 1} (the text has {len(state['ids'])} "
-                         f"tokens), got {position}")
+    n = len(state["ids"])
+    if position >= n:
+        raise refused("position", "The position", f"must be at most {n - 1} (the text has {n} tokens), got {position}.")
     return position
 
 
@@ -268,7 +268,7 @@ def real_model_knockout_start(run: int, knockout: str, hide_first: bool, positio
     try:
         heads = parse_heads(knockout, N_LAYERS, N_HEADS)
     except ValueError as error:
-        raise ValueError(f"knockout: {error}") from None
+        raise refused("knockout:", "Heads to knock out:", str(error)) from None
     first = first_changed_layer(heads, hide_first, N_LAYERS)
     knock = next(KNOCKS)
     state["knock"] = {"id": knock, "heads": heads, "hide_first": hide_first, "first": first,

@@ -78,9 +78,9 @@ def messages() -> dict:
             "pattern-failed": "The pattern could not be shown: {error}",
             "knockout-load": ("Load the model to knock heads out: the page's texts show the clean run, computed "
                               "when the page was built."),
-            "knockout-failed": "These heads could not be knocked out: {error}",
-            "pruning-failed": "How many heads can go could not be measured: {error}",
-            "position-failed": "This position could not be shown: {error}",
+            "knockout-failed": "These heads could not be knocked out",  # the failure's message follows (runtime/live.js)
+            "pruning-failed": "How many heads can go could not be measured",  # the failure's message follows (runtime/live.js)
+            "position-failed": "This position could not be shown",  # the failure's message follows (runtime/live.js)
             "position-range": "Choose a position from 0 to {max}: the text's tokens, counted from 0."}
 
 

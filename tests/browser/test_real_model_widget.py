@@ -449,7 +449,7 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(pa
     set_field(knockout, "L23H2 L99H0")
     expect(widget).to_have_attribute("data-state", "error", timeout=LOAD_TIMEOUT_MS)
     expect(widget.locator('[data-message="lab-error"]')).to_contain_text(
-        "These heads could not be knocked out: knockout: 'L99H0' is not a head of this model")
+        "Heads to knock out: 'L99H0' is not a head of this model")  # Python's refusal, in the control's words
     assert shown_losses(widget) == before
 
     text = widget.locator('textarea[name="text"]')

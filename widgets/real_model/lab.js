@@ -53,7 +53,7 @@ export function mountLab(root, { source, positions, words }) {
       return from.run ? positionOf(from.run, p) : positions(from.name).then((views) => views[p]);
     },
     python: () => Boolean(source().run),
-    failure: (error) => fillIn(words["position-failed"], { error: error.message }),
+    failure: words["position-failed"],
     errors: ERRORS,
     stale: false, // the results say which position and which heads they are for (position-words, knocked)
     retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
@@ -69,7 +69,7 @@ export function mountLab(root, { source, positions, words }) {
       bind(root, view);
       if (String(asked.position) !== root.dataset.position) at(position); // picked meanwhile: its knocked predictions
     },
-    failure: (error) => fillIn(words["knockout-failed"], { error: error.message }),
+    failure: words["knockout-failed"],
     errors: ERRORS,
     stale: false, // the results say which position and which heads they are for (position-words, knocked)
     retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
@@ -83,7 +83,7 @@ export function mountLab(root, { source, positions, words }) {
     },
     progress: (words) => setText(said, words),
     settled: () => setText(said, ""),
-    failure: (error) => fillIn(words["pruning-failed"], { error: error.message }),
+    failure: words["pruning-failed"],
     busy: [root.querySelector('button[name="prune"]')],
     stop: root.querySelector('button[name="prune-stop"]'),
     errors: ERRORS,

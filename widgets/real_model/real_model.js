@@ -2,7 +2,7 @@
 // without Python; a head opens its pattern from a small asset. Everything the widget asks for goes through the one
 // life cycle (runtime/live.js): one of the page's texts is a fetch of its view (an asset); the reader's own text is a
 // run: the model's files downloaded into the page's Python once (Load; checked, kept for a revisit:
-// runtime/download), then the text through the 30 layers one call a layer (mha_page.bridge.real_model), Python's
+// runtime/download), then the text through the model's layers one call a layer (mha_page.bridge.real_model), Python's
 // words for each layer as progress. A newer text ends an older one between layers; the view that comes back is
 // bound into the same slots. A text typed before Load marks the atlas as not its own, and runs once Load is pressed.
 // The position, the knock-outs and the grid's cells as toggles are the laboratory's (lab.js).
@@ -76,7 +76,7 @@ function mount(root) {
     const from = source;
     const rows = from.run
       ? (await call("real_model_pattern", { run: from.run, layer, head })).rows
-      : rowsFromBytes(await patternBytes(from.asset), layer * 9 + head, from.n);
+      : rowsFromBytes(await patternBytes(from.asset), layer * Number(root.dataset.heads) + head, from.n);
     if (from !== source || opened !== button) return; // another text or head meanwhile
     panel.hidden = false;
     setText(panel.querySelector("[data-pattern-title]"), button.getAttribute("aria-label"));
@@ -147,13 +147,14 @@ const MOVES = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowD
 /** One tab stop for the grid: the arrow keys move between heads (Home and End along the layer). */
 function moveFocus(root, event) {
   const here = event.target.closest(".mha-rm__head");
+  const [layers, heads] = [Number(root.dataset.layers), Number(root.dataset.heads)]; // the model's, as built
   let [dl, dh] = MOVES[event.key] || [0, 0];
-  if (event.key === "Home") dh = -9;
-  if (event.key === "End") dh = 9;
+  if (event.key === "Home") dh = -heads;
+  if (event.key === "End") dh = heads;
   if (!here || (!dl && !dh)) return;
   event.preventDefault();
-  const layer = Math.min(29, Math.max(0, Number(here.dataset.layer) + dl));
-  const head = Math.min(8, Math.max(0, Number(here.dataset.head) + dh));
+  const layer = Math.min(layers - 1, Math.max(0, Number(here.dataset.layer) + dl));
+  const head = Math.min(heads - 1, Math.max(0, Number(here.dataset.head) + dh));
   const next = root.querySelector(`.mha-rm__head[data-layer="${layer}"][data-head="${head}"]`);
   here.tabIndex = -1;
   next.tabIndex = 0;

@@ -185,11 +185,11 @@ def test_knock_outs_and_positions_refuse_nonsense_through_the_bridge(loaded):
     run = started["run"]
     n = started["n_tokens"]
     assert ask("real_model_position", {"run": run, "position": n})["error"] == (
-        f"position must be at most {n - 1} (the text has {n} tokens), got {n}")
+        f"The position must be at most {n - 1} (the text has {n} tokens), got {n}.")  # its control's words
     assert ask("real_model_lens", {"run": run, "position": -1})["error"] == "position must be at least 0, got -1."
     knock = {"run": run, "hide_first": False, "position": 0}
     assert ask("real_model_knockout_start", knock | {"knockout": "L17H3 L18"})["error"] == (
-        "knockout: 'L18' is not a head: write each as L17H3 (layer 17, head 3).")
+        "Heads to knock out: 'L18' is not a head: write each as L17H3 (layer 17, head 3).")
     assert "layers go from 0 to 29" in ask("real_model_knockout_start", knock | {"knockout": "L30H0"})["error"]
     assert ask("real_model_knockout_start", knock | {"knockout": "", "hide_first": "yes"})["error"] == (
         "hide_first must be true or false, got 'yes'.")
