@@ -18,7 +18,7 @@ from conftest import WORKER, hold_worker, on_widget_page, resize, wait_ready
 from sitevisit.page import show_sentence
 from tests.helpers import READ, SENTENCE, check_layout, contrast, heatmap, over, tokens_of
 from tests.oracles import rule_rows
-from mha_core.views.heads import WORDS
+from mha_page.views.heads import WORDS
 
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & "quotes"'
@@ -317,7 +317,8 @@ def test_a_blank_sentence_gets_a_message_other_text_is_a_sentence_and_it_recover
     for blank in ["", "  \n\t "]:
         field.fill(blank)
         field.press("Tab")
-        expect(error).to_have_text("Type a sentence: at least one word or punctuation mark.")
+        expect(error).to_have_text("Your sentence is empty.")  # Python's refusal, said as it is: no Retry
+        expect(widget.get_by_role("button", name="Retry")).to_be_hidden()
         expect(widget).to_have_attribute("data-state", "error")  # refused, as every widget's life cycle refuses input
         assert widget.evaluate(READ) == shown_before
         expect_stale(widget, "Shown: the patterns of the sentence before, not of the sentence in the box. "

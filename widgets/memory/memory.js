@@ -1,6 +1,6 @@
 // The memory widget: q's numbers from the projection to the merge, drawn as NumPy stores them, with the
 // strides at each step. Changing n, h or the split asks the page's Python for the widget's view
-// (mha_core.views.memory), which the shared binding writes into the slots the template rendered; this
+// (mha_page.views.memory), which the shared binding writes into the slots the template rendered; this
 // module only wires the controls and plays the copy.
 import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
@@ -25,7 +25,7 @@ const args = (form) => ({ n_tokens: Number(form.n_tokens.value), n_heads: Number
 
 function mount(root) {
   const form = root.querySelector("form");
-  const request = live(root, { fn: "memory_view", args: () => args(form), failure: "Could not draw this" });
+  const request = live(root, { fn: "memory_view", args: () => args(form) });
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", (event) => request(event.target));
   root.addEventListener("click", (event) => {
