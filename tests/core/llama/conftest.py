@@ -39,7 +39,7 @@ def tokenizer(gguf):
 @pytest.fixture(scope="session")
 def transformers_model(gguf_path, run_folder):
     """transformers' LlamaForCausalLM loaded from the same GGUF: eager attention (its weights can be read and an
-    additive mask passed), float32. Loaded from the GGUF once per test run (some 25 CPU-s: transformers parses the
+    additive mask passed), float32. Loaded from the GGUF once per test run (some 15 CPU-s: transformers parses the
     file's metadata twice and dequantizes every tensor): the first process to need it keeps its config and weights
     in run_folder, and the others (workers running other files) build the same model from them, bit for bit."""
     import torch
