@@ -53,10 +53,10 @@ COLOURS = """fig => {
 
 
 def set_scheme(page, scheme: str) -> None:
-    """Switch Material's scheme with its toggle in the header, as a reader does."""
+    """Switch the scheme with the toggle in the header, as a reader does."""
     body = page.locator("body")
     if body.get_attribute("data-md-color-scheme") != scheme:
-        page.locator('form[data-md-component="palette"] label:visible').click()
+        page.locator('form:has(input[name="__palette"]) label:visible').click()
     expect(body).to_have_attribute("data-md-color-scheme", scheme)
 
 

@@ -1,7 +1,9 @@
 """What the site takes from Material for MkDocs beyond its documented settings, checked in the installed package:
 search on demand (overrides/assets/javascripts/workers/search-on-demand.js, whose top states the contract, and the
 config rewrite in overrides/main.html) and the search partial copied for the dialog's name
-(overrides/partials/search.html); which pages instant navigation takes for the site's (the sitemap a build without
+(overrides/partials/search.html); the palette shown and switched by the site (overrides/partials/javascripts/palette.html,
+whose top states the contract, with Material's toggle copied without its component name: overrides/partials/palette.html);
+the stylesheets' addresses resolved before instant navigation does (overrides/partials/javascripts/resolved-stylesheets.html); which pages instant navigation takes for the site's (the sitemap a build without
 a site address gets, sitebuild/serving.py); what the search index keeps of a formula's markup (sitebuild/typeset.py);
 which code highlighting classes draw as plain text (sitebuild/highlight.py).
 A new Material fails here until those have been checked against it."""
@@ -20,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MATERIAL = Path(material.__file__).parent / "templates"
 OVERRIDES = ROOT / "overrides"
 ON_DEMAND = OVERRIDES / "assets" / "javascripts" / "workers" / "search-on-demand.js"
+PALETTE = OVERRIDES / "partials" / "javascripts" / "palette.html"
+RESOLVED = OVERRIDES / "partials" / "javascripts" / "resolved-stylesheets.html"
 REQUIREMENT = re.search(r"^mkdocs-material==([\d.]+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
 
 
@@ -42,7 +46,8 @@ def bundle() -> str:
 def test_the_modules_name_the_material_that_is_pinned_and_installed():
     assert version("mkdocs-material") == REQUIREMENT
     assert f"mkdocs-material {REQUIREMENT}" in ON_DEMAND.read_text(encoding="utf-8")
-    assert f"mkdocs-material {REQUIREMENT}" in (OVERRIDES / "partials" / "search.html").read_text(encoding="utf-8")
+    for partial in ("search.html", "palette.html", "javascripts/palette.html", "javascripts/resolved-stylesheets.html"):
+        assert f"mkdocs-material {REQUIREMENT}" in (OVERRIDES / "partials" / partial).read_text(encoding="utf-8")
 
 
 def test_the_config_names_the_search_worker_where_main_html_rewrites_it():  # contract 1
@@ -71,14 +76,82 @@ def test_material_s_worker_listens_and_answers_as_search_on_demand_expects(worke
     assert re.search(r'addEventListener\("message",\w=>.{0,40}?\{postMessage\(yield \w+\(\w\.data\)\)\}', worker)
 
 
+def markup(text: str) -> str:
+    """A partial without its opening comment."""
+    return re.sub(r"^\{#-.*?-#\}\n", "", text, flags=re.S)
+
+
 def test_the_search_partial_is_material_s_with_the_dialog_named():
-    def markup(text: str) -> str:
-        return re.sub(r"^\{#-.*?-#\}\n", "", text, flags=re.S)
     ours = markup((OVERRIDES / "partials" / "search.html").read_text(encoding="utf-8"))
     theirs = markup((MATERIAL / "partials" / "search.html").read_text(encoding="utf-8"))
     named = ' aria-label="{{ lang.t(\'search\') }}"'
     assert named in ours
     assert ours.replace(named, "", 1) == theirs
+
+
+def test_the_palette_partial_is_material_s_without_its_component_name():  # palette contract 1
+    ours = markup((OVERRIDES / "partials" / "palette.html").read_text(encoding="utf-8"))
+    theirs = markup((MATERIAL / "partials" / "palette.html").read_text(encoding="utf-8"))
+    assert theirs.count(' data-md-component="palette"') == 1
+    assert ours == theirs.replace(' data-md-component="palette"', "", 1)
+
+
+def test_material_mounts_its_palette_on_the_element_named_for_it_only(bundle):  # palette contract 1
+    assert re.search(r"function (\w+)\(e,t=document\)\{return \w+\(`\[data-md-component=\$\{e\}\]`", bundle)
+    assert len(re.findall(r'"palette"', bundle)) == 1, "Material finds its palette some other way too"
+    assert re.search(r'\.\.\.\w+\("palette"\)\.map\(e=>\w+\(e\)\)', bundle)
+    header = (MATERIAL / "partials" / "header.html").read_text(encoding="utf-8")
+    includes = re.findall(r'{% include "(partials/(?:javascripts/)?palette\.html)" %}', header)
+    assert includes == ["partials/palette.html", "partials/javascripts/palette.html"]
+
+
+def test_material_s_palette_is_the_body_s_attributes_from_the_input_picked(bundle):  # palette contract 2
+    picked = re.search(r"for\(let\[(\w),(\w)\]of Object\.entries\(\w\.color\)\)document\.body\.setAttribute\("
+                       r"`data-md-color-\$\{\1\}`,\2\);for\(let (\w)=0;\3<\w\.length;\3\+\+\)\{let (\w)=\w\[\3\]"
+                       r"\.nextElementSibling;\4 instanceof HTMLElement&&\(\4\.hidden=\w\.index!==\3\)\}", bundle)
+    assert picked, "Material's palette no longer sets the body's attributes and shows the picked input's label"
+    keys = re.search(r"media:(\w)\.getAttribute\(\"data-md-color-media\"\),scheme:\1\.getAttribute\(\"data-md-color-"
+                     r"scheme\"\),primary:\1\.getAttribute\(\"data-md-color-primary\"\),accent:\1\.getAttribute\(\"data-md-"
+                     r"color-accent\"\)", bundle)
+    assert keys and '["media", "scheme", "primary", "accent"]' in PALETTE.read_text(encoding="utf-8")
+    assert 'document.body.setAttribute("data-md-color-switching","")' in bundle
+    palette_css = one("assets/stylesheets/palette.*.min.css")
+    assert "[data-md-color-switching] *,[data-md-color-switching] :after,[data-md-color-switching] :before" \
+           "{transition-duration:0s!important}" in palette_css
+
+
+def test_material_keeps_the_palette_where_the_site_s_palette_does(bundle):  # palette contract 3
+    assert re.search(r'__md_set\("__palette",\w\)', bundle)
+    assert re.search(r'__md_get\("__palette"\)\|\|\{index:\w+\.findIndex\(', bundle)
+    helpers = (MATERIAL / "partials" / "javascripts" / "base.html").read_text(encoding="utf-8")
+    assert "__md_get=(e,_=localStorage,t=__md_scope)=>" in helpers and "__md_set=(e,_,t=localStorage,a=__md_scope)=>" in helpers
+    ours = PALETTE.read_text(encoding="utf-8")
+    assert '__md_get("__palette")?.index' in ours and '__md_set("__palette", { index, color: show(index) })' in ours
+
+
+def test_instant_navigation_keeps_the_header_and_the_palette_s_meta_tags(bundle):  # palette contract 4
+    replaced = re.search(r'for\(let \w of\[((?:"\[data-md-component=[\w-]+\]",)+)', bundle)
+    assert replaced, "Material's instant navigation no longer lists the components it replaces"
+    assert "header" not in replaced[1].replace("header-topic", "")
+    assert re.search(r'(\w)!=="theme-color"&&\1!=="color-scheme"&&\w\.remove\(\)', bundle)
+
+
+def test_instant_navigation_resolves_the_relative_addresses_of_the_page_as_it_starts(bundle):  # resolved contract 1
+    resolve = re.search(r'function (\w+)\(e\)\{for\(let t of \w+\("\[href\], \[src\]",e\)\)for\(let r of\["href","src"\]\)'
+                        r'\{let o=t\.getAttribute\(r\);if\(o&&!/\^\(\?:\[a-z\]\+:\)\?\\/\\//i\.test\(o\)\)\{t\[r\]=t\[r\];break\}\}'
+                        r'return [\w$]+\(e\)\}', bundle)
+    assert resolve, "instant navigation no longer resolves a relative href or src by setting it to itself"
+    assert re.search(rf'[\w$]+\(document\)\.subscribe\({resolve[1]}\)', bundle), "nor does it to the page as it starts"
+    assert re.search(rf'\w+\({resolve[1]}\),\w+\(\w+\),\w+\(\)\);return', bundle), "nor to the page it brings in"
+    ours = RESOLVED.read_text(encoding="utf-8")
+    assert 'link.setAttribute("href", link.href)' in ours
+    assert '{% include "partials/javascripts/resolved-stylesheets.html" %}\n{% endblock %}' in \
+           re.search(r"{% block extrahead %}.*?{% endblock %}", (OVERRIDES / "main.html").read_text(), re.S)[0]
+
+
+def test_instant_navigation_matches_the_head_of_a_page_by_each_element_s_markup(bundle):  # resolved contract 2
+    assert re.search(r'function \w+\(e\)\{let t=new Map;for\(let r of \w+\(":scope > \*",e\.head\)\)t\.set\(r\.outerHTML,r\);'
+                     r'return t\}', bundle)
 
 
 def test_instant_navigation_takes_the_sitemaps_pages_with_the_pages_host_and_the_sitemaps_port(bundle):
