@@ -88,11 +88,14 @@ test:
 
 # The quick loop: mha_core's and mha_page's tests but for the comparisons with transformers' model and tokenizer
 # (marked transformers: slow to load), the build's quick checks (one site built beside them, for the figures) and the
-# widgets' pure modules under node --test (tests/site/test_widget_scripts.py); under a minute, in one process.
+# widgets' pure modules under node --test (tests/site/test_widget_scripts.py); under a minute. Two workers, one a
+# core: the real model's tests alone keep one busy for half of it (CORE_WORKERS=0: all in this one process).
 CORE_TESTS := tests/core tests/page $(addprefix tests/site/test_,bench.py figures.py sources.py training_facts.py \
 	widget_modules.py widget_scripts.py pyodide_internals.py material_internals.py)
+CORE_WORKERS ?= 2
 test-core: $(VENV)/.test
-	$(PY) -m pytest -p no:xdist -q -m "not transformers" $(CORE_TESTS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(CORE_WORKERS) --dist loadfile --no-loadscope-reorder -q -m "not transformers" $(CORE_TESTS) \
+		$(PYTEST_ARGS)
 
 # Lighthouse for bench/lighthouse.py, pinned by bench/npm/package-lock.json.
 BENCH_JS := bench/npm

@@ -58,10 +58,13 @@ def pytest_unconfigure(config):
 # last): mha_core's and mha_page's many short files first, as they need no site and keep both cores busy while
 # the sites are built (for some 20 s where .cache/ is still empty: `make test` fills it first); then the longest
 # files, so that no worker ends alone on one (`make test` hands files out in this order, as workers come free):
-# the README's commands, the other engines, the browser, the real model against transformers; the build's
-# short checks last.
-FOLDERS = ["tests/core/", "tests/page/", "tests/site/test_readme.py", "tests/engines/", "tests/browser/",
-           "tests/core/llama/", "tests/site/"]
+# the README's commands, the other engines, the browser's longest files (longest first: each a minute or so of
+# CPU), the real model against transformers, the browser's shorter files; the build's short checks last.
+LONGEST_BROWSER = ["accessibility", "real_model_widget", "heads_widget", "runtime", "training_widget", "shapes_widget",
+                   "network", "site", "exercises", "circuits_widget"]
+FOLDERS = ["tests/core/", "tests/page/", "tests/site/test_readme.py", "tests/engines/",
+           *(f"tests/browser/test_{name}.py" for name in LONGEST_BROWSER), "tests/core/llama/", "tests/browser/",
+           "tests/site/"]
 
 
 def folder_rank(nodeid: str) -> int:
@@ -136,3 +139,10 @@ def model_cdn_site() -> Path:
 def model_cdn_url() -> str:
     """The URL model_cdn_site takes the model's wheel from: a server on 127.0.0.1, another port than the site's."""
     return shared[2]
+
+
+@pytest.fixture(scope="session")
+def run_folder() -> Path:
+    """A folder every process of this test run shares (the sites' own), removed when the run ends: for what one
+    process makes once for the others (see tests/core/llama/conftest.py)."""
+    return shared[0]

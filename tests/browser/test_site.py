@@ -258,6 +258,7 @@ def test_code_blocks_away_from_the_screen_are_skipped_at_the_place_and_height_th
     for viewport in VIEWPORTS[:2]:
         log = PageLog()
         with watched_page(browser, log, viewport=viewport) as page:
+            hold_python(page)  # the page's own layout: no widget's Python need start as the blocks scroll by
             page.goto(site_url + "mechanism/")
             before = page.evaluate(CODE_BLOCKS)
             assert len(before) > 5 and sum(skipped for skipped, *_ in before) > 3, before
@@ -279,6 +280,7 @@ def test_blocks_skipped_away_from_the_screen_are_laid_out_as_the_page_lays_them_
     for viewport in VIEWPORTS:
         log = PageLog()
         with watched_page(browser, log, viewport=viewport) as page:
+            hold_python(page)  # (as above): the widgets keep their prerendered layout between the two measures
             page.goto(site_url + path)
             page.wait_for_load_state("load")
             page.evaluate(NEXT_FRAME)

@@ -2,6 +2,7 @@
 the references the tests compare with load from the same file."""
 from __future__ import annotations
 
+import fcntl
 from pathlib import Path
 
 import pytest
@@ -36,13 +37,26 @@ def tokenizer(gguf):
 
 
 @pytest.fixture(scope="session")
-def transformers_model(gguf_path):
+def transformers_model(gguf_path, run_folder):
     """transformers' LlamaForCausalLM loaded from the same GGUF: eager attention (its weights can be read and an
-    additive mask passed), float32."""
+    additive mask passed), float32. Loaded from the GGUF once per test run (some 15 CPU-s: transformers parses the
+    file's metadata twice and dequantizes every tensor): the first process to need it keeps its config and weights
+    in run_folder, and the others (workers running other files) build the same model from them, bit for bit."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     torch.set_num_threads(1)  # see one_thread
-    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                 attn_implementation="eager")
+    kept, weights = run_folder / "transformers-model", "weights.pt"
+    with open(run_folder / "transformers-model.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if kept.exists():
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(kept), attn_implementation="eager")
+            model.load_state_dict(torch.load(kept / weights), strict=True)
+            return model.eval()
+        model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                     attn_implementation="eager")
+        part = run_folder / "transformers-model.part"  # (transformers will not save a model it read from a GGUF)
+        model.config.save_pretrained(part)
+        torch.save(model.state_dict(), part / weights)
+        part.rename(kept)
     return model.eval()

@@ -32,11 +32,26 @@ def folder(gguf, tmp_path_factory):
     return folder
 
 
-@pytest.fixture
-def loaded(folder, monkeypatch):
+def load_afresh(monkeypatch, folder) -> None:
+    """The live module as a page's Python finds it before its first run: the model's files in folder."""
     monkeypatch.setattr(live, "MODEL_FOLDER", str(folder))
     monkeypatch.setattr(live, "LOADED", {})
     monkeypatch.setattr(live, "RUNS", {})
+
+
+@pytest.fixture
+def loaded(folder, monkeypatch):
+    load_afresh(monkeypatch, folder)
+
+
+@pytest.fixture(scope="module")
+def text_run(folder, gguf):
+    """(started, view, ids) of TEXT run through all 30 layers once, for the module's tests that read that run (a
+    position, the lens, a knock-out of it); its live state stays theirs until the module ends."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        load_afresh(monkeypatch, folder)
+        started, view = run_all(TEXT)
+        yield started, view, tokenizer_from_gguf(gguf).encode(TEXT)
 
 
 def run_all(text: str) -> tuple[dict, dict]:
@@ -50,9 +65,8 @@ def run_all(text: str) -> tuple[dict, dict]:
     return started, steps[-1]["view"]
 
 
-def test_layer_by_layer_the_view_holds_the_whole_forward_s_scores_and_patterns(gguf, loaded):
-    started, view = run_all(TEXT)
-    ids = tokenizer_from_gguf(gguf).encode(TEXT)
+def test_layer_by_layer_the_view_holds_the_whole_forward_s_scores_and_patterns(gguf, text_run):
+    started, view, ids = text_run
     assert started["n_tokens"] == started["n_given"] == len(ids)
     patterns = forward(gguf, ids)[1]
     expected = head_scores(patterns, ids)
@@ -100,12 +114,11 @@ def test_without_the_files_and_with_nonsense_through_the_bridge(tmp_path, monkey
     assert ask("real_model_start", {"text": "Hello"})["error"] == "The model's files are not loaded yet: press Load"
 
 
-def test_the_view_says_what_the_model_predicts_at_every_token(gguf, loaded):
+def test_the_view_says_what_the_model_predicts_at_every_token(gguf, text_run):
     """Each token's data-loss is −ln p(token | those before) of mha_core.llama.lab on the whole model; mean-loss is
     their mean; the default position's predictions and every head's attribution are lab's; another position
     and the lens come from their own calls."""
-    started, view = run_all(TEXT)
-    ids = tokenizer_from_gguf(gguf).encode(TEXT)
+    started, view, ids = text_run
     record = lab.run(gguf, ids)
     expected = lab.predictions(gguf, record)
     rows = view["outputs"]["tokens"]["rows"]
@@ -141,9 +154,8 @@ def assert_position(outputs, gguf, record, expected, position, target):
     np.testing.assert_allclose(shown, heads, atol=1e-4)
 
 
-def test_a_knock_out_runs_a_layer_a_call_from_its_first_knocked_layer(gguf, loaded):
-    started, view = run_all(TEXT)
-    ids = tokenizer_from_gguf(gguf).encode(TEXT)
+def test_a_knock_out_runs_a_layer_a_call_from_its_first_knocked_layer(gguf, text_run):
+    started, view, ids = text_run
     knock = live.real_model_knockout_start(started["run"], "l18h6, L20 H1", False, 2)
     assert (knock["first_layer"], knock["layers_done"], knock["view"]) == (18, 18, None)
     steps = [live.real_model_knockout_advance(started["run"], knock["knock"]) for _ in range(12)]
