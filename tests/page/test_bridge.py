@@ -27,6 +27,7 @@ def test_whitelist():
                                     "circuits_at", "circuits_over_training", "circuits_run_view", "real_model_start",
                                     "real_model_advance", "real_model_pattern", "real_model_position", "real_model_lens",
                                     "real_model_knockout_start", "real_model_knockout_advance", "real_model_head_set",
+                                    "real_model_pruning_start", "real_model_pruning_advance",
                                     "tiling_view", "ready_message"}
 
 
