@@ -17,7 +17,7 @@ import numpy as np
 
 from ..detectors import DETECTORS, evaluate
 from ..fields import ListOf, Maybe, Number, Text, Whole, arguments
-from ..model import (ABLATE, MAX_STEP_FLOPS, RECORDED_SEED, SEED, TRAIN_CHOICES, TRAIN_CONFIG, TrainConfig, forward,
+from ..model import (ABLATE, MAX_STEP_FLOPS, RECORDED_SEED, SEED, TRAIN_CHOICES, TRAIN_CONFIG, TRAIN_LABELS, TrainConfig, forward,
                      unflatten)
 from ..rng import Random
 from ..tokens import MAX_TEXT_CHARS, first_tokens, token_key
@@ -111,20 +111,22 @@ def summary(roles: list[list[str | None]], scores: dict, step: int) -> str:
 
 
 def score_outputs(evaluated: dict, roles: list[list[str | None]] | None = None) -> dict:
-    """The slots (mha_core.views' form) of evaluate's numbers: the loss on the repeats and each head's scores,
-    its cell "head-{layer}-{head}"; with roles, each head's role too."""
+    """The slots (mha_core.views' form) of evaluate's numbers: the loss on the repeats and the grid of heads
+    ("heads": a row per layer, in it a row per head: its name, layer and head, and its scores; with roles, its
+    role too), which the template renders and the binding fills for any number of layers and heads."""
     loss = decimal(evaluated["loss_repeat"], 3)
-    out = {"loss": {"text": loss, "value": loss}}
     prev, induction = evaluated["scores"]["previous_token"], evaluated["scores"]["induction"]
-    for layer, row in enumerate(prev):
-        for head in range(len(row)):
-            p, i = decimal(prev[layer][head], 3), decimal(induction[layer][head], 3)
-            cell = {"data": {"score-previous-token": p, "score-induction": i}, "outputs": {"prev": p, "induction": i}}
-            if roles is not None:
-                cell["data"]["role"] = roles[layer][head] or ""
-                cell["outputs"]["role"] = ROLE_NAMES[roles[layer][head]]
-            out[f"head-{layer}-{head}"] = cell
-    return out
+
+    def cell(layer: int, head: int) -> dict:
+        p, i = decimal(prev[layer][head], 3), decimal(induction[layer][head], 3)
+        out = {"data": {"layer": layer, "head": head, "score-previous-token": p, "score-induction": i},
+               "outputs": {"name": head_name(layer, head), "prev": p, "induction": i}}
+        if roles is not None:
+            out["data"]["role"] = roles[layer][head] or ""
+            out["outputs"]["role"] = ROLE_NAMES[roles[layer][head]]
+        return out
+    heads = {"rows": [{"rows": [cell(layer, head) for head in range(len(row))]} for layer, row in enumerate(prev)]}
+    return {"loss": {"text": loss, "value": loss}, "heads": heads}
 
 
 def checkpoint_outputs(entry: dict, roles: list[list[str | None]]) -> dict:
@@ -316,17 +318,32 @@ def captions(config: TrainConfig, step: int, ablate=(), sequence: str | None = N
 
 
 def messages() -> dict:
-    """The widget's sentences that are not a view's; {name} marks what the page fills in with texts made elsewhere
-    (a head's names from head_titles, a step's text from checkpoint_outputs, a field's text as typed)."""
-    return {"cell-name": "{head}: ",
-            "knock-out": "Knock out this head", "restore": "Restore this head",
+    """The widget's sentences that are not a view's, shown as they are; "asset-failed" is the one the runtime
+    fills in, with why the recorded run's file did not arrive ({error}: runtime/asset.js)."""
+    return {"knock-out": "Knock out this head", "restore": "Restore this head",
             "measuring": "Measuring without the knocked-out heads (Python)\u2026",
             "starting": "Starting Python and a fresh model\u2026",
-            "partial": "Shown: your run, up to its last good checkpoint.", "left": "{left} {shown}",
+            "partial": "Shown: your run, up to its last good checkpoint.",
             "no-text": "Type a text first: at least two words or punctuation marks.",
-            "asset-failed": "The recorded run could not be loaded: {error}",
-            "asset-changed": "{asset} is not the file this page was built with (its sha256 differs)",
-            "block-order": "The shortest block length ({from}) must not be larger than the longest ({to})."}
+            "asset-failed": "The recorded run could not be loaded: {error}"}
+
+
+def built_status(seed: int = RECORDED_SEED) -> str:
+    """The status line while the run the page was built with is shown."""
+    return f"Shown: the run trained when this page was built (seed {seed})."
+
+
+def shown_heads(run: dict) -> dict:
+    """The heads the widget selects in the run the page ships ([layer, head]): "selected", the first named
+    induction at its last checkpoint (else the last layer's first head); "knockout", the one its "Knock out an
+    induction head" knocks out: the highest induction score at the last step outside layer 0 (in it, for one layer)."""
+    config, roles = run["config"], run["checkpoints"][-1]["roles"]
+    named = [[layer, head] for layer, row in enumerate(roles) for head, role in enumerate(row) if role == "induction"]
+    induction = run["history"][-1]["scores"]["induction"]
+    heads = [[layer, head] for layer, row in enumerate(induction) for head in range(len(row))
+             if layer > 0 or config["n_layers"] == 1]
+    return {"selected": named[0] if named else [config["n_layers"] - 1, 0],
+            "knockout": max(heads, key=lambda lh: induction[lh[0]][lh[1]])}
 
 
 def shown_as(labels: list[str]) -> dict:
@@ -339,7 +356,7 @@ def run_view(trainer: Trainer, reference: list[float] | None = None) -> dict:
     """The run so far as the widget reads it (history rounded, checkpoints as checkpoint_view, both charts as
     chart_slots draws them with reference)."""
     config = trainer.config
-    return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step, "heads": head_titles(config),
+    return {"config": asdict(config), "seed": trainer.seed, **SCHEDULE, "step": trainer.step,
             "tokens": display_tokens(config), "sequence": display_words(config), **shown_as(display_labels(config)),
             "history": [rounded(h) for h in trainer.history], "charts": chart_slots(trainer.history, config, reference),
             "checkpoints": checkpoint_views(trainer, trainer.checkpoints)}
@@ -380,12 +397,20 @@ def running(run: int) -> Trainer:
     return RUNS[run]
 
 
+def reader_config(config: dict) -> TrainConfig:
+    """TrainConfig(**config), or a ValueError naming the widget's fields when the block lengths are out of order."""
+    shortest, longest = config.get("min_period", TrainConfig.min_period), config.get("max_period", TrainConfig.max_period)
+    if shortest > longest:
+        raise ValueError(f"{TRAIN_LABELS['min_period']} ({shortest}) must not be larger than the longest ({longest}).")
+    return TrainConfig(**config)
+
+
 @arguments(config=TRAIN_CONFIG, seed=SEED, reference=Maybe(REFERENCE_LOSSES))
 def training_start(config: dict | None = None, seed: int = 0, reference: list | None = None) -> dict:
     """Start a run of TrainConfig(**config) in this Python (ending any other): {"run": its id, ...run_view at step 0,
     "outputs": run_outputs}. reference: another run's loss on repeats, one per SCHEDULE["log_every"] steps, that
     its charts draw beside it (the recorded run's), or None."""
-    trainer = schedule_trainer(TrainConfig(**(config or {})), seed)
+    trainer = schedule_trainer(reader_config(config or {}), seed)
     for registry in (RUNS, STARTED, REFERENCES):
         registry.clear()
     run = next(RUN_IDS)
@@ -428,7 +453,7 @@ def training_stop(run: int) -> dict:
         return {"stopped": False}
     status = (f"Shown: your run ({run_name(trainer.seed)}), stopped at step {trainer.step} "
               f"(its last checkpoint: step {trainer.checkpoints[-1]['step']}).")
-    left = f"Your run ({run_name(trainer.seed)}) stopped at step {trainer.step} when you left this page."
+    left = f"Your run ({run_name(trainer.seed)}) stopped at step {trainer.step} when you left this page. {built_status()}"
     return {"stopped": True, "outputs": {"run": status}, "left": left}
 
 

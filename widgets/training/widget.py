@@ -18,7 +18,7 @@ from pathlib import Path
 from mha_core import bridge
 from mha_core.model import TRAIN_LABELS
 from mha_core.views import whole_error
-from mha_core.views.training import BOX, MAX_LINES, MAX_TICKS, messages, recorded_run
+from mha_core.views.training import BOX, MAX_LINES, MAX_TICKS, built_status, messages, recorded_run, shown_heads
 from mha_core.model import EXPERIMENTS, RECORDED_SEED as SEED, TRAIN_CHOICES, TrainConfig
 from sitebuild import CACHE, kept
 from sitebuild.sources import sources_key
@@ -55,8 +55,8 @@ def assets() -> dict[str, bytes]:
 
 
 def context() -> dict:
-    """The template's variables: the last checkpoint's view and the run's charts (mha_core.views' slots), the
-    asset's name and sha256."""
+    """The template's variables: the last checkpoint's view (its grid of heads among them) and the run's charts
+    (mha_core.views' slots), the asset's name and sha256."""
     data = asset_bytes()
     run = json.loads(data)
     last = run["checkpoints"][-1]
@@ -69,10 +69,10 @@ def context() -> dict:
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "outputs": {**last["outputs"], **run["charts"]}, "config": config,
         "box": BOX, "max_ticks": MAX_TICKS, "max_lines": MAX_LINES, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
-        "limits": limits, "whole_error": whole_error, "labels": TRAIN_LABELS, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
+        "limits": limits, "whole_error": whole_error, "built": built_status(run["seed"]), "words": messages(), "labels": TRAIN_LABELS, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
         "data": {"history": run["history"], "charts": run["charts"], "last": {k: v for k, v in last.items() if k != "params"},
                  "labels": run["labels"], "names": run["names"], "config": config, "seed": run["seed"],
                  "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
                  "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
-                 "reference": [h["loss_repeat"] for h in run["history"]], "heads": run["heads"], "words": messages()},
+                 "reference": [h["loss_repeat"] for h in run["history"]], **shown_heads(run), "words": messages()},
     }

@@ -48,7 +48,8 @@ def test_a_run_through_the_bridge_in_slices():
     stopped = bridge_call("training_stop", run=run["run"])
     assert stopped == {"ok": True, "result": {"stopped": True, "outputs": {
         "run": f"Shown: your run (seed 5), stopped at step {steps} (its last checkpoint: step {steps // 30 * 30})."},
-        "left": f"Your run (seed 5) stopped at step {steps} when you left this page."}}
+        "left": f"Your run (seed 5) stopped at step {steps} when you left this page. "
+                "Shown: the run trained when this page was built (seed 0)."}}
     assert bridge_call("training_stop", run=run["run"])["result"] == {"stopped": False}
     over = bridge_call("training_advance", run=run["run"])
     assert not over["ok"] and over["error"].startswith("This training run is over")  # a sentence, for the reader
@@ -270,9 +271,11 @@ def test_a_checkpoints_view_names_the_heads_with_a_role_and_the_best_of_the_rest
     assert out["summary"] == ("At step 270, L1 H0 is an induction head (score 0.910); L1 H1 is an induction head "
                               "(score 0.400). The highest score of the other heads: L0 H0's previous-token score, 0.312.")
     assert out["step"] == {"text": "270", "value": "270"} and out["loss"] == {"text": "0.543", "value": "0.543"}
-    assert out["head-1-0"] == {"data": {"score-previous-token": "0.100", "score-induction": "0.910", "role": "induction"},
-                               "outputs": {"prev": "0.100", "induction": "0.910", "role": "induction"}}
-    assert out["head-0-1"]["outputs"]["role"] == "no clear role" and out["head-0-1"]["data"]["role"] == ""
+    grid = out["heads"]["rows"]  # a row per layer, in it a row per head
+    assert grid[1]["rows"][0] == {"data": {"layer": 1, "head": 0, "score-previous-token": "0.100", "score-induction": "0.910",
+                                           "role": "induction"},
+                                  "outputs": {"name": "L1 H0", "prev": "0.100", "induction": "0.910", "role": "induction"}}
+    assert grid[0]["rows"][1]["outputs"]["role"] == "no clear role" and grid[0]["rows"][1]["data"]["role"] == ""
     none = [[None, None], [None, None]]
     assert training_views.summary(none, scores, 10) == (
         f"At step 10 no head has a clear role yet: every detector score is below {training_views.ROLE_MIN}. "
@@ -308,5 +311,6 @@ def test_each_head_is_named_and_the_x_axis_runs_over_the_schedule():
 def test_a_stopped_run_says_where_it_stopped_for_a_reader_who_left():
     started = training_views.training_start(seed=7)
     stopped = training_views.training_stop(started["run"])
-    assert stopped["left"] == "Your run (seed 7) stopped at step 0 when you left this page."
+    assert stopped["left"] == ("Your run (seed 7) stopped at step 0 when you left this page. Shown: the run trained "
+                               "when this page was built (seed 0).")
     assert training_views.training_stop(started["run"]) == {"stopped": False}
