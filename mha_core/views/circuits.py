@@ -191,18 +191,19 @@ def step_view(config: TrainConfig, at: dict, entry: dict, fix: dict) -> dict:
 
 def run_slots(fix: dict, name: str, note: str) -> dict:
     """The view of what a run changes but no step does: the step control's label, the rows' heads, the scales'
-    words, which prediction each bar is; note, the words on which run is shown ("": none). Its "data" (the
-    steps) and "lines" (the charts' polylines' points by pair and loss, the uniform guess's y) are the attributes
-    the widget's script sets, as the binding sets no SVG geometry."""
+    words, which prediction each bar is, the charts' lines (the polylines' points by pair, "line-{pair}", and by
+    loss, "loss-line-{key}"; the uniform guess's height, "uniform"); note, the words on which run is shown ("":
+    none). Its "data" (the steps) is what the step control takes."""
     out = {"run-label": f"{name}, at a checkpoint (every {fix['every']} steps)", "prev-name": fix["prev_name"],
            "run-note": {"text": note, "hidden": not note}, "period": str(fix["period"]), "pos-top": f"{fix['pos_top']} nats",
            "positions": {"vars": {"--uniform": round(math.log(fix["vocab"]) / fix["pos_top"], 4)},
                          "rows": [{"data": {"kind": k}} for k in fix["kinds"]]}}
     out.update((f"from-{a}", f"{fix['layer0'][a]}{' (previous-token)' if a == fix['prev_head'] else ''}") for a in fix["heads"])
     out.update((f"loss-tick-{i}", t["text"]) for i, t in enumerate(fix["loss_ticks"]))
-    lines = {"pairs": {f"{p['source']}-{p['target']}": p["points"] for p in fix["pairs"]},
-             "loss": {line["key"]: line["points"] for line in fix["loss_lines"]}, "uniform": fix["uniform"]["y"]}
-    return {"data": {"first": fix["first"], "last": fix["last"], "every": fix["every"]}, "outputs": out, "lines": lines}
+    out.update((f"line-{p['source']}-{p['target']}", {"attrs": {"points": p["points"]}}) for p in fix["pairs"])
+    out.update((f"loss-line-{line['key']}", {"attrs": {"points": line["points"]}}) for line in fix["loss_lines"])
+    out["uniform"] = {"attrs": {"y1": fix["uniform"]["y"], "y2": fix["uniform"]["y"]}}
+    return {"data": {"first": fix["first"], "last": fix["last"], "every": fix["every"]}, "outputs": out}
 
 
 def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head: int,

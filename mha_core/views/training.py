@@ -387,7 +387,8 @@ def run_outputs(run: int, trainer: Trainer, done: bool = False) -> dict:
     elapsed = f"{decimal(time.perf_counter() - STARTED[run], 1)} s"
     status = (f"Shown: your run ({name}), {trainer.step} steps in {elapsed}." if done else
               f"Training a fresh model ({name}): step {trainer.step} of {steps}…")
-    return {"run": status, "elapsed": elapsed, "progress": f"{trainer.step} of {steps} steps"}
+    return {"run": status, "elapsed": elapsed,
+            "progress": {"text": f"{trainer.step} of {steps} steps", "attrs": {"value": trainer.step}}}
 
 
 def running(run: int) -> Trainer:

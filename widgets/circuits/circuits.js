@@ -26,14 +26,6 @@ async function computeRun(id, args) {
   return { id, run: answer.run, views: Object.fromEntries(answer.views.map((v) => [v.data.step, v])) };
 }
 
-/** The charts' lines of a run (points, and the uniform guess's height): SVG geometry, which bind does not set. */
-function drawLines(root, { pairs, loss, uniform }) {
-  const lines = [...Object.entries(pairs).map(([pair, points]) => [`polyline[data-pair="${pair}"]`, points]),
-    ...Object.entries(loss).map(([key, points]) => [`polyline[data-loss="${key}"]`, points])];
-  for (const [selector, points] of lines) root.querySelector(selector)?.setAttribute("points", points);
-  for (const line of root.querySelectorAll(".mha-circuits__uniform")) for (const y of ["y1", "y2"]) line.setAttribute(y, uniform);
-}
-
 function mount(root) {
   const form = root.querySelector("form");
   const { step, reader, recorded: back } = form.elements;
@@ -46,8 +38,7 @@ function mount(root) {
   let followed = null; // {run, step}: what the training widget's slider last showed
   const showRun = (run) => {
     shown = run;
-    bind(root, run.run);
-    drawLines(root, run.run.lines);
+    bind(root, run.run); // its charts' lines among its slots
     const { first, last, every } = run.run.data;
     const at = followed?.run === run.id && run.views[followed.step] ? String(followed.step) :
       run.views[step.value] ? step.value : String(last);

@@ -3,7 +3,7 @@
 // view), and fetches the asset with every checkpoint (runtime/asset.js) when the widget is about to be seen, for
 // the step slider. Knock-outs and the reader's own run call Python in the worker (runtime/bridge.js). Both go
 // through the one life cycle (runtime/live.js): what the slider, the knock-outs and the reader's text ask for is one
-// request (the asset fetched first if its weights are needed); the reader's own run is a stream (run.js). What is
+// request (the asset fetched first if its weights are needed); the reader's own run is a stream (own_run.js). What is
 // drawn is view.js's: the checkpoint's view bound, the thumbnails and the heatmap.
 import { fill } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
@@ -14,7 +14,7 @@ import { output, setText } from "../runtime/dom.js";
 import "../runtime/status.js";
 import { adoptGrid, followCells } from "../shared/grid.js";
 import { makePalette } from "../shared/palette.js";
-import { liveTraining, setForm, takeLeft, train } from "./run.js";
+import { liveTraining, setForm, takeLeft, train } from "./own_run.js";
 import { announce, knockoutMessage, show, viewKey } from "./view.js";
 
 /** The built run with every checkpoint, fetched once (about 0.9 MB): a run (runtime/live.js's shared) that the

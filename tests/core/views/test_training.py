@@ -43,7 +43,7 @@ def test_a_run_through_the_bridge_in_slices():
     assert [c["step"] for c in run["checkpoints"]] == list(range(0, steps + 1, 30))
     assert run["outputs"]["run"] == "Training a fresh model (seed 5): step 0 of 600…"
     assert answer["result"]["outputs"]["run"] == f"Training a fresh model (seed 5): step {steps} of 600…"
-    assert answer["result"]["outputs"]["progress"] == f"{steps} of 600 steps"
+    assert answer["result"]["outputs"]["progress"] == {"text": f"{steps} of 600 steps", "attrs": {"value": steps}}
     assert re.fullmatch(r"\d+\.\d s", answer["result"]["outputs"]["elapsed"])
     stopped = bridge_call("training_stop", run=run["run"])
     assert stopped == {"ok": True, "result": {"stopped": True, "outputs": {

@@ -78,19 +78,17 @@ async function stopTraining(w, run, next) {
 /** Draw a step of the reader's run: the run started ({run, seed}), or a slice of it ({slice}). */
 function drawTraining(w, { run, seed, slice }) {
   if (run) {
-    fill(w.root, run.outputs); // the run's status line, progress and clock, in Python's words
+    fill(w.root, run.outputs); // the run's status line, progress bar and clock, in Python's words
     fill(w.root, run.charts);
     Object.assign(w, { run, runId: `seed ${seed}`, ablate: new Set(), text: null, view: null });
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
     w.selected = [Math.min(1, run.config.n_layers - 1), 0];
-    w.form.querySelector("progress").value = 0;
     return show(w, 0);
   }
   w.run.history.push(...slice.history);
   w.run.checkpoints.push(...slice.checkpoints);
-  w.form.querySelector("progress").value = slice.step;
-  fill(w.root, slice.outputs); // the status line and both charts
+  fill(w.root, slice.outputs); // the status line, the progress bar and both charts
   if (slice.checkpoints.length) show(w, w.run.checkpoints.length - 1);
 }
 
