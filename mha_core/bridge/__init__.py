@@ -60,8 +60,10 @@ def array_as_list(value):
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def error(message: str) -> str:
-    return json.dumps({"ok": False, "error": message})
+def error(message: str, refused: bool = False) -> str:
+    """A call not answered: refused (the arguments, as the reader gave them, cannot be computed: asking again
+    cannot help) or failed (a call the page should not have made, or a bug)."""
+    return json.dumps({"ok": False, "error": message, "refused": refused})
 
 
 def worded(problem: ValueError, declared: Declared | None = None) -> str:
@@ -88,7 +90,7 @@ def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
 
     args_json is a JSON object of keyword arguments ("" or "null" for none). An unknown function,
     malformed JSON, unexpected, missing or invalid arguments and any ValueError the function raises
-    come back as {"ok": false, "error": ...}.
+    come back as {"ok": false, "error": ..., "refused": ...}: refused for invalid arguments and ValueErrors.
     """
     if not isinstance(fn_name, str) or fn_name not in functions:
         return error(f"unknown function {fn_name!r:.60}; known: {', '.join(functions)}")
@@ -106,11 +108,11 @@ def call(fn_name: str, args_json: str, functions: dict = FUNCTIONS) -> str:
     except TypeError as problem:
         return error(f"{fn_name}: {problem}")
     except ValueError as problem:  # Invalid, or arguments that do not fit together
-        return error(worded(problem, declared))
+        return error(worded(problem, declared), refused=True)
     try:
         result = declared.fn(**args)
     except ValueError as problem:  # includes ConfigError: how the reader's numbers fit together, explained
-        return error(worded(problem, declared))
+        return error(worded(problem, declared), refused=True)
     except Exception as problem:  # a bug; say so rather than leave the widget waiting
         return error(f"internal error in {fn_name}: {type(problem).__name__}: {problem}")
     try:

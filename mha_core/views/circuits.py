@@ -223,7 +223,7 @@ def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head:
 
 def messages() -> dict:
     """The widget's sentences that are not a view's: "steps-failed", in which the runtime fills in why ({error}:
-    runtime/asset.js), and "run-failed", which runtime/live.js follows with the reader's run's error."""
+    runtime/asset.js), and "run-failed" (the root's data-failure), which runtime/live.js follows with the error of a reader's run."""
     return {"steps-failed": "The recorded run's steps could not be loaded ({error}). Retry loads them again.",
             "run-failed": "Could not compute your run's circuits"}
 

@@ -120,6 +120,23 @@ def _head(kind: str, result: dict, ablate: tuple) -> dict:
         "ablation": {"text": knocked, "hidden": not knocked}}}
 
 
+# What the patterns shown are, when they are not of what the controls hold: of another sentence, or with the
+# knock-out the other way; and what they wait for.
+INSTEAD = {"example": "the patterns of the built-in example sentence, not of the sentence in the box",
+           "before": "the patterns of the sentence before, not of the sentence in the box",
+           "ablated": "the patterns with the knock-out, not without it",
+           "clean": "the patterns without the knock-out, not with it"}
+WAITS = {"blank": "Type a sentence to see its own.",
+         "failed": "Python could not compute them: see the message above.",
+         "computing": "Computing them…",
+         "waiting": "Waiting for Python to start in your browser to compute them."}
+
+
+def stale_lines() -> dict:
+    """The stale line for each case, "{instead} {waits}" (INSTEAD's and WAITS' keys): the widget picks one."""
+    return {f"{i} {w}": f"Shown: {instead}. {waits}" for i, instead in INSTEAD.items() for w, waits in WAITS.items()}
+
+
 @declared_as(head_patterns, text_or_tokens=SENTENCE)
 def heads_view(text_or_tokens, ablate=()) -> dict:
     """The widget's view of a text (or a list of tokens), with the heads of ablate knocked out."""

@@ -93,7 +93,8 @@ def test_errors_come_back_as_json(fn, args, words):
 
 
 def test_non_string_arguments_json():
-    assert json.loads(bridge.call("presets", 5))["ok"] is False
+    assert json.loads(bridge.call("presets", 5)) == {"ok": False, "refused": False,
+                                                     "error": "arguments are not valid JSON: the JSON object must be str, bytes or bytearray, not int"}
 
 
 def test_a_bug_is_reported_not_raised(monkeypatch):
@@ -101,7 +102,7 @@ def test_a_bug_is_reported_not_raised(monkeypatch):
         raise RuntimeError("boom")
     monkeypatch.setitem(bridge.FUNCTIONS, "broken", declare(broken))
     answer = json.loads(bridge.call("broken", "{}"))
-    assert answer == {"ok": False, "error": "internal error in broken: RuntimeError: boom"}
+    assert answer == {"ok": False, "error": "internal error in broken: RuntimeError: boom", "refused": False}
 
 
 def test_nan_cannot_leak_into_json(monkeypatch):
@@ -177,6 +178,7 @@ BAD = [  # function, the argument changed, its bad value, the message
 def test_a_bad_argument_is_refused_with_its_name_and_why(fn_name, field, value, message):
     answer = call(fn_name, {**GOOD[fn_name], field: value})
     assert answer["ok"] is False and answer["error"].startswith(message), answer
+    assert answer["refused"] is True  # the reader's input: the page says it as it is, without Retry
 
 
 @pytest.mark.parametrize("budget_ms, ok", [(0, False), (1e-3, True), (1000, True), (1000.5, False), ("80", False)])
@@ -253,7 +255,7 @@ def test_a_refusal_names_the_argument_to_python_and_the_control_to_the_reader(fn
         bridge.FUNCTIONS[fn_name](**args)
     python = str(refused.value)
     assert python.startswith(f"{argument} ")
-    assert call(fn_name, args) == {"ok": False, "error": control + python.removeprefix(argument)}
+    assert call(fn_name, args) == {"ok": False, "error": control + python.removeprefix(argument), "refused": True}
 
 
 def test_the_exercises_python_names_the_readers_code():
@@ -262,7 +264,7 @@ def test_the_exercises_python_names_the_readers_code():
     with pytest.raises(ValueError, match="^code is empty.$"):
         run_exercise("kv_cache", " \n")
     answer = json.loads(exercises_call("run_exercise", json.dumps({"name": "kv_cache", "code": " \n"})))
-    assert answer == {"ok": False, "error": "Your code is empty."}
+    assert answer == {"ok": False, "error": "Your code is empty.", "refused": True}
 
 
 def test_a_functions_own_refusal_starts_as_a_sentence():

@@ -71,7 +71,6 @@ function mount(root) {
       const view = shown.views[step.value];
       if (view) bind(root, view);
     },
-    failure: root.dataset.runFailed, // the recorded run's steps not fetched: runtime/asset.js says it
   });
   const onStep = (event) => {
     if (!root.isConnected) return document.removeEventListener(STEP_EVENT, onStep); // the page was swapped

@@ -6,13 +6,13 @@
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { keepInURL, output, setText, showMessage } from "../runtime/dom.js";
-import { InputError, live } from "../runtime/live.js";
+import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { noteIgnored, whileShown } from "../runtime/status.js";
 import { moveFrom } from "../shared/grid.js";
 import { cellAt, drawThumb, headCells, keepTokenStop, maskedNames, moveTokenFocus, placeCells, selectQuery, setActive,
   showCell } from "./cells.js";
-import { staleText } from "./stale.js";
+import { staleKey } from "./stale.js";
 import { readURL, writeURL } from "./state.js";
 
 /** What the controls ask for: {sentence, ablate}. */
@@ -22,15 +22,14 @@ const wanted = (w) => ({ sentence: w.textarea.value, ablate: w.ablate.checked })
 function args(w) {
   const { sentence, ablate } = wanted(w);
   w.asked = sentence;
-  if (!sentence.trim()) throw new InputError("Type a sentence: at least one word or punctuation mark.");
   return { text_or_tokens: sentence, ablate: ablate ? [w.ablate.value] : [] };
 }
 
 /** The stale line: what is shown instead of what the controls hold, and why (empty when the view is theirs). */
 function sayStale(w, stale) {
   const failed = w.root.dataset.state === "error" || w.runtime === "error";
-  const text = stale ? staleText(w.shown, wanted(w), { example: w.example, failed, ready: w.runtime === "ready" }) : "";
-  showMessage(w.root, "stale", text);
+  const key = stale && staleKey(w.shown, wanted(w), { example: w.example, failed, ready: w.runtime === "ready" });
+  showMessage(w.root, "stale", key ? w.staleLines[key] : "");
 }
 
 function keepState(w) {
@@ -87,7 +86,7 @@ function liveWeights(w) {
       answered = answer;
       bind(el, { outputs: answer.reply.heads[w.head] });
     },
-    failure: "Could not load the matrices", errors: '[data-message="weights-error"]',
+    errors: '[data-message="weights-error"]',
   });
 }
 
@@ -173,7 +172,7 @@ function mount(root) {
   const table = root.querySelector("table");
   const focusable = table.querySelector('td[tabindex="0"]');
   const w = {
-    root, table, view: data.view, example: data.sentence, asked: data.sentence, shown: { sentence: data.sentence, ablate: false },
+    root, table, view: data.view, example: data.sentence, staleLines: data.stale, asked: data.sentence, shown: { sentence: data.sentence, ablate: false },
     head: root.dataset.head, query: Number(root.dataset.query),
     active: { q: Number(focusable.dataset.q), k: Number(focusable.dataset.k) },
     buttons: [...root.querySelectorAll("button[data-head]")], textarea: root.querySelector('textarea[name="sentence"]'),
@@ -187,7 +186,7 @@ function mount(root) {
   w.weights = liveWeights(w);
   const request = live(root, {
     fn: "heads_view", args: () => args(w), show: (view, asked) => showView(w, view, asked),
-    failure: "Could not compute the patterns of this sentence", marked: (stale) => sayStale(w, stale),
+    marked: (stale) => sayStale(w, stale),
     settled: () => sayStale(w, root.querySelector("[data-results]").dataset.stale === "true"),
   });
   whileShown(root, ({ state }) => {

@@ -12,7 +12,7 @@ import json
 
 from mha_core import bridge
 from mha_core.heads import HEAD_KINDS, MAX_TOKENS
-from mha_core.views.heads import MATRICES
+from mha_core.views.heads import MATRICES, stale_lines
 from widgets.palette import gradient
 
 # A phrase of distinct words said twice, with punctuation: every head has something to show.
@@ -41,5 +41,5 @@ def context(head: str = "induction") -> dict:
         "view": view, "o": view["outputs"] | view["heads"][head]["outputs"], "cells": view["heads"][head]["cells"],
         "query": view["query"], "matrices": MATRICES,
         "gradient": gradient(),
-        "data": {"sentence": SENTENCE, "view": view},
+        "data": {"sentence": SENTENCE, "view": view, "stale": stale_lines()},
     }

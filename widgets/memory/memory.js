@@ -25,7 +25,7 @@ const args = (form) => ({ n_tokens: Number(form.n_tokens.value), n_heads: Number
 
 function mount(root) {
   const form = root.querySelector("form");
-  const request = live(root, { fn: "memory_view", args: () => args(form), failure: "Could not draw this" });
+  const request = live(root, { fn: "memory_view", args: () => args(form) });
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", (event) => request(event.target));
   root.addEventListener("click", (event) => {

@@ -1,6 +1,6 @@
 // A widget's asset: the file its root names (data-asset), beside the widget's script, fetched when the widget asks
 // for it (with runtime/live.js's shared, once). Checked by its sha256 when the root carries one (data-sha256). Its
-// failure is said in the widget's words: the sentence of Python's in the root's data-failed, {error} filled in
+// failure is said in the widget's words: the sentence of Python's in the root's data-asset-failed, {error} filled in
 // here with why (as the runtime says its downloads' progress), shown as it is, with Retry (live.js).
 import { fillIn } from "./dom.js";
 import { sha256 } from "../shared/sha256.js";
@@ -23,6 +23,6 @@ export async function fetchAsset(root, base) {
   try {
     return await load(root.dataset, base);
   } catch (err) {
-    throw new AssetError(fillIn(root.dataset.failed, { error: err.message }));
+    throw new AssetError(fillIn(root.dataset.assetFailed, { error: err.message }));
   }
 }

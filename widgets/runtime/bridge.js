@@ -29,6 +29,11 @@ let nextId = 1;
 /** A call that Python answered with {ok: false, error}. */
 export class CallError extends Error {}
 
+/** A call Python refused (refused: true): the arguments cannot be computed, in words for the reader. */
+export class Refusal extends CallError {}
+
+const failed = (reply) => new (reply.refused ? Refusal : CallError)(reply.error);
+
 function setStatus(state, message) {
   status = { state, message };
   document.documentElement.dataset.mhaRuntime = state;
@@ -217,7 +222,7 @@ export async function call(fn, args) {
   const current = runtime; // a retry meanwhile does not move this call to the new runtime
   await current.ready;
   const reply = JSON.parse(await current.send(fn, json));
-  if (!reply.ok) throw new CallError(reply.error);
+  if (!reply.ok) throw failed(reply);
   return reply.result;
 }
 
@@ -231,7 +236,7 @@ export async function download(folder, store, files, onBytes) {
   const current = runtime;
   await current.ready;
   const reply = JSON.parse(await current.download(folder, store, files, onBytes));
-  if (!reply.ok) throw new CallError(reply.error);
+  if (!reply.ok) throw failed(reply);
   return reply.result;
 }
 

@@ -31,7 +31,7 @@
 // falls to the page: a control that disables or hides itself hands it to the one that now acts (Stop while
 // busy, the control pressed once settled, else the widget's home control).
 import { AssetError } from "./asset.js";
-import { call, retry as restartPython } from "./bridge.js";
+import { call, Refusal, retry as restartPython } from "./bridge.js";
 import { bind } from "./bind.js";
 import { firstControl, output, setData, setDisabled, setHidden, setText } from "./dom.js";
 import { latestWins } from "./latest.js";
@@ -45,6 +45,9 @@ const STALE_AFTER_MS = 250; // with Python ready an answer takes tens of ms
 
 /** What the controls hold cannot be asked (args() throws it): its message is shown as it is, no call made. */
 export class InputError extends Error {}
+
+/** Input the controls or Python refused: said as it is, without Retry (asking again cannot help). */
+const refused = (error) => error instanceof InputError || error instanceof Refusal;
 
 /** The error slot (one of root's slots) nearest el: the first that el's closest ancestor holding one holds. */
 function errorSlotNear(root, slots, el) {
@@ -108,8 +111,9 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
  *   show      show(answer, args): what to do with an answer (bind it into root by default)
  *   progress  progress(value, args): each step of a run (by default, a string into [data-output="progress"],
  *             which is emptied once settled, and an object bound)
- *   failure   the reader's words for a failure: a start ("Could not compute this" by default) that the error's
- *             message follows, or failure(error, args) for words of its own
+ *   failure   the reader's words for a failure: a start that the error's message follows (by default the root's
+ *             data-failure, the template's words, else "Could not compute this"), or failure(error, args) for
+ *             words of its own; a refusal (InputError, or Python's Refusal) is said as it is
  *   settled   settled(error): after the latest request is answered (error null), stopped or refused
  *   marked    marked(stale): each time the results are marked stale or not (a widget that says why)
  *   busy      the controls that start work (Load, Run, Train): off while busy, hidden while Retry is shown
@@ -149,9 +153,9 @@ export function live(root, {
   const homeControl = () => home ?? firstControl(root);
   const say = (error) => {
     if (!error) return "";
-    if (error instanceof InputError || error instanceof AssetError) return error.message; // already the reader's words
+    if (refused(error) || error instanceof AssetError) return error.message; // already the reader's words
     if (typeof failure === "function") return failure(error, asked);
-    return `${failure ?? "Could not compute this"}: ${error.message}`;
+    return `${failure ?? root.dataset.failure ?? "Could not compute this"}: ${error.message}`;
   };
   let replaced = []; // the busy controls Retry stands in for
   /** Busy or not: the controls that start work off and Stop on, or the reverse; after a failure Retry can mend,
@@ -189,11 +193,11 @@ export function live(root, {
       if (error) mark(true);
       if (said) setText(progressSlot, "");
       said = false;
-      failed = Boolean(error);
+      failed = Boolean(error) && !refused(error);
       const others = running ? count(root, -1) : working.get(root) ?? 0;
       running = false;
       setData(root, "state", error ? "error" : others ? "busy" : "live");
-      setBusy(false, Boolean(error) && !(error instanceof InputError));
+      setBusy(false, failed);
       settled(error);
     },
   });

@@ -27,7 +27,7 @@ function mount(root) {
     if (atEnd) slider.value = slider.max; // the last stays the last: the whole output
     showStep();
   };
-  const request = live(root, { fn: "tiling_view", args: () => args(form), show, failure: "Could not compute these tiles" });
+  const request = live(root, { fn: "tiling_view", args: () => args(form), show });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     request(form.sentence);

@@ -8,7 +8,7 @@ function mount(root) {
   const form = root.querySelector("form");
   let seed = Number(root.dataset.seed); // the seed asked for: each press of "Draw new numbers" adds one
   const tokens = () => [...form.querySelectorAll('select[name="token"]')].map((select) => select.value);
-  const request = live(root, { fn: "worked_view", args: () => ({ seed, tokens: tokens() }), failure: "Could not draw new numbers" });
+  const request = live(root, { fn: "worked_view", args: () => ({ seed, tokens: tokens() }) });
   const redraw = root.querySelector('[data-action="redraw"]');
   redraw.addEventListener("click", () => {
     seed += 1;

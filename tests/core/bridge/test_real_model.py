@@ -88,7 +88,7 @@ def test_without_the_files_and_with_nonsense_through_the_bridge(tmp_path, monkey
     def ask(fn, args):
         return json.loads(bridge.call(fn, json.dumps(args)))
 
-    assert ask("real_model_start", {"text": " "}) == {"ok": False, "error": "The text is empty."}  # its control's name
+    assert ask("real_model_start", {"text": " "}) == {"ok": False, "error": "The text is empty.", "refused": True}  # its control's name
     assert ask("real_model_advance", {"run": 0})["error"] == "run must be at least 1, got 0."
     assert ask("real_model_pattern", {"run": 1, "layer": 30, "head": 0})["error"] == "layer must be at most 29, got 30."
     assert ask("real_model_pattern", {"run": 1, "layer": 0, "head": 9})["error"] == "head must be at most 8, got 9."

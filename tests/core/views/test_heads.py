@@ -8,6 +8,7 @@ import pytest
 
 from mha_core import bridge
 from mha_core.heads import HEAD_KINDS, HEAD_LAYER, head_patterns, head_weights
+from mha_core.views import heads as views_heads
 from mha_core.views.heads import KNOCKED_OUT, LAYERS, WORDS, heads_view, heads_weights_view, matrix_text
 from mha_core.views.palette import colour
 
@@ -134,3 +135,13 @@ def test_the_caption_names_each_pattern_once_and_calls_the_mean_no_head():
     assert heads["induction"]["outputs"]["shown"] == "induction head"
     shown = heads["averaged"]["outputs"]["shown"]
     assert "averaged" in shown and not shown.endswith("head")  # the mean of four heads is not a head of the model
+
+
+def test_a_stale_line_for_every_case_the_widget_picks():
+    """widgets/heads/stale.js picks "{instead} {waits}": every pair has its line, which says both."""
+    lines = views_heads.stale_lines()
+    assert len(lines) == len(views_heads.INSTEAD) * len(views_heads.WAITS) == 16
+    assert lines["example waiting"] == ("Shown: the patterns of the built-in example sentence, not of the sentence in "
+                                        "the box. Waiting for Python to start in your browser to compute them.")
+    assert lines["clean computing"] == "Shown: the patterns without the knock-out, not with it. Computing them…"
+    assert lines["before blank"].endswith("not of the sentence in the box. Type a sentence to see its own.")
