@@ -314,3 +314,18 @@ def test_a_stopped_run_says_where_it_stopped_for_a_reader_who_left():
     assert stopped["left"] == ("Your run (seed 7) stopped at step 0 when you left this page. Shown: the run trained "
                                "when this page was built (seed 0).")
     assert training_views.training_stop(started["run"]) == {"stopped": False}
+
+
+def test_block_lengths_out_of_order_are_refused_in_the_fields_words():
+    refused = bridge_call("training_start", config={"min_period": 20, "max_period": 3}, seed=1)
+    assert refused == {"ok": False, "refused": True,
+                       "error": "The shortest block length (20) must not be larger than the longest (3)."}
+
+
+def test_the_widget_selects_the_first_induction_head_and_knocks_out_the_best_outside_layer_0():
+    run = {"config": {"n_layers": 2}, "checkpoints": [{"roles": [[None, "induction"], ["induction", "induction"]]}],
+           "history": [{"scores": {"induction": [[0.9, 0.8], [0.5, 0.7]]}}]}
+    assert training_views.shown_heads(run) == {"selected": [0, 1], "knockout": [1, 1]}
+    one = {"config": {"n_layers": 1}, "checkpoints": [{"roles": [[None, None]]}],
+           "history": [{"scores": {"induction": [[0.1, 0.3]]}}]}
+    assert training_views.shown_heads(one) == {"selected": [0, 0], "knockout": [0, 1]}
