@@ -86,10 +86,10 @@ test:
 	@$(MAKE) --no-print-directory -j2 fetch build browsers
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# The quick loop: mha_core's tests but for the comparisons with transformers' model and tokenizer (marked
-# transformers: slow to load), the build's quick checks (one site built beside them, for the figures) and the
+# The quick loop: mha_core's and mha_page's tests but for the comparisons with transformers' model and tokenizer
+# (marked transformers: slow to load), the build's quick checks (one site built beside them, for the figures) and the
 # widgets' pure modules under node --test (tests/site/test_widget_scripts.py); under a minute, in one process.
-CORE_TESTS := tests/core $(addprefix tests/site/test_,bench.py figures.py sources.py training_facts.py \
+CORE_TESTS := tests/core tests/page $(addprefix tests/site/test_,bench.py figures.py sources.py training_facts.py \
 	widget_modules.py widget_scripts.py pyodide_internals.py material_internals.py)
 test-core: $(VENV)/.test
 	$(PY) -m pytest -p no:xdist -q -m "not transformers" $(CORE_TESTS) $(PYTEST_ARGS)

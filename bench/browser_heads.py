@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from browser_window import open_window  # noqa: E402
-from mha_core import bridge, tokenize  # noqa: E402
+from mha_core import tokenize
+from mha_page import bridge  # noqa: E402
 from sitevisit.chromium import chromium  # noqa: E402
 from sitevisit.site import pages_with, served_site  # noqa: E402
 

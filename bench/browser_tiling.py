@@ -21,8 +21,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 from browser_shapes import percentile  # noqa: E402
 from browser_window import open_window  # noqa: E402
 from bench.figures import Figures  # noqa: E402
-from mha_core import bridge  # noqa: E402
-from mha_core.views.tiling import smallest_block  # noqa: E402
+from mha_page import bridge  # noqa: E402
+from mha_page.views.tiling import smallest_block  # noqa: E402
 from sitevisit.chromium import chromium  # noqa: E402
 from sitevisit.site import pages_with, served_site  # noqa: E402
 

@@ -10,9 +10,10 @@ Runs unchanged in CPython 3.11+ and in Pyodide (numpy 2.0.2): numpy and the stan
     model, detectors, training         a two-layer attention-only transformer, its heads' scores, its training
     rng                                seeded random numbers without numpy.random
     fields                             the declaration of every public function's arguments, checked on each call
+    params_codec                       a model's weights as text, the form they travel in
     llama/                             a real model (SmolLM2-135M) from its GGUF file: its block, tokenizer, heads' scores
-    bridge/                            what the browser calls (the same declarations)
-    views/                             each widget's view: every number and word its reader reads
+
+Numbers only: the page's views and bridge, worded for its reader, are mha_page's (which imports this package).
 
 Each public function refuses nonsense with a ValueError naming the argument (its declaration, @arguments); the
 kernel underneath trusts its input.

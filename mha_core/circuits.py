@@ -17,6 +17,7 @@ n positions.
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -24,6 +25,7 @@ import numpy as np
 from .detectors import evaluate
 from .model import TrainConfig, block_weights, forward, next_token_losses, run_with_cache
 from .rng import Random
+from .training import eval_batch
 
 BASELINE_SAMPLES = 200  # random pairs of heads the K-composition baseline averages over
 
@@ -200,3 +202,29 @@ def over_training(checkpoints: list[dict], config: TrainConfig, tokens, eval_tok
                     **{key: losses[key] for key in ("loss", "loss_first", "loss_repeat")},
                     "position_losses": position_losses(params, tokens, config)})
     return run
+
+
+@functools.lru_cache(maxsize=8)  # the same for every checkpoint of a run: one run's views ask for it once
+def k_baseline(config: TrainConfig) -> dict:
+    """{"mean", "std"} of the K-composition score of random heads of config's shapes (seeded, so always the same)."""
+    scores = random_k_composition(config)
+    return {"mean": float(scores.mean()), "std": float(scores.std())}
+
+
+def at_checkpoint(params: dict, config: TrainConfig, tokens) -> dict:
+    """One checkpoint's circuits (circuits'), "k_baseline", and "position_losses" on "tokens" [n]."""
+    return {**circuits(params, config), "k_baseline": k_baseline(config), "tokens": tokens,
+            "position_losses": position_losses(params, tokens, config)}
+
+
+def run_over_training(steps: list[int], params: list[dict], config: TrainConfig, tokens, seed: int) -> dict:
+    """A run's checkpoints (steps[i], increasing, and its weights params[i]) -> {"checkpoints": over_training's
+    entries, losses on the evaluation batch of the run with this seed, position losses on "tokens"; "k_baseline"}."""
+    if len(steps) != len(params):
+        raise ValueError(f"steps and params must be as long as each other (one step per checkpoint), "
+                         f"got {len(steps)} and {len(params)}.")
+    if steps != sorted(set(steps)):
+        raise ValueError(f"steps must increase, got {steps[:8]}.")
+    checkpoints = [{"step": step, "params": p} for step, p in zip(steps, params)]
+    return {"checkpoints": over_training(checkpoints, config, tokens, eval_batch(config, seed)),
+            "k_baseline": k_baseline(config), "tokens": tokens}

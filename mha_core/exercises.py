@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, softmax, split_heads
-from .views.training import MAX_PARAMS_CHARS, decode_params
+from .params_codec import MAX_PARAMS_CHARS, decode_params
 from .detectors import detector_scores, ideal_patterns
 from .fields import Choice, Labelled, Maybe, Text, arguments
 from .flash import online_softmax_update
@@ -640,7 +640,7 @@ def run_exercise(name: str, code: str, params: str | None = None) -> dict:
     names the case, its inputs, what was expected and what was received) or "error" (the code could not run: a
     syntax error or an exception, with the line in the reader's code); output is what the code printed; pointer,
     for a syntax error that names its line, that line and a caret under its column (syntax_pointer).
-    params: the trained model's weights (mha_core.views.training.encode_params' form, the default
+    params: the trained model's weights (mha_core.params_codec.encode_params' form, the default
     TrainConfig), for an exercise that checks the reader's functions on its patterns; None for the others.
     """
     exercise, output = EXERCISES[name], BoundedText(ECHO)

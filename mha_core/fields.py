@@ -1,7 +1,7 @@
 """The declaration of every public function's arguments, and the checks behind it: both doors read it.
 
 @arguments(d_model=Whole(1, 1024), ...) attaches a declaration to a function and checks every call against it, so a
-Python user's call and the browser's (mha_core.bridge, which reads the same declaration) are refused alike; the
+Python user's call and the browser's (mha_page.bridge, which reads the same declaration) are refused alike; the
 function's body, and the kernel it calls, take their input as given.
 
 Each kind of field checks one value and returns it as the function wants it (a whole 8.0 becomes 8), or raises

@@ -122,7 +122,7 @@ def memory_steps(n_tokens: int = 3, n_heads: int = 2, wrong: bool = False) -> di
     Right: reshape [n, h, d_k] -> transpose [h, n, d_k] (split_heads) -> attention -> z -> transpose
     back [n, h, d_k] -> reshape [n, d_model] (merge_heads). Wrong: reshape [h, n, d_k] -> attention ->
     z -> reshape [n, d_model]. Returns {n, h, d_k, d_model, itemsize, wrong, steps, merge_copies,
-    patterns: {right, wrong} ([h, n, n] weights, causal)}. What the widget shows of it: mha_core.views.memory.
+    patterns: {right, wrong} ([h, n, n] weights, causal)}. What the widget shows of it: mha_page.views.memory.
     """
     n, h, d_k = n_tokens, n_heads, D_MODEL // n_heads
     q, k, v = constructed_qkv(n, h)  # [n, d_model] each

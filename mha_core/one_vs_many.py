@@ -184,7 +184,7 @@ def one_vs_many(subject=1.0, clause=1.0, previous=1.0, wide: bool = False, heads
     wide, shares [3], groups (each of many's heads' relationships), one, many}; one and many each
     {n_heads, d_k, weights [h, n] (the verb's row), blocks [3 blocks, 3 relationships] (coefficients),
     arrives [3] (each relationship's largest coefficient), residual, number (block 0's: +1 singular, -1
-    plural; within UNDECIDED of 0, neither)}. What the widget shows of it: mha_core.views.one_vs_many.
+    plural; within UNDECIDED of 0, neither)}. What the widget shows of it: mha_page.views.one_vs_many.
     """
     weights = [float(w) for w in (subject, clause, previous)]
     if sum(weights) <= 0:

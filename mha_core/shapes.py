@@ -144,7 +144,7 @@ def shape_report(d_model, n_heads, seq_len, batch, n_kv_heads=None, d_head=None,
         + 2·B·h·n²·d_k                 weighted sum (weights @ v)
         + 2·B·n·d_q·d_model            output projection
         (softmax, scaling, masking and bias additions are O(B·h·n²) and O(B·n·d) and not counted).
-    What the shapes widget shows of it, as text: mha_core.views.shapes.
+    What the shapes widget shows of it, as text: mha_page.views.shapes.
     """
     cfg, check = configure(d_model, n_heads, n_kv_heads, d_head, bias)
     report = {"ok": check["ok"], "check": check, "config": None, "tensors": [], "weights": [], "params": None,

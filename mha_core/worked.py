@@ -3,7 +3,7 @@
 n = 3 tokens, d_model = 4, h = 2 heads of d_k = 2, no mask and no biases. The input and the weights
 are drawn from a seed and rounded to one decimal, so the reader can redo any product by hand. Every
 matrix the page shows is here, computed by the same functions as the rest of mha_core (the page's text
-of each is mha_core.views.worked's).
+of each is mha_page.views.worked's).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def worked_steps(seed: int = 1, tokens=TOKENS) -> dict[str, np.ndarray]:
 @arguments(seed=Whole(1, MAX_SEED + 1), tokens=ListOf(Choice(VOCAB), len(TOKENS), length=len(TOKENS)))
 def worked_example(seed: int = 1, tokens=TOKENS) -> dict:
     """The example for a seed (1 to 2**32) and 3 words of VOCAB, as plain data: {seed, tokens, vocab, n,
-    d_model, n_heads, d_head, matrices: {name: {shape, values}}}. The page's text: mha_core.views.worked."""
+    d_model, n_heads, d_head, matrices: {name: {shape, values}}}. The page's text: mha_page.views.worked."""
     steps = worked_steps(seed, tokens)
     return {
         "seed": int(seed), "tokens": list(tokens), "vocab": list(VOCAB), "n": N_TOKENS, "d_model": D_MODEL,

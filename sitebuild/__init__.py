@@ -4,7 +4,7 @@ site from the files that build.py fetched into .cache/:
     assets.py   the pinned Pyodide, NumPy and Temml files: fetched once, checked by sha256; the runtime's config
     python_bundle.py  the Python the browser downloads: trimmed, compiled to bytecode (bytecode.mjs: Pyodide's
                 own Python, run in Node), compressed
-    wheel.py    the mha_core wheel, built by pyproject.toml's build backend, byte-identical between builds
+    wheel.py    the mha_core and mha_page wheels, built by flit (pyproject.toml's), byte-identical between builds
     widgets.py  each `<!-- widget: NAME key=value -->` line rendered from widgets/NAME/ (widget.py, template)
     figures.py  each `<!-- figure: NAME -->` line drawn as an inline SVG (with mha_core's numbers)
     facts.py    each `<!-- fact: NAME -->` replaced by the number widgets/*/facts.py computes from its model
@@ -23,6 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
+# The build's options a widget reads (hooks.on_config sets them from mkdocs.yml's extra): model_cdn, the URL of
+# the wheel the real model comes from in a build that takes it from a registry's CDN (None: from the site).
+# Here, not in widgets.py, so that a widget.py reads it without importing the module that loads it.
+BUILD: dict = {"model_cdn": None}
 _lock_depth = threading.local()  # how deep this thread is in cache_lock: the lock is taken once, at the outermost
 
 

@@ -272,12 +272,13 @@ def browser_python(pyodide_cdn: bool, cache: Path = CACHE) -> tuple[dict[str, Pa
     return hosted, {"pyodide.mjs": as_is["pyodide.mjs"], **manifest}
 
 
-def runtime_config(wheel_name: str, wheel: bytes, packed: bytes, python: dict[str, dict], pyodide_cdn: bool) -> str:
-    """widgets/runtime/config.js: where Pyodide is (None: beside the site), the mha_core wheel (wheel, sent as
-    packed: its .gz) and every file the worker loads, with its sha256 (after decompression) and its size on
-    the wire."""
+def runtime_config(wheels: list[tuple[str, bytes, bytes]], python: dict[str, dict], pyodide_cdn: bool) -> str:
+    """widgets/runtime/config.js: where Pyodide is (None: beside the site), the site's wheels ([(file name, wheel,
+    sent as packed: its .gz)]: mha_core's and mha_page's) and every file the worker loads, with its sha256 (after
+    decompression) and its size on the wire."""
     config = {"pyodide": PYODIDE_CDN if pyodide_cdn else None,
-              "wheel": {"name": wheel_name, "path": f"{wheel_name}.gz", "gzip": True,
-                        "sha256": hashlib.sha256(wheel).hexdigest(), "bytes": len(packed)},
+              "wheels": [{"name": name, "path": f"{name}.gz", "gzip": True,
+                          "sha256": hashlib.sha256(wheel).hexdigest(), "bytes": len(packed)}
+                         for name, wheel, packed in wheels],
               "files": python}
     return "// Written by the site's build.\nexport default " + json.dumps(config, indent=2) + ";\n"

@@ -10,7 +10,6 @@ units wide and scale with their viewBox: text of 14 units or more stays 11 px or
 from __future__ import annotations
 
 import html
-import json
 import math
 from dataclasses import dataclass
 
@@ -329,12 +328,12 @@ def prediction_example() -> dict:
     """The shipped run's last checkpoint predicting the last token of one evaluation sequence:
     {"tokens" [n], "t" (the position that predicts), "target", "logits" [V], "probs" [V], "loss"}."""
     from mha_core import model, training
-    from mha_core.views import training as training_views
-    from sitebuild import widgets
+    from mha_core.params_codec import decode_params
+    from widgets.training import run as recorded
 
-    run = json.loads(widgets.assets("training")["run.json"])
+    run = recorded.run()
     config = model.TrainConfig(**run["config"])
-    params = training_views.decode_params(run["checkpoints"][-1]["params"], config)
+    params = decode_params(run["checkpoints"][-1]["params"], config)
     tokens = training.eval_batch(config, run["seed"])  # [B, n]
     logits, _ = model.forward(params, tokens, config)  # [B, n, V]
     losses, probs = model.next_token_losses(logits, tokens)  # [B, n-1], [B, n-1, V]

@@ -4,7 +4,7 @@
     on_page_markdown   each fact marker replaced by the number it names (facts.py), each widget marker rendered
                        (widgets.py); the page's widgets, for overrides/main.html (page.meta["mha_widgets"])
     on_files           the widgets' scripts and assets, their styles joined in one file, the runtime's config.js,
-                       the mha_core wheel
+                       the mha_core and mha_page wheels
                        (compiled to bytecode when the site hosts Python),
                        Temml's css and font and (unless extra.pyodide_cdn) Python for the browser (python_bundle.py)
     on_post_page       each formula typeset into MathML by Temml (typeset.py), once Material's search has indexed
@@ -26,8 +26,9 @@ if ROOT not in sys.path:  # MkDocs loads this file alone, not as part of its pac
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
-from sitebuild import CACHE, BuildError, assets, csp, facts, highlight, python_bundle, serving, typeset, widgets  # noqa: E402
-from sitebuild.wheel import build_wheel, set_source_date_epoch  # noqa: E402
+from sitebuild import (BUILD, CACHE, BuildError, assets, csp, facts, highlight, python_bundle, serving,  # noqa: E402
+                       typeset, widgets)
+from sitebuild.wheel import build_wheels, set_source_date_epoch  # noqa: E402
 
 live_reload = False  # under mkdocs serve
 
@@ -54,7 +55,7 @@ def on_config(config):
     if live_reload:
         widgets.forget()  # each rebuild renders with the mha_core and widget.py files as they are now
         facts.forget()
-    widgets.BUILD["model_cdn"] = model_cdn(config)
+    BUILD["model_cdn"] = model_cdn(config)
     config.extra["mha"] = {"widgets": widgets.names(), "stylesheet": widgets.STYLESHEET,
                            "csp": csp.policy(pyodide_cdn(config), model_cdn(config))}
     return config
@@ -77,14 +78,14 @@ def site_files(pyodide_cdn: bool) -> dict[str, bytes | Path]:
     out[widgets.STYLESHEET] = widgets.stylesheet()
     for name in widgets.names():
         out |= {f"assets/widgets/{name}/{file}": data for file, data in widgets.assets(name).items()}
-    wheel_name, wheel = build_wheel()
-    if not pyodide_cdn:  # the Pyodide it is compiled by is fetched only when the site hosts Python
-        wheel = python_bundle.compiled_wheel(wheel_name, wheel, assets.pyodide_folder(), CACHE)
-    wheel, packed = python_bundle.wheel_for_the_wire(wheel, CACHE)
-    out[f"assets/wheels/{wheel_name}.gz"] = packed
+    wheels = []  # [(file name, the wheel as the worker reads it, as it goes on the wire)]
+    for wheel_name, wheel in build_wheels():
+        if not pyodide_cdn:  # the Pyodide it is compiled by is fetched only when the site hosts Python
+            wheel = python_bundle.compiled_wheel(wheel_name, wheel, assets.pyodide_folder(), CACHE)
+        wheels.append((wheel_name, *python_bundle.wheel_for_the_wire(wheel, CACHE)))
+        out[f"assets/wheels/{wheel_name}.gz"] = wheels[-1][2]
     hosted, python = assets.browser_python(pyodide_cdn)
-    out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheel_name, wheel, packed, python,
-                                                                    pyodide_cdn).encode()
+    out["assets/widgets/runtime/config.js"] = assets.runtime_config(wheels, python, pyodide_cdn).encode()
     out |= {f"assets/temml/{name}": data for name, data in assets.temml_files().items()}
     out |= {f"assets/pyodide/{name}": path for name, path in hosted.items()}
     return out

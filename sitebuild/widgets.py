@@ -24,9 +24,6 @@ INLINE_CODE = re.compile(r"`[^`]*`")  # a marker shown as code is text, not a wi
 # A <template> holds data or rows for the widget's script, never text a reader reads as it is: Material's search
 # leaves out what it marks (it would index the JSON of every step of a training run).
 TEMPLATE = re.compile(r"<template\b")
-# The build's options a widget reads (hooks.on_config sets them from mkdocs.yml's extra): model_cdn, the URL of
-# the wheel the real model comes from in a build that takes it from a registry's CDN (None: from the site).
-BUILD: dict = {"model_cdn": None}
 
 
 def names() -> list[str]:
@@ -51,7 +48,7 @@ def widget_module(name: str):
 def forget() -> None:
     """Load widget.py files, their shared modules and mha_core afresh on next use, so that a rebuild sees their edits."""
     widget_module.cache_clear()
-    for name in [m for m in sys.modules if m.split(".")[0] in ("mha_core", "widgets")]:
+    for name in [m for m in sys.modules if m.split(".")[0] in ("mha_core", "mha_page", "widgets")]:
         del sys.modules[name]
 
 

@@ -18,7 +18,7 @@ from sitevisit.site import MOUNT, serve
 
 # What a start of Python downloads (parts of their paths), each once
 PYTHON_FILES = ("pyodide.mjs", "pyodide.asm.wasm.gz", "pyodide.asm.js.gz", "python_stdlib.zip.gz",
-                "pyodide-lock.json.gz", "wasm32.whl.gz", "/wheels/mha_core-")
+                "pyodide-lock.json.gz", "wasm32.whl.gz", "/wheels/mha_core-", "/wheels/mha_page-")
 CHUNK = 16 * 1024
 
 

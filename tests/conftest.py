@@ -55,13 +55,13 @@ def pytest_unconfigure(config):
 
 
 # The folders (or files) in the order their files run (a file goes with the longest entry it is in; others run
-# last): mha_core's many short files first, as they need no site and keep both cores busy while the sites are
-# built (for some 20 s where .cache/ is still empty: `make test` fills it first); then the longest
+# last): mha_core's and mha_page's many short files first, as they need no site and keep both cores busy while
+# the sites are built (for some 20 s where .cache/ is still empty: `make test` fills it first); then the longest
 # files, so that no worker ends alone on one (`make test` hands files out in this order, as workers come free):
 # the README's commands, the other engines, the browser, the real model against transformers; the build's
 # short checks last.
-FOLDERS = ["tests/core/", "tests/site/test_readme.py", "tests/engines/", "tests/browser/", "tests/core/llama/",
-           "tests/site/"]
+FOLDERS = ["tests/core/", "tests/page/", "tests/site/test_readme.py", "tests/engines/", "tests/browser/",
+           "tests/core/llama/", "tests/site/"]
 
 
 def folder_rank(nodeid: str) -> int:

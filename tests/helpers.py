@@ -122,7 +122,7 @@ def check_small_widget(name, widget, value) -> None:
         shown = widget.evaluate("root => [...root.querySelectorAll('[data-output=\"steps\"] > li')].map(li => li.dataset.strides)")
         assert shown == [",".join(map(str, s["strides_bytes"])) for s in want["steps"]]
     else:
-        from mha_core.views.worked import worked_view
+        from mha_page.views.worked import worked_view
         want = [[cell["text"] for cell in row["rows"]] for row in worked_view(value)["outputs"]["matrix-out"]["rows"]]
         shown = widget.evaluate("root => [...root.querySelector('table[data-matrix=\"out\"]').rows].map(r => [...r.querySelectorAll('td')].map(td => td.textContent))")
         assert shown == want
@@ -154,7 +154,7 @@ def one_vs_many_outputs(widget) -> dict:
 
 def one_vs_many_expected(**args) -> dict:
     """{data-output: data-value} as mha_core's view makes them for the controls' values."""
-    from mha_core.views.one_vs_many import one_vs_many_view
+    from mha_page.views.one_vs_many import one_vs_many_view
     outputs = one_vs_many_view(**args)["outputs"]
     return {name: slot["value"] for name, slot in outputs.items() if isinstance(slot, dict) and "value" in slot}
 
@@ -257,7 +257,7 @@ def circuits_expected(run: dict, step: int, prev: int | None = None) -> dict:
     import numpy as np
 
     from mha_core import circuits
-    from mha_core.views.training import decode_params, display_tokens
+    from mha_page.views.training import decode_params, display_tokens
     from mha_core.model import TrainConfig
     config = TrainConfig(**run["config"])
     checkpoint = next(c for c in run["checkpoints"] if c["step"] == step)

@@ -1,6 +1,6 @@
-"""The heatmaps' colours for the widgets' pages (heads, training): mha_core.views.palette's, which the views use."""
+"""The heatmaps' colours for the widgets' pages (heads, training): mha_page.views.palette's, which the views use."""
 from __future__ import annotations
 
-from mha_core.views.palette import PALETTE, STEPS, colour, gradient
+from mha_page.views.palette import PALETTE, STEPS, colour, gradient
 
 __all__ = ["PALETTE", "STEPS", "colour", "gradient"]

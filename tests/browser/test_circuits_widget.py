@@ -17,7 +17,7 @@ from test_accessibility import VIEWPORTS, axe_source, blocking, blocking_in_ever
 from mha_core.detectors import evaluate
 from mha_core.model import TrainConfig
 from mha_core.training import eval_batch
-from mha_core.views.training import decode_params
+from mha_core.params_codec import decode_params
 from tests.helpers import circuits_expected, png_indices
 
 pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM

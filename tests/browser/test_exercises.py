@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.bridge.exercises import call as exercises_call
+from mha_page.bridge.exercises import call as exercises_call
 from mha_core.exercises import EXERCISES, TIME_LIMIT_S, page_messages
 from tests.core.test_exercises import RIGHT, TRAINED_CASE_FAILS, WRONG, WRONG_ON_THE_TRAINED_MODEL, trained_params
 from sitevisit.site import pages_with

@@ -18,7 +18,7 @@ from conftest import WORKER, hold_worker, on_widget_page, resize, wait_ready
 from sitevisit.page import show_sentence
 from tests.helpers import READ, SENTENCE, check_layout, contrast, heatmap, over, tokens_of
 from tests.oracles import rule_rows
-from mha_core.views.heads import WORDS
+from mha_page.views.heads import WORDS
 
 KINDS = ("previous_token", "positional", "induction", "content", "averaged")
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & "quotes"'

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 import conftest
 from conftest import hold_python
-from mha_core.views.one_vs_many import one_vs_many_view
+from mha_page.views.one_vs_many import one_vs_many_view
 from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look, look  # noqa: F401 (a fixture)
 from tests.helpers import one_vs_many_expected, one_vs_many_form, one_vs_many_outputs
 

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 import conftest
 from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
-from mha_core.views.real_model import KIND_NAMES, KINDS, token_texts
+from mha_page.views.real_model import KIND_NAMES, KINDS, token_texts
 from sitebuild.assets import fetch_model
 from sitebuild.widgets import widget_module
 from tests.helpers import contrast, over

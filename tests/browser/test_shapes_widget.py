@@ -9,7 +9,7 @@ from pathlib import Path
 import mha_core
 import pytest
 from mha_core.presets import PRESETS
-from mha_core.views.shapes import shapes_display, shapes_view
+from mha_page.views.shapes import shapes_display, shapes_view
 from playwright.sync_api import expect
 
 import conftest

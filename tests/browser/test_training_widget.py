@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_core.views.training import (ROLE_MIN, WEIGHT_CHARS, decode_params, display_labels, shown_as,
+from mha_page.views.training import (ROLE_MIN, WEIGHT_CHARS, decode_params, display_labels, shown_as,
                                     training_evaluate)
 from mha_core.detectors import evaluate
 from mha_core.model import TRAIN_RANGES, TrainConfig

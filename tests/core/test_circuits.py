@@ -12,11 +12,12 @@ import pytest
 import torch
 from threadpoolctl import threadpool_limits
 
-from mha_core import bridge, circuits
-from mha_core.views.training import decode_params, display_tokens, recorded_run
+from mha_core import circuits
+from mha_page import bridge
+from mha_page.views.training import decode_params, display_tokens, recorded_run
 from mha_core.model import TrainConfig, init_params
 from tests.core.test_model import torch_logits
-from widgets.training.widget import SEED
+from widgets.training.run import SEED
 
 SMALL = TrainConfig(vocab=8, d_model=8, n_layers=3, n_heads=2, d_head=4, seq_len=10, batch=3,
                     min_period=2, max_period=4)

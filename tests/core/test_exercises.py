@@ -12,7 +12,7 @@ import pytest
 
 from mha_core import exercises
 from mha_core.exercises import EXERCISES, PRINT_LIMIT, run_exercise
-from widgets.training.widget import asset_bytes as training_run
+from widgets.training.run import asset_bytes as training_run
 
 
 def trained_params() -> str:
@@ -342,7 +342,7 @@ def test_the_detectors_are_checked_on_the_trained_model_s_patterns_as_its_chart_
     """The trained cases run the shipped run's last checkpoint on its evaluation sequences: mha_core's detector
     gives there the scores the training widget's chart shows (rounded to 3 decimals; the page's weights are
     float16)."""
-    from mha_core.views.training import decode_params
+    from mha_page.views.training import decode_params
     from mha_core.model import TrainConfig
     exercise = EXERCISES["detectors"]
     cases = exercise.trained_cases(decode_params(trained_params(), TrainConfig()))

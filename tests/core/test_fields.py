@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mha_core
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.fields import (Array, ArraysByName, Choice, Declared, Fields, Flag, Having, Instance, Invalid, Labelled,
                              ListOf,                              Maybe, Number, Pair, Text, TextOrTokens, Whole, arguments, shown)
 

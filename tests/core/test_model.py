@@ -203,7 +203,7 @@ def test_one_configuration_the_defaults_choices_and_experiments_fit_the_ranges()
     is among the choices; each experiment is a valid TrainConfig; the bridge declares exactly these ranges."""
     from dataclasses import asdict, fields
 
-    from mha_core import bridge
+    from mha_page import bridge
     from mha_core.model import EXPERIMENTS, TRAIN_CHOICES, TRAIN_RANGES
 
     default = asdict(TrainConfig())

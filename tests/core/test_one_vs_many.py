@@ -9,7 +9,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from mha_core import bridge, multi_head_attention
+from mha_core import multi_head_attention
+from mha_page import bridge
 from mha_core.one_vs_many import D_HEAD, D_MODEL, UNDECIDED, embed, layer, one_vs_many
 
 # ---------------------------------------------------------------- the oracle, from the sentence alone

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mha_core import PRESETS, check_config, param_count, presets, shape_report
-from mha_core.views.shapes import shapes_display
+from mha_page.views.shapes import shapes_display
 
 # key: (d_model, n_heads, n_kv_heads, d_head, bias, n_layers, context), each from the publication named
 # beside it.

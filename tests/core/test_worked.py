@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from mha_core import bridge, softmax
+from mha_core import softmax
+from mha_page import bridge
 from mha_core.worked import D_HEAD, D_MODEL, N_HEADS, N_TOKENS, worked_example, worked_steps
 
 SEEDS = (1, 2, 7, 2**32)

@@ -23,7 +23,7 @@ import pytest
 
 from sitebuild import BuildError, assets, csp, highlight, typeset, widgets
 from sitebuild.serving import GITHUB_PAGES_CACHING, make_server
-from sitebuild.wheel import build_wheel
+from sitebuild.wheel import build_wheel, build_wheels
 from sitevisit.site import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def test_the_pins_match_the_lock_file_of_pyodide():
     assert (numpy["file_name"], numpy["sha256"]) == (assets.NUMPY_WHEEL, assets.NUMPY_SHA256)
 
 
-# ---------------------------------------------------------------- the mha_core wheel
+# ---------------------------------------------------------------- the wheels
 
 def test_the_wheel_is_byte_identical_across_builds_and_importable(tmp_path):
     name, first = build_wheel()
@@ -91,10 +91,25 @@ def test_the_wheel_is_byte_identical_across_builds_and_importable(tmp_path):
                 data = z.read(member)
                 expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                 assert digest == f"sha256={expected}" and int(size) == len(data)
-    assert "mha_core/bridge/__init__.py" in names and not any("__pycache__" in n for n in names)
-    (tmp_path / name).write_bytes(first)
-    code = "import json, mha_core.bridge as b; print(json.loads(b.call('check_config', '{\"d_model\": 8, \"n_heads\": 2}'))['ok'])"
-    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = [{str(tmp_path / name)!r}]; {code}"],
+    assert "mha_core/fields.py" in names and not any(n.startswith("mha_page/") or "__pycache__" in n for n in names)
+
+
+def test_the_page_wheel_holds_mha_page_alone_and_imports_beside_mha_core(tmp_path):
+    """pip install . gives the numerics; the browser installs mha_page's wheel beside it (the views, the bridge)."""
+    wheels = build_wheels()
+    assert wheels == build_wheels() and [name for name, _ in wheels] == [
+        "mha_core-0.1.0-py3-none-any.whl", "mha_page-0.1.0-py3-none-any.whl"]
+    with zipfile.ZipFile(io.BytesIO(wheels[1][1])) as z:
+        names = z.namelist()
+        metadata = z.read("mha_page-0.1.0.dist-info/METADATA").decode()
+    assert [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")] == ["Requires-Dist: mha-core"]
+    assert "mha_page/bridge/__init__.py" in names and not any(n.startswith("mha_core/") or "__pycache__" in n
+                                                              for n in names)
+    for name, data in wheels:
+        (tmp_path / name).write_bytes(data)
+    paths = [str(tmp_path / name) for name, _ in wheels]
+    code = "import json, mha_page.bridge as b; print(json.loads(b.call('check_config', '{\"d_model\": 8, \"n_heads\": 2}'))['ok'])"
+    out = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {paths!r}; {code}"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert out.stdout.strip() == "True", out.stderr
 

@@ -115,7 +115,7 @@ def test_every_step_s_view_is_in_the_asset_the_page_names_with_mha_core_s_scores
 def test_the_lesson_s_circuit_facts_are_the_shipped_run_s(built):
     """Each number the lesson quotes about the circuits, recomputed here with mha_core.circuits from run.json."""
     from mha_core import circuits
-    from mha_core.views.training import decode_params, display_tokens
+    from mha_page.views.training import decode_params, display_tokens
     from mha_core.model import TrainConfig
     from sitebuild import facts as fact_markers
     _, _, run = built
@@ -156,7 +156,7 @@ def test_the_lesson_s_circuit_facts_are_the_shipped_run_s(built):
 def test_the_lesson_s_logit_attribution_is_the_shipped_run_s(built):
     """The direct logit attribution the lesson quotes, recomputed from run.json's last checkpoint: the last token of
     the chart's sequence, from the token before it; the parts as the page lists them add up to the logit."""
-    from mha_core.views.training import decode_params, display_tokens
+    from mha_page.views.training import decode_params, display_tokens
     from mha_core.model import TrainConfig, forward
     from sitebuild import facts as fact_markers
     _, _, run = built

@@ -18,7 +18,7 @@ import pytest
 
 import mha_core
 from mha_core import param_count, shape_report
-from mha_core.views.shapes import shapes_display
+from mha_page.views.shapes import shapes_display
 from tests.helpers import calculator
 
 ROOT = Path(__file__).resolve().parents[2]

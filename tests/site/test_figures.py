@@ -129,7 +129,7 @@ def test_the_prediction_draws_the_trained_model_s_own_numbers(site):
     import math
 
     from mha_core import model, training
-    from mha_core.views import training as training_views
+    from mha_page.views import training as training_views
 
     run = json.loads((site / "assets/widgets/training/run.json").read_bytes())
     config = model.TrainConfig(**run["config"])

@@ -345,7 +345,7 @@ def test_the_one_vs_many_score_is_what_the_page_says():
     number that is the weighted sum, three heads delivering each whole, two heads half each to the pair that
     shares one."""
     from mha_core import one_vs_many as ovm
-    from mha_core.views.one_vs_many import verb_form
+    from mha_page.views.one_vs_many import verb_form
 
     number = ovm.embed()[:, ovm.CONTENT][:, ovm.NUMBER_FEATURE]  # [n]
     signs = {t: number[i] for i, t in enumerate(ovm.TOKENS) if t in ("report", "committee", "members", "rules")}

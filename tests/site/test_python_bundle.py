@@ -63,7 +63,8 @@ def test_the_trimmed_standard_library_holds_every_module_mha_core_imports(trimme
     stdlib = zipfile.ZipFile(io.BytesIO(trimmed[python_bundle.STDLIB]))
     full = top_level(zipfile.ZipFile(assets.fetch_pyodide() / python_bundle.STDLIB))
     frozen = {name.split("/")[0] for name in FROZEN}
-    missing = {m for m in stdlib_imports(ROOT / "mha_core") if m in full} - top_level(stdlib) - frozen  # or built in
+    imported = stdlib_imports(ROOT / "mha_core") | stdlib_imports(ROOT / "mha_page")
+    missing = {m for m in imported if m in full} - top_level(stdlib) - frozen  # or built in
     assert not missing, f"add {sorted(missing)} to python_bundle.STDLIB_KEEP"
     assert {"json", "inspect", "dataclasses", "encodings", "asyncio"} <= top_level(stdlib)
     assert not top_level(stdlib) & {"unittest", "xml", "pydoc", "multiprocessing"}
@@ -129,7 +130,7 @@ def test_the_sizes_given_for_the_cdn_are_those_of_the_pinned_files():
 
 def test_mha_core_never_touches_numpy_random_which_the_bundle_leaves_out():
     """mha_core draws with mha_core.rng; a use of numpy.random would fail in the browser only."""
-    for source in (ROOT / "mha_core").rglob("*.py"):
+    for source in [*(ROOT / "mha_core").rglob("*.py"), *(ROOT / "mha_page").rglob("*.py")]:
         tree = ast.parse(source.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             imported = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else

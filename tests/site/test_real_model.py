@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
-from mha_core.views.real_model import KIND_NAMES, KINDS
+from mha_page.views.real_model import KIND_NAMES, KINDS
 from sitebuild.assets import fetch_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,10 +12,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import mha_core
+import mha_page
 
 from sitebuild import assets, csp, widgets
 from tests.helpers import one_vs_many_expected
 
+PACKAGES = {"mha_core": Path(mha_core.__file__).parent, "mha_page": Path(mha_page.__file__).parent}  # the site's wheels
 URL_ATTR = re.compile(r'\b(?:src|href)="([^"]*)"')
 EXTERNAL_OK = re.compile(r'<a [^>]*href="https?://')  # links a reader may follow; nothing loads them
 
@@ -31,20 +33,21 @@ def test_pyodide_numpy_temml_and_the_wheel_are_in_the_site(plain_site):
     # Temml's css and font, no script: the math is typeset at build time
     assert sorted(p.name for p in (site / "assets" / "temml").iterdir()) == ["Temml.woff2", "temml.css"]
     assert not (site / "assets" / "katex").exists()
-    packed = list((site / "assets" / "wheels").glob("mha_core-*-py3-none-any.whl.gz"))
-    assert len(packed) == 1 and list((site / "assets" / "wheels").iterdir()) == packed
-    wheel = gzip.decompress(packed[0].read_bytes())
     config = json.loads((site / "assets" / "widgets" / "runtime" / "config.js").read_text()
                         .partition("export default ")[2].rstrip().rstrip(";"))
-    assert config["wheel"] == {"name": packed[0].name.removesuffix(".gz"), "path": packed[0].name, "gzip": True,
-                               "sha256": hashlib.sha256(wheel).hexdigest(), "bytes": packed[0].stat().st_size}
     assert config["pyodide"] is None
-    with zipfile.ZipFile(io.BytesIO(wheel)) as members:  # as the site hosts Python, its wheel is compiled too
-        compiled = sorted(n for n in members.namelist() if n.startswith("mha_core/"))
-        package = Path(mha_core.__file__).parent
-        assert compiled == sorted(f"mha_core/{p.relative_to(package).as_posix()}c" for p in package.rglob("*.py"))
-        assert all(members.read(n).startswith((3531).to_bytes(2, "little") + b"\r\n") for n in compiled)
-        assert {i.compress_type for i in members.infolist()} == {zipfile.ZIP_STORED}  # the gzip around it compresses
+    wheels = [sorted((site / "assets" / "wheels").glob(f"{name}-*-py3-none-any.whl.gz")) for name in PACKAGES]
+    assert all(len(found) == 1 for found in wheels) and len(list((site / "assets" / "wheels").iterdir())) == 2
+    for package, entry, [packed] in zip(PACKAGES.values(), config["wheels"], wheels):
+        wheel = gzip.decompress(packed.read_bytes())
+        assert entry == {"name": packed.name.removesuffix(".gz"), "path": packed.name, "gzip": True,
+                         "sha256": hashlib.sha256(wheel).hexdigest(), "bytes": packed.stat().st_size}
+        with zipfile.ZipFile(io.BytesIO(wheel)) as members:  # as the site hosts Python, its wheels are compiled too
+            compiled = sorted(n for n in members.namelist() if n.startswith(f"{package.name}/"))
+            assert compiled == sorted(f"{package.name}/{p.relative_to(package).as_posix()}c"
+                                      for p in package.rglob("*.py"))
+            assert all(members.read(n).startswith((3531).to_bytes(2, "little") + b"\r\n") for n in compiled)
+            assert {i.compress_type for i in members.infolist()} == {zipfile.ZIP_STORED}  # the gzip compresses
     files = config["files"]
     assert set(files) == {"pyodide.mjs", "pyodide.asm.wasm", "pyodide.asm.js", "python_stdlib.zip",
                           "pyodide-lock.json", assets.NUMPY_WHEEL}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mha_core import model, training
-from mha_core.views import training as training_views
+from mha_page.views import training as training_views
 from sitebuild import BuildError, facts as fact_markers
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 // The circuits widget: a run's circuits at the checkpoint the step control names. The page arrives with the
-// recorded run's last step; every step's view of it (mha_core.views.circuits, made at build time) is in the
+// recorded run's last step; every step's view of it (mha_page.views.circuits, made at build time) is in the
 // widget's asset, fetched once when the widget comes near (or the step is moved first), so moving the step binds
 // that view into the slots the template rendered with the shared binding: no Python is needed.
 // When the reader's own run ends in the training widget, a button offers it: circuits_run_view computes its views

@@ -1,24 +1,24 @@
 """The numbers the explainer quotes about the trained model's circuits, computed from the run the page ships.
 
 facts() gives {name: text} for the page's `<!-- fact: NAME -->` markers (sitebuild/facts.py), from the same
-checkpoints the circuits widget shows (mha_core.bridge.circuits). claims() checks what the text says in words
+checkpoints the circuits widget shows (mha_page.bridge.circuits). claims() checks what the text says in words
 against them, and the build stops if one fails, naming it.
 """
 from __future__ import annotations
 
 import functools
-import json
 
 import numpy as np
 
-from mha_core.bridge.circuits import circuits_at, circuits_over_training
+from mha_page.bridge.circuits import circuits_at, circuits_over_training
 from mha_core.circuits import logit_attribution
 from mha_core.model import TrainConfig
-from mha_core.views import decimal, head_name
-from mha_core.views.circuits import BASELINE_SPREAD, kinds
-from mha_core.views.training import decode_params
-from sitebuild import BuildError, widgets
+from mha_page.views import decimal, head_name
+from mha_page.views.circuits import BASELINE_SPREAD, kinds
+from mha_core.params_codec import decode_params
+from sitebuild import BuildError
 from widgets.training import facts as training
+from widgets.training import run as recorded
 
 
 def f2(x: float) -> str:
@@ -29,7 +29,7 @@ def f2(x: float) -> str:
 def circuits_run() -> dict:
     """{"run": the shipped run, "over": circuits_over_training of its checkpoints, "prev", "other": layer-0 heads,
     "first", "last": circuits_at of its first and last checkpoints}."""
-    run = json.loads(widgets.assets("training")["run.json"])
+    run = recorded.run()
     steps, params = [c["step"] for c in run["checkpoints"]], [c["params"] for c in run["checkpoints"]]
     prev, other = training.layer0_heads(run)
     return {"run": run, "over": circuits_over_training(run["config"], run["seed"], steps, params), "prev": prev,

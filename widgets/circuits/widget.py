@@ -1,7 +1,7 @@
 """Build-time side of the circuits widget: the shipped run's circuits at every recorded step.
 
 The run is the training widget's asset (run.json, trained once at build time and kept in .cache/). context()
-computes mha_core.views.circuits' view of each of its checkpoints in CPython and gives the template the last
+computes mha_page.views.circuits' view of each of its checkpoints in CPython and gives the template the last
 one to render; assets() ships all of them (and the run's own view) as one file, named by its content's sha256 so
 that no cache holds another build's, which circuits.js fetches when the widget comes near: the step control binds
 the view of the step it is moved to with the shared binding, so the widget needs no Python in the browser (every
@@ -13,8 +13,9 @@ import functools
 import hashlib
 import json
 
-from mha_core.views.circuits import circuits_view, messages
-from sitebuild import BuildError, widgets
+from mha_page.views.circuits import circuits_view, messages
+from sitebuild import BuildError
+from widgets.training import run as recorded
 
 OPTIONS: dict = {}
 
@@ -30,7 +31,7 @@ def previous_token_head(run: dict) -> int:
 @functools.cache
 def run_view() -> dict:
     """circuits_view of the training widget's recorded run, as the JSON the browser reads."""
-    run = json.loads(widgets.assets("training")["run.json"])
+    run = recorded.run()
     steps = [c["step"] for c in run["checkpoints"]]
     if len({b - a for a, b in zip(steps, steps[1:])}) != 1:
         raise BuildError(f"circuits widget: the step control needs evenly spaced checkpoints, got {steps}")

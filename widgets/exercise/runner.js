@@ -1,5 +1,5 @@
 // The exercises' own Python: a second runtime (bridge.js's Runtime), started from the files the widgets' Python
-// already keeps in the browser, whose calls go to mha_core.bridge.exercises. The reader's code runs there, never in
+// already keeps in the browser, whose calls go to mha_page.bridge.exercises. The reader's code runs there, never in
 // the widgets' Python: Stop, or a run longer than its limit (mha_core.exercises.TIME_LIMIT_S), ends its workers at
 // once (a loop in Python cannot be interrupted otherwise), and the next run starts a fresh one; what the code had
 // printed by then (sent as it is written) is kept in the answer. One serves every exercise of the page.
@@ -22,7 +22,7 @@ async function exercisesPython(tell, words) {
     unsubscribe();
   }
   runtime ||= new Runtime({
-    entry: "mha_core.bridge.exercises",
+    entry: "mha_page.bridge.exercises",
     keep: false,
     stallMs: BUSY_TIMEOUT_MS,
     print: (text) => printed.push(text),

@@ -1,7 +1,7 @@
 """Build-time side of an exercise: its task, skeleton and solution, from mha_core.exercises (the one place
 they are defined, with the checks the browser runs), and the editor's bundle (sitebuild/editor.py). An exercise
 checked on the trained model also carries that model's weights: the last checkpoint of the run the training
-widget ships (widgets/training/widget.py), which Run hands to the checks."""
+widget ships (widgets/training/run.py), which Run hands to the checks."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from markupsafe import Markup, escape
 
 from mha_core.exercises import EXERCISES, TIME_LIMIT_S, exercise_info, page_messages
 from sitebuild import editor
-from widgets.training.widget import asset_bytes as training_run
+from widgets.training.run import asset_bytes as training_run
 
 OPTIONS = {"name": str}
 

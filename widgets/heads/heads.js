@@ -1,5 +1,5 @@
 // The heads widget: the constructed heads' attention patterns on the reader's sentence, with the knock-out of the
-// previous-token head. The page's Python answers with the widget's view (mha_core.views.heads), every head's
+// previous-token head. The page's Python answers with the widget's view (mha_page.views.heads), every head's
 // outputs in one view: the shared binding writes the shown head's into the slots the template rendered, so
 // switching heads needs no Python. This module wires the controls; runtime/live.js is the life cycle (of the
 // sentence's view, and of the matrices in the details, asked for when they are opened).

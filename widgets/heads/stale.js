@@ -1,5 +1,5 @@
 // Which stale line to say while the outputs do not match the controls (the life cycle, runtime/live.js, marks
-// them): the lines are Python's (mha_core.views.heads.stale_lines); this picks one. No DOM: tested under node --test.
+// them): the lines are Python's (mha_page.views.heads.stale_lines); this picks one. No DOM: tested under node --test.
 
 /** The key of stale_lines() for shown and wanted ({sentence, ablate}: what the view is of, what the controls hold);
  * "" when they match. example: the built-in sentence; failed: Python could not answer; ready: Python is running. */

@@ -1,6 +1,6 @@
 """Build-time side of the heads widget: the option its marker takes and its first view.
 
-build.py calls context(**options) and renders heads.html.j2 with mha_core.views.heads' view of the default
+build.py calls context(**options) and renders heads.html.j2 with mha_page.views.heads' view of the default
 sentence, computed through the bridge in CPython, so the page shows the constructed heads' patterns before Python
 starts in the browser. The template also embeds the view as JSON: heads.js switches heads from it (each head's
 outputs, bound by the shared binding) without waiting for Python, and asks for a new view when the sentence or
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.heads import HEAD_KINDS, MAX_TOKENS
-from mha_core.views.heads import MATRICES, stale_lines
+from mha_page.views.heads import MATRICES, stale_lines
 from widgets.palette import gradient
 
 # A phrase of distinct words said twice, with punctuation: every head has something to show.

@@ -1,6 +1,6 @@
 // The memory widget: q's numbers from the projection to the merge, drawn as NumPy stores them, with the
 // strides at each step. Changing n, h or the split asks the page's Python for the widget's view
-// (mha_core.views.memory), which the shared binding writes into the slots the template rendered; this
+// (mha_page.views.memory), which the shared binding writes into the slots the template rendered; this
 // module only wires the controls and plays the copy.
 import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";

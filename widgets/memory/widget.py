@@ -1,6 +1,6 @@
 """Build-time side of the memory widget: its options and its first view.
 
-build.py calls context(**options) and renders memory.html.j2 with mha_core.views.memory's view, computed
+build.py calls context(**options) and renders memory.html.j2 with mha_page.views.memory's view, computed
 through the bridge in CPython, so the page shows NumPy's strides before Python starts in the browser;
 memory.js asks for the same view when the reader changes n, h or the split, and the shared binding fills
 the same slots.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.memory import HEAD_CHOICES, MAX_TOKENS
 
 

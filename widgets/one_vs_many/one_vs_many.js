@@ -1,7 +1,7 @@
 // One head against several: the reader shares one head's softmax between the subject, the clause and the
 // previous token, or makes it wide, and gives the other side 1, 2 or 3 heads (with 2, which relationship keeps
 // a head of its own); the page's Python answers with the widget's view
-// (mha_core.views.one_vs_many), which the shared binding writes into the slots the template rendered.
+// (mha_page.views.one_vs_many), which the shared binding writes into the slots the template rendered.
 import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 

@@ -1,6 +1,6 @@
 """Build-time side of the one-head-against-several widget: its options and its first view.
 
-build.py calls context(**options) and renders one_vs_many.html.j2 with mha_core.views.one_vs_many's view,
+build.py calls context(**options) and renders one_vs_many.html.j2 with mha_page.views.one_vs_many's view,
 computed through the bridge in CPython, so the page shows what reaches the verb before Python starts in
 the browser; one_vs_many.js asks for the same view when the reader moves a control, and the shared binding
 fills the same slots. The root carries data-mha-widget="one-vs-many".
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.one_vs_many import MAX_WEIGHT, RELATIONSHIPS, TOKENS, VERB
 
 DEFAULT_WEIGHT = 50  # each slider's start: equal shares, the even spread a reader tries first

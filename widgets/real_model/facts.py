@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from mha_core.llama import head_scores, layer_weights, llama_config, run_layers
-from mha_core.views import head_name
-from mha_core.views.real_model import CONTROL_SEED, MAX_TOKENS, SET_MIN
+from mha_page.views import head_name
+from mha_page.views.real_model import CONTROL_SEED, MAX_TOKENS, SET_MIN
 from sitebuild import CACHE, ROOT, kept
 from sitebuild.sources import sources_key
 

@@ -3,7 +3,7 @@
 // hidden. Each is a life cycle of its own (runtime/live.js) with its own error slot and no Retry: a position is two
 // calls of the page's Python (or, for one of the page's texts, a view of its positions asset: read without the
 // model); a knock-out is a run of calls, a layer a call, a newer one ending the older between two layers. Every
-// word and number shown is Python's: the views are bound as they come (mha_core.bridge.real_model).
+// word and number shown is Python's: the views are bound as they come (mha_page.bridge.real_model).
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
 import { fillIn } from "../runtime/dom.js";

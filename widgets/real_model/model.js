@@ -3,7 +3,7 @@ import { fillIn } from "../runtime/dom.js";
 
 const MEMORY = /MemoryError|out of memory|OOM|allocation failed|Array buffer/i;
 
-/** The reader's words for a failure, from the widget's words (mha_core.views.real_model.messages): not enough
+/** The reader's words for a failure, from the widget's words (mha_page.views.real_model.messages): not enough
  * memory said plainly, anything else as it is. */
 export function failure(error, words) {
   return MEMORY.test(error.message) ? words.memory : fillIn(words.failed, { error: error.message });

@@ -66,7 +66,7 @@ export function drawPattern(canvas, rows, tokens, drawn) {
 }
 
 /** Query i's strongest key, for each query, in words: what the canvas shows, for a reader who cannot see it.
- * words: mha_core.views.real_model.pattern_words() (the sentence, a pair, and each byte's weight as text). */
+ * words: mha_page.views.real_model.pattern_words() (the sentence, a pair, and each byte's weight as text). */
 export function describe(rows, tokens, words) {
   const strongest = rows.map((row, i) => {
     const j = row.indexOf(Math.max(...row));

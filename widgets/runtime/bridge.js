@@ -47,7 +47,7 @@ export function onStatus(listener) {
   return () => listeners.delete(listener);
 }
 
-const WIRE_BYTES = Object.values(config.files).reduce((sum, f) => sum + f.bytes, config.wheel.bytes);
+const WIRE_BYTES = [...Object.values(config.files), ...config.wheels].reduce((sum, f) => sum + f.bytes, 0);
 const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
 
 /** The size of Python's download, in MB on the wire. */
@@ -61,8 +61,8 @@ export const downloaded = (arrived, total) => `${megabytes(arrived)} of ${megaby
 function pythonFiles() {
   const indexURL = config.pyodide || new URL("../../pyodide/", import.meta.url).href;
   const wheelURL = (name) => new URL(`../../wheels/${name}`, import.meta.url).href;
-  const { name, ...wheel } = config.wheel;
-  const files = { [wheelURL(name)]: { ...wheel, source: wheelURL(wheel.path) } };
+  const files = {};
+  for (const { name, ...wheel } of config.wheels) files[wheelURL(name)] = { ...wheel, source: wheelURL(wheel.path) };
   for (const [name, f] of Object.entries(config.files)) {
     files[new URL(name, indexURL).href] = { ...f, source: new URL(f.path, indexURL).href };
   }
@@ -85,7 +85,7 @@ function progressMessage({ step, waiting, arrived, total }) {
 
 /** Two workers running Python, one downloading its files (fetcher.js), one starting and running it
  * (worker.js): their start, calls and end (stop), after which they answer nothing.
- *   entry    the Python module whose call(fn, args) answers the calls (the widgets': mha_core.bridge)
+ *   entry    the Python module whose call(fn, args) answers the calls (the widgets': mha_page.bridge)
  *   keep     keep Python's memory, once started, for a later start (the widgets' Python does)
  *   report   report(state, message, runtime) on each change of state (loading, ready, error)
  *   print    print(text) for what Python writes on its stdout (the reader's prints in an exercise)
@@ -94,7 +94,7 @@ function progressMessage({ step, waiting, arrived, total }) {
  * `kept` resolves once the files (and the memory) are kept in the browser, or the runtime stopped. */
 export class Runtime {
   constructor({
-    entry = "mha_core.bridge", keep = true, report = () => {}, print = () => {}, stallMs = STALL_TIMEOUT_MS,
+    entry = "mha_page.bridge", keep = true, report = () => {}, print = () => {}, stallMs = STALL_TIMEOUT_MS,
   } = {}) {
     this.stallMs = stallMs;
     this.print = print;
@@ -213,7 +213,7 @@ export function retry() {
   start();
 }
 
-/** Call mha_core.bridge.call(fn, JSON(args)) in the worker; resolve with its result. A call starts Python
+/** Call mha_page.bridge.call(fn, JSON(args)) in the worker; resolve with its result. A call starts Python
  * (except where the reader chose when to load it: then it waits for that). */
 export async function call(fn, args) {
   const json = JSON.stringify(args);

@@ -1,7 +1,7 @@
 // Pyodide in a module Web Worker, shared by all the widgets of a page (and, with instant navigation, of the
 // pages after it).
 // In:  {type: "init", indexURL, files: {url: {source, gzip, sha256, bytes}}, lock, port, entry, keep} (port: the
-//      downloads worker's, fetcher.js; the files ending in .whl are the wheels: NumPy and mha_core; entry: the
+//      downloads worker's, fetcher.js; the files ending in .whl are the wheels: NumPy, mha_core and mha_page; entry: the
 //      module whose call answers the calls; keep: whether a fresh start's memory is kept for later starts), then
 //      {type: "call", id, fn, args} (args: JSON text), and {type: "files", id, folder, store, files} (files as
 //      init's: each downloaded, checked by sha256 and kept in Cache Storage `store` as downloads.js does for
@@ -15,7 +15,7 @@
 //      {type: "files", id, arrived, total} as a files request's bytes arrive, then its {type: "result", id, json}.
 //      {type: "print", text} for what Python writes on its stdout once ready (an exercise's prints as they happen,
 //      mha_core.exercises.ECHO).
-// fn and args reach the entry's call (mha_core.bridge.call) as Python strings: data, never Python source.
+// fn and args reach the entry's call (mha_page.bridge.call) as Python strings: data, never Python source.
 import { Downloads, FilesFrom } from "./downloads.js";
 import { forgetMemory, keptMemory, memoryKey } from "./memory.js";
 import {
@@ -65,7 +65,7 @@ async function startPyodide(downloads, indexURL, kept) {
   return loadWatched(loadPyodide, { indexURL, stdout: () => {}, ...snapshotOptions(await kept) });
 }
 
-/** Unpack the wheels (NumPy, mha_core) into site-packages; returns the paths of their files. */
+/** Unpack the wheels (NumPy, mha_core, mha_page) into site-packages; returns the paths of their files. */
 async function unpackWheels(pyodide, downloads, wheels) {
   const files = [];
   for (const url of wheels) files.push(...await unpackWheel(pyodide.FS, await downloads.bytes(url), SITE_PACKAGES));
@@ -89,7 +89,7 @@ async function startPython(downloads, indexURL, wheels, memoryURL) {
       return [pyodide, null];
     }
     const libraries = await loadLibraries(pyodide, files);
-    pyodide.runPython("import mha_core.bridge");
+    pyodide.runPython("import mha_page.bridge");
     return [pyodide, { memory: makeSnapshot(pyodide), libraries, dlopened: dlopenHandles(pyodide) }];
   } catch (err) {
     if (await kept) await forgetMemory(await downloads.store, await memoryURL);
@@ -134,7 +134,7 @@ async function init({ indexURL, files, port, entry, keep }) {
   return { ms, restored: !kept, message: readyMessage(ms, !kept) };
 }
 
-/** What the page says once Python is ready: Python's words (mha_core.views.runtime.ready_message), as every word
+/** What the page says once Python is ready: Python's words (mha_page.views.runtime.ready_message), as every word
  * the reader reads once there is a Python to make it. */
 function readyMessage(ms, restored) {
   const reply = JSON.parse(bridgeCall("ready_message", JSON.stringify({ ms, restored })));

@@ -1,6 +1,6 @@
 // The shapes widget: sliders and fields for d_model, h, n and B (and more under "More"); every tensor's
 // shape, the parameters, KV cache and FLOPs. The page's Python answers with the widget's view
-// (mha_core.views.shapes), which the shared binding writes into the slots the template rendered; the
+// (mha_page.views.shapes), which the shared binding writes into the slots the template rendered; the
 // shared life cycle marks what no longer matches the form. This module wires the controls, the sliders, the
 // presets and the URL, and says what it waits for before Python has answered.
 import { bind } from "../runtime/bind.js";

@@ -2,17 +2,17 @@
 
 build.py calls context(**options) with the marker's options and renders shapes.html.j2 with the result,
 so the page shows mha_core's numbers (computed here, in CPython) before Python starts in the browser.
-Every number is text made by the widget's view (mha_core.views.shapes), the same view the browser gets.
+Every number is text made by the widget's view (mha_page.views.shapes), the same view the browser gets.
 """
 from __future__ import annotations
 
 import json
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.presets import presets
 from mha_core.shapes import TENSOR_NAMES
-from mha_core.views import whole_error
-from mha_core.views.shapes import PARAM_NAMES
+from mha_page.views import whole_error
+from mha_page.views.shapes import PARAM_NAMES
 
 
 def boolean(text: str) -> bool:
@@ -43,7 +43,7 @@ PRESET_KEYS = ("d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers")
 def preset_options() -> list[dict]:
     """Each preset's label, source and the form values it sets (n_kv_heads and d_head empty where they
     are the derived defaults; seq_len its context, where it has one; n_layers the layers that keep a KV
-    cache). What its KV cache covers is the view's to say (mha_core.views.shapes)."""
+    cache). What its KV cache covers is the view's to say (mha_page.views.shapes)."""
     options = []
     for p in presets():
         values = {k: p[k] for k in PRESET_KEYS}

@@ -2,7 +2,7 @@
 // columns, the tokens on both axes, and the masked triangle (k > q) left empty. Nodes are kept and reused: a
 // new sentence adds or removes rows and cells, a new head rewrites only the cells whose weight changed. One
 // cell at a time is in the tab order (roving tabindex); the arrow keys move within the drawn triangle.
-// Tokens are the reader's text: textContent only. Every word is Python's (mha_core.views.cell_names): this only joins.
+// Tokens are the reader's text: textContent only. Every word is Python's (mha_page.views.cell_names): this only joins.
 import { setText } from "../runtime/dom.js";
 
 /** namer(q, k, weight's text) for names = {from, to, masked} (cell_names'): from[q] + to[k] + the text, or masked

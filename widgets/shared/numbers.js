@@ -1,6 +1,6 @@
 // Whole numbers as a reader types them, one rule for every widget: digits only (no sign, decimal point or
 // exponent), leading and trailing spaces ignored. The limits are the field's own min and max attributes, and
-// its refusal its data-error (mha_core.views.whole_error's words), which the template renders from what
+// its refusal its data-error (mha_page.views.whole_error's words), which the template renders from what
 // mha_core allows: nothing here restates them.
 
 const WHOLE = /^\d+$/; // leading zeros allowed, as Python's int() allows them; a long one is past every max

@@ -1,5 +1,5 @@
 // The tiling widget: one head's attention computed tile by tile, FlashAttention's online softmax. Changing the
-// sentence, d_head, the block or the mask asks the page's Python for the widget's view (mha_core.views.tiling),
+// sentence, d_head, the block or the mask asks the page's Python for the widget's view (mha_page.views.tiling),
 // which holds every step's slots; the step slider binds the chosen step's slots with the shared binding, without
 // Python. This module only wires the controls.
 import { bind } from "../runtime/bind.js";

@@ -1,6 +1,6 @@
 """Build-time side of the tiling widget: its options and its first view.
 
-build.py calls context(**options) and renders tiling.html.j2 with mha_core.views.tiling's view of the default
+build.py calls context(**options) and renders tiling.html.j2 with mha_page.views.tiling's view of the default
 sentence, computed through the bridge in CPython: every tile's numbers, so the step slider moves before Python
 starts in the browser. tiling.js asks for a new view when the sentence, d_head, the block or the mask changes,
 and binds the chosen step's slots from the view it holds.
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
-from mha_core import bridge
+from mha_page import bridge
 from mha_core.flash import D_HEADS
 from mha_core.heads import MAX_TOKENS
-from mha_core.views.tiling import BLOCK
+from mha_page.views.tiling import BLOCK
 
 # The heads widget's sentence: 13 tokens, so that a block of 4 leaves a shorter last block.
 SENTENCE = "The old lighthouse keeper waved, and the old lighthouse keeper smiled."

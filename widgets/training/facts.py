@@ -17,13 +17,13 @@ import math
 import numpy as np
 
 from mha_core import model, training
-from mha_core.views import head_name
-from mha_core.views import training as views
+from mha_core.params_codec import decode_params
+from mha_page.views import head_name
+from mha_page.views import training as views
 from sitebuild import CACHE, ROOT, BuildError, kept
-from sitebuild import widgets
 from sitebuild.sources import sources_key
+from widgets.training import run as recorded
 
-ASSET = "run.json"
 DIVERGING_LR = model.EXPERIMENTS["diverge"]["lr"]  # what the widget's "A learning rate that diverges" sets
 FIXED_PERIOD = model.EXPERIMENTS["fixed-block"]["min_period"]  # the widget's "Blocks of fixed length"
 DROP_STEPS = 50  # the steep drop: the DROP_STEPS-step window in which the loss on the repeats falls most
@@ -31,7 +31,7 @@ DROP_STEPS = 50  # the steep drop: the DROP_STEPS-step window in which the loss 
 
 def recorded_run() -> dict:
     """The two-layer run the page ships, as the browser reads it."""
-    return json.loads(widgets.assets("training")[ASSET])
+    return recorded.run()
 
 
 def one_layer_run(run: dict) -> dict:
@@ -46,7 +46,7 @@ def variant(run: dict, **changes) -> dict:
     """run's model and task with changes to its config, trained from run's seed by the same schedule (cached)."""
     config = {**run["config"], **changes}
     h = hashlib.sha256(json.dumps([config, run["seed"]], sort_keys=True).encode())
-    h.update(sources_key(ROOT, ROOT / "mha_core" / "views" / "training.py").encode())  # what recorded_run imports
+    h.update(sources_key(ROOT, ROOT / "mha_page" / "views" / "training.py").encode())  # what recorded_run imports
     make = lambda: json.dumps(views.recorded_run(model.TrainConfig(**config), run["seed"]), sort_keys=True,
                               allow_nan=False).encode()
     return json.loads(kept(CACHE / f"training-run-variant-{h.hexdigest()[:20]}.json", make))
@@ -113,7 +113,7 @@ def layer0_heads(run: dict) -> tuple[int, int]:
 def self_share(run: dict, checkpoint: dict, layer: int, head: int) -> tuple[float, float]:
     """(the mean weight a head gives each query's own position on the evaluation batch, that of an even spread)."""
     config = model.TrainConfig(**run["config"])
-    _, patterns = model.forward(views.decode_params(checkpoint["params"], config),
+    _, patterns = model.forward(decode_params(checkpoint["params"], config),
                                    training.eval_batch(config, run["seed"]), config)
     own = np.diagonal(patterns[layer][:, head], axis1=-2, axis2=-1)  # [B, n]
     return float(own.mean()), float(np.mean(1 / np.arange(1, own.shape[-1] + 1)))
@@ -124,7 +124,7 @@ def share_on_seen(run: dict, checkpoint: dict) -> tuple[float, float]:
     the share a uniform guess would give them), on the evaluation batch."""
     config = model.TrainConfig(**run["config"])
     tokens = training.eval_batch(config, run["seed"])  # [B, n]
-    logits, _ = model.forward(views.decode_params(checkpoint["params"], config), tokens, config)
+    logits, _ = model.forward(decode_params(checkpoint["params"], config), tokens, config)
     z = logits[:, :-1] - logits[:, :-1].max(axis=-1, keepdims=True)  # [B, n-1, V]: position t predicts t + 1
     probs = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
     n = tokens.shape[1]

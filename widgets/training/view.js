@@ -7,7 +7,7 @@ import { output, setData, setText } from "../runtime/dom.js";
 import { cellNamer, paint, setTokens } from "../shared/grid.js";
 import { drawThumb } from "../shared/palette.js";
 
-const WEIGHT_CHARS = 6; // mha_core.views.training's: each weight's text, as the cells read it ("0.1234")
+const WEIGHT_CHARS = 6; // mha_page.views.training's: each weight's text, as the cells read it ("0.1234")
 
 /** patterns[layer][head] as {weights, texts}: n rows of n weights and of their texts, from Python's text of the
  * drawn cells (encode_patterns: layer, head, row by row, keys up to the query); a masked key weighs 0. */

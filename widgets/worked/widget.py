@@ -1,6 +1,6 @@
 """Build-time side of the worked-example widget: its option and its first view.
 
-build.py calls context(**options) and renders worked.html.j2 with mha_core.views.worked's view, computed
+build.py calls context(**options) and renders worked.html.j2 with mha_page.views.worked's view, computed
 through the bridge in CPython: every matrix of the example in the steps the page walks through. worked.js
 asks for the same view for other words or another seed, and the shared binding fills the same cells.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from mha_core import bridge
+from mha_page import bridge
 
 OPTIONS = {"seed": int}
 

@@ -1,5 +1,5 @@
 // The worked example: every matrix of a 3-token, 2-head layer, rendered at build time. Choosing other words,
-// or "Draw new numbers" (the next seed), asks the page's Python for the widget's view (mha_core.views.worked),
+// or "Draw new numbers" (the next seed), asks the page's Python for the widget's view (mha_page.views.worked),
 // which the shared binding writes into the cells the template rendered.
 import { live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";

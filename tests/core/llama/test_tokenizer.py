@@ -11,7 +11,7 @@ import pydoc_data.topics
 import pytest
 
 from mha_core.llama.tokenizer import byte_alphabet, pre_tokenize
-from mha_core.views.real_model import token_texts
+from mha_page.views.real_model import token_texts
 from sitebuild.widgets import widget_module
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"  # man ZWJ woman ZWJ girl ZWJ boy
@@ -69,7 +69,7 @@ def test_the_real_model_page_s_texts_tokenize_and_decode_as_transformers(gguf_pa
 
 @pytest.mark.transformers
 def test_the_real_model_widget_reads_each_token_as_transformers_decodes_it_alone(tokenizer, reference):
-    """The tokens the real model's widget shows (mha_core.views.real_model.token_texts)."""
+    """The tokens the real model's widget shows (mha_page.views.real_model.token_texts)."""
     text = "Tokens read as text: a café,\n\tindented; 注意 and 🍕 (cut in bytes)."
     ids = tokenizer.encode(text)
     assert ids == reference(text)["input_ids"]

@@ -1,4 +1,4 @@
-// widgets/heads/stale.js: which stale line (of mha_core.views.heads.stale_lines) says what is shown instead of what
+// widgets/heads/stale.js: which stale line (of mha_page.views.heads.stale_lines) says what is shown instead of what
 // was asked for, and what it waits for.
 import assert from "node:assert/strict";
 import { test } from "node:test";

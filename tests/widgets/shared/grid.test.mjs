@@ -1,4 +1,4 @@
-// widgets/shared/grid.js: a cell's name joined from Python's words (mha_core.views.cell_names), the weight's text
+// widgets/shared/grid.js: a cell's name joined from Python's words (mha_page.views.cell_names), the weight's text
 // for a drawn cell and the masked word for a key after the query, nothing of its own.
 import assert from "node:assert/strict";
 import { test } from "node:test";
