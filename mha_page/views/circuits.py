@@ -25,7 +25,8 @@ from mha_core.model import SEED, TRAIN_CONFIG, TrainConfig
 from mha_core.params_codec import MAX_PARAMS_CHARS, decode_params
 from mha_core.training import eval_batch
 from . import charts, decimal, head_name
-from .training import SCHEDULE, display_tokens
+from .training import display_tokens
+from .training_schedule import SCHEDULE
 
 LEVELS = 16  # colour steps on each side of zero
 NEGATIVE, POSITIVE = (86, 180, 233), (213, 94, 0)  # Okabe and Ito's sky blue and vermilion, legible on light and dark

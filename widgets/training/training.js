@@ -75,7 +75,7 @@ function measure(w, cause = w.root) {
 function mount(root) {
   const data = JSON.parse(root.querySelector("[data-training-data]").content.textContent);
   const last = data.checkpoint_steps.length - 1; // until the asset arrives, only the last checkpoint is in hand
-  const run = { config: data.config, seed: data.seed, steps: data.steps, labels: data.labels, names: data.names,
+  const run = { config: data.config, seed: data.seed, labels: data.labels, names: data.names,
     history: data.history, checkpoints: data.checkpoint_steps.map((_, i) => (i === last ? data.last : null)) };
   const w = {
     root, data, words: data.words, run, built: run, runId: "built", index: 0, ablate: new Set(), text: null, view: null,
