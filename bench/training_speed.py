@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.figures import Figures  # noqa: E402
 from mha_core.model import TrainConfig, init_params, loss_and_grads  # noqa: E402
-from mha_page.views.training import SCHEDULE_DTYPE  # noqa: E402
+from mha_page.views.training_schedule import SCHEDULE_DTYPE  # noqa: E402
 from mha_core.rng import Random  # noqa: E402
 from mha_core.training import Trainer, sample_batch  # noqa: E402
 

@@ -26,7 +26,8 @@ from ..views.runtime import ready_message
 from ..views.shapes import shapes_view
 from ..views.tiling import tiling_view
 from ..views.circuits import circuits_run_view
-from ..views.training import training_advance, training_evaluate, training_start, training_stop
+from ..views.training import training_evaluate
+from ..views.training_runs import training_advance, training_start, training_stop
 from ..views.worked import worked_view
 from .circuits import circuits_at, circuits_over_training
 from .real_model import (real_model_advance, real_model_head_set, real_model_knockout_advance,

@@ -25,7 +25,8 @@ from mha_core.model import SEED, TRAIN_CONFIG, TrainConfig
 from mha_core.params_codec import MAX_PARAMS_CHARS, decode_params
 from mha_core.training import eval_batch
 from . import charts, decimal, head_name
-from .training import SCHEDULE, display_tokens
+from .training import display_tokens
+from .training_schedule import SCHEDULE
 
 LEVELS = 16  # colour steps on each side of zero
 NEGATIVE, POSITIVE = (86, 180, 233), (213, 94, 0)  # Okabe and Ito's sky blue and vermilion, legible on light and dark
@@ -192,18 +193,19 @@ def step_view(config: TrainConfig, at: dict, entry: dict, fix: dict) -> dict:
 
 def run_slots(fix: dict, name: str, note: str) -> dict:
     """The view of what a run changes but no step does: the step control's label, the rows' heads, the scales'
-    words, which prediction each bar is; note, the words on which run is shown ("": none). Its "data" (the
-    steps) and "lines" (the charts' polylines' points by pair and loss, the uniform guess's y) are the attributes
-    the widget's script sets, as the binding sets no SVG geometry."""
+    words, which prediction each bar is, the charts' lines (the polylines' points by pair, "line-{pair}", and by
+    loss, "loss-line-{key}"; the uniform guess's height, "uniform"); note, the words on which run is shown ("":
+    none). Its "data" (the steps) is what the step control takes."""
     out = {"run-label": f"{name}, at a checkpoint (every {fix['every']} steps)", "prev-name": fix["prev_name"],
            "run-note": {"text": note, "hidden": not note}, "period": str(fix["period"]), "pos-top": f"{fix['pos_top']} nats",
            "positions": {"vars": {"--uniform": round(math.log(fix["vocab"]) / fix["pos_top"], 4)},
                          "rows": [{"data": {"kind": k}} for k in fix["kinds"]]}}
     out.update((f"from-{a}", f"{fix['layer0'][a]}{' (previous-token)' if a == fix['prev_head'] else ''}") for a in fix["heads"])
     out.update((f"loss-tick-{i}", t["text"]) for i, t in enumerate(fix["loss_ticks"]))
-    lines = {"pairs": {f"{p['source']}-{p['target']}": p["points"] for p in fix["pairs"]},
-             "loss": {line["key"]: line["points"] for line in fix["loss_lines"]}, "uniform": fix["uniform"]["y"]}
-    return {"data": {"first": fix["first"], "last": fix["last"], "every": fix["every"]}, "outputs": out, "lines": lines}
+    out.update((f"line-{p['source']}-{p['target']}", {"attrs": {"points": p["points"]}}) for p in fix["pairs"])
+    out.update((f"loss-line-{line['key']}", {"attrs": {"points": line["points"]}}) for line in fix["loss_lines"])
+    out["uniform"] = {"attrs": {"y1": fix["uniform"]["y"], "y2": fix["uniform"]["y"]}}
+    return {"data": {"first": fix["first"], "last": fix["last"], "every": fix["every"]}, "outputs": out}
 
 
 def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head: int,
@@ -222,8 +224,11 @@ def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head:
 
 
 def messages() -> dict:
-    """The widget's sentences that are not a view's; {error} marks what the page fills in."""
-    return {"steps-failed": "The recorded run's steps could not be loaded ({error}). Retry loads them again."}
+    """The widget's sentences that are not a view's: "steps-failed", in which the runtime fills in why ({error}:
+    runtime/asset.js), and "run-failed" (the root's data-failure), which runtime/live.js follows with the error of
+    a reader's run."""
+    return {"steps-failed": "The recorded run's steps could not be loaded ({error}). Retry loads them again.",
+            "run-failed": "Could not compute your run's circuits"}
 
 
 # ---------------------------------------------------------------- the reader's run

@@ -13,8 +13,9 @@ import pytest
 from playwright.sync_api import expect
 
 import conftest
-from mha_page.views.training import (ROLE_MIN, WEIGHT_CHARS, decode_params, display_labels, shown_as,
-                                    training_evaluate)
+from mha_page.views.training import decode_params, display_labels, shown_as, training_evaluate
+from mha_page.views.training_codec import WEIGHT_CHARS
+from mha_page.views.training_words import ROLE_MIN
 from mha_core.detectors import evaluate
 from mha_core.model import TRAIN_RANGES, TrainConfig
 from mha_core.training import eval_batch

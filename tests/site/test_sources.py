@@ -29,7 +29,9 @@ def imported(root: Path) -> set[str]:
 def test_the_run_imports_the_model_its_task_and_their_helpers_not_the_other_widgets_modules():
     assert imported(ROOT) == {"mha_page/views/training.py", "mha_core/model.py", "mha_core/detectors.py",
                               "mha_core/training.py", "mha_core/attention.py", "mha_core/rng.py", "mha_core/tokens.py",
-                              "mha_core/fields.py", "mha_core/params_codec.py", "mha_page/views/charts.py"}
+                              "mha_core/fields.py", "mha_core/params_codec.py", "mha_page/views/charts.py",
+                              "mha_page/views/training_charts.py", "mha_page/views/training_codec.py",
+                              "mha_page/views/training_schedule.py", "mha_page/views/training_words.py"}
 
 
 def test_relative_absolute_and_package_imports_are_followed(tmp_path):

@@ -14,6 +14,7 @@ import pytest
 
 from mha_core import model, training
 from mha_page.views import training as training_views
+from mha_page.views.training_words import ROLE_MIN
 from sitebuild import BuildError, facts as fact_markers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,11 +74,11 @@ def test_the_figures_are_the_recorded_runs(run, facts):
     assert facts["first_loss_peak_step"] == str(h[first.index(max(first))]["step"])
     start = max((s for s in repeat if s + 50 in repeat), key=lambda s: repeat[s] - repeat[s + 50])
     assert (facts["drop_start"], facts["drop_end"]) == (str(start), str(start + 50))
-    both = first_step_from_which(h, lambda e: min(e["scores"]["induction"][1]) >= training_views.ROLE_MIN)
+    both = first_step_from_which(h, lambda e: min(e["scores"]["induction"][1]) >= ROLE_MIN)
     assert facts["induction_step"] == str(both) and start <= both <= start + 50
     assert facts["induction_end"] == " and ".join(f"{s:.2f}" for s in h[-1]["scores"]["induction"][1])
     assert run["checkpoints"][-1]["roles"][0] == ["previous_token", None]  # L0 H0, as the text names it
-    named = first_step_from_which(h, lambda e: e["scores"]["previous_token"][0][0] >= training_views.ROLE_MIN)
+    named = first_step_from_which(h, lambda e: e["scores"]["previous_token"][0][0] >= ROLE_MIN)
     assert facts["prev_head"] == "L0 H0" and facts["prev_named_step"] == str(named) and named > start + 50
     assert facts["prev_end"] == f"{prev[-1]:.2f}"
     # the figures, as the shipped run gives them
@@ -118,7 +119,7 @@ def test_blocks_of_fixed_length_need_no_previous_token_head(run, facts):
     fixed = module.fixed_block_run(run)
     assert fixed["config"] == {**run["config"], "min_period": 8, "max_period": 8} and fixed["seed"] == run["seed"]
     prev = [s for e in fixed["history"] for row in e["scores"]["previous_token"] for s in row]
-    assert max(prev) < training_views.ROLE_MIN and facts["fixed_prev_max"] == f"{max(prev):.2f}"
+    assert max(prev) < ROLE_MIN and facts["fixed_prev_max"] == f"{max(prev):.2f}"
     below = [next(e["step"] for e in r["history"] if e["loss_repeat"] < 1) for r in (fixed, run)]
     assert below[0] < below[1] and [facts["fixed_below_one_step"], facts["below_one_step"]] == list(map(str, below))
     assert "induction" in fixed["checkpoints"][-1]["roles"][0]  # a positional head, at the induction offset
@@ -159,7 +160,7 @@ def test_first_occurrences_can_be_predicted_better_than_by_a_uniform_guess(run, 
 
 def test_the_first_induction_head_is_named_by_its_own_history(run, facts):
     h = run["history"]
-    named = {head: first_step_from_which(h, lambda e, head=head: e["scores"]["induction"][1][head] >= training_views.ROLE_MIN)
+    named = {head: first_step_from_which(h, lambda e, head=head: e["scores"]["induction"][1][head] >= ROLE_MIN)
              for head in range(run["config"]["n_heads"])}
     first = min(named, key=named.get)
     assert facts["induction_first_head"] == f"L1 H{first}" and facts["induction_first_step"] == str(named[first])

@@ -12,20 +12,12 @@
 // params}}. While both widgets show the same run, the step here follows the training widget's.
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
+import { fetchAsset } from "../runtime/asset.js";
 import { InputError, live, shared } from "../runtime/live.js";
-import { fillIn } from "../runtime/dom.js";
 import { mountEach, whenNear } from "../runtime/page.js";
 
 const STEP_EVENT = "mha-training-step";
 const RECORDED = "built"; // the training widget's name for the run the site ships
-
-/** The asset root names, as a run {id: RECORDED, run: the recorded run's own view, views: {step: its view}}. */
-async function fetchSteps(root) {
-  const response = await fetch(new URL(`./${root.dataset.asset}`, import.meta.url));
-  if (!response.ok) throw new Error(`${root.dataset.asset}: HTTP ${response.status}`);
-  const { run, views } = await response.json();
-  return { id: RECORDED, run, views };
-}
 
 /** A reader's run (id; args: the training widget's finished run) as a run, or {note} for one of another shape. */
 async function computeRun(id, args) {
@@ -34,18 +26,10 @@ async function computeRun(id, args) {
   return { id, run: answer.run, views: Object.fromEntries(answer.views.map((v) => [v.data.step, v])) };
 }
 
-/** The charts' lines of a run (points, and the uniform guess's height): SVG geometry, which bind does not set. */
-function drawLines(root, { pairs, loss, uniform }) {
-  const lines = [...Object.entries(pairs).map(([pair, points]) => [`polyline[data-pair="${pair}"]`, points]),
-    ...Object.entries(loss).map(([key, points]) => [`polyline[data-loss="${key}"]`, points])];
-  for (const [selector, points] of lines) root.querySelector(selector)?.setAttribute("points", points);
-  for (const line of root.querySelectorAll(".mha-circuits__uniform")) for (const y of ["y1", "y2"]) line.setAttribute(y, uniform);
-}
-
 function mount(root) {
   const form = root.querySelector("form");
   const { step, reader, recorded: back } = form.elements;
-  const recorded = shared(() => fetchSteps(root));
+  const recorded = shared(async () => ({ id: RECORDED, ...(await fetchAsset(root, import.meta.url)) })); // {run, views}
   const finished = new Map(); // a reader's finished run's id -> its args, as the training widget sent them
   const computed = new Map(); // a reader's run's id -> its views, once Python has made them
   let latest = null; // the id of the reader's last finished run
@@ -54,8 +38,7 @@ function mount(root) {
   let followed = null; // {run, step}: what the training widget's slider last showed
   const showRun = (run) => {
     shown = run;
-    bind(root, run.run);
-    drawLines(root, run.run.lines);
+    bind(root, run.run); // its charts' lines among its slots
     const { first, last, every } = run.run.data;
     const at = followed?.run === run.id && run.views[followed.step] ? String(followed.step) :
       run.views[step.value] ? step.value : String(last);
@@ -88,8 +71,6 @@ function mount(root) {
       const view = shown.views[step.value];
       if (view) bind(root, view);
     },
-    failure: (error, asked) => (asked?.id === RECORDED ? fillIn(root.dataset.failed, { error: error.message }) :
-      `Could not compute your run's circuits: ${error.message}`),
   });
   const onStep = (event) => {
     if (!root.isConnected) return document.removeEventListener(STEP_EVENT, onStep); // the page was swapped

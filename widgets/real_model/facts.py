@@ -115,7 +115,7 @@ def attribution_facts(w, scores: np.ndarray) -> dict[str, str]:
             "rm_attr_embed": signed2(parts["embed"]), "rm_attr_heads": signed2(float(heads.sum())),
             "rm_attr_mlps": signed2(float(np.sum(parts["mlps"]))),
             "rm_attr_top": ", ".join(f"{head_name(l, h)} ({signed2(float(heads[l, h]))})" for l, h in top[:-1])
-            + f" and L{top[-1][0]} H{top[-1][1]} ({signed2(float(heads[top[-1]]))})",
+            + f" and {head_name(*top[-1])} ({signed2(float(heads[top[-1]]))})",
             "rm_attr_top_induction": str(sum(1 for l, h in top if scores[l, h] >= ROLE_MIN)),
             "rm_attr_top_count": str(ATTRIBUTION_TOP), "rm_lens_layer": str(from_row - 1)}
 

@@ -30,6 +30,7 @@
 // While busy, the widget's busy controls (Load, Run, Train) are off and its Stop (if any) on; the focus never
 // falls to the page: a control that disables or hides itself hands it to the one that now acts (Stop while
 // busy, the control pressed once settled, else the widget's home control).
+import { AssetError } from "./asset.js";
 import { call, Refusal, retry as restartPython } from "./bridge.js";
 import { bind } from "./bind.js";
 import { firstControl, output, setData, setDisabled, setHidden, setText } from "./dom.js";
@@ -152,7 +153,7 @@ export function live(root, {
   const homeControl = () => home ?? firstControl(root);
   const say = (error) => {
     if (!error) return "";
-    if (refused(error)) return error.message;
+    if (refused(error) || error instanceof AssetError) return error.message; // already the reader's words
     if (typeof failure === "function") return failure(error, asked);
     return `${failure ?? root.dataset.failure ?? "Could not compute this"}: ${error.message}`;
   };

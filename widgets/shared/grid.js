@@ -100,11 +100,6 @@ export function setActive(g, q, k) {
   g.cols[k].dataset.active = "";
 }
 
-/** Mark row q as the selected query. */
-export function selectRow(g, q) {
-  g.rows.forEach((row, i) => row.tr.toggleAttribute("data-selected", i === q));
-}
-
 /** The cell a key press moves to from (q, k), or null if the key is not a move. */
 export function moveFrom(g, q, k, event) {
   const last = g.n - 1;
@@ -114,4 +109,21 @@ export function moveFrom(g, q, k, event) {
   if (!move) return null;
   const to = Math.min(Math.max(q + move[0], 0), last);
   return [to, Math.min(Math.max(k + move[1], 0), to)];
+}
+
+/** The reader's way through g: one cell in the tab order, the arrow keys (moveFrom) move the focus, and a cell
+    focused or pointed at is read by read(td). */
+export function followCells(g, read) {
+  setActive(g, g.active.q, g.active.k);
+  const at = (event) => event.target.closest("td[data-q]");
+  const place = (td) => [Number(td.dataset.q), Number(td.dataset.k)];
+  g.table.addEventListener("focusin", (event) => at(event) && (setActive(g, ...place(at(event))), read(at(event))));
+  g.table.addEventListener("mouseover", (event) => at(event) && read(at(event)));
+  g.table.addEventListener("keydown", (event) => {
+    const to = at(event) && moveFrom(g, ...place(at(event)), event);
+    if (to) {
+      event.preventDefault();
+      cellAt(g, ...to).focus();
+    }
+  });
 }

@@ -20,6 +20,8 @@ from mha_core import model, training
 from mha_core.params_codec import decode_params
 from mha_page.views import head_name
 from mha_page.views import training as views
+from mha_page.views.training_schedule import SCHEDULE_DTYPE
+from mha_page.views.training_words import ROLE_MIN
 from sitebuild import CACHE, ROOT, BuildError, kept
 from sitebuild.sources import sources_key
 from widgets.training import run as recorded
@@ -77,7 +79,7 @@ def named_from(run: dict, key: str) -> int | None:
     """The first logged step from which the score key stays at or above ROLE_MIN to the end (None if it ends below)."""
     first = None
     for step, value in zip(steps(run), series(run, key)):
-        first = (first if first is not None else step) if value >= views.ROLE_MIN else None
+        first = (first if first is not None else step) if value >= ROLE_MIN else None
     return first
 
 
@@ -144,7 +146,7 @@ def knocked_out(run: dict, heads: list[list[int]]) -> dict:
 def diverged(run: dict) -> tuple[int, str, float]:
     """(the step, the message) at which run's model and seed, trained at DIVERGING_LR, stop, and the
     weights' standard deviation at the start."""
-    trainer = training.Trainer(model.TrainConfig(**{**run["config"], "lr": DIVERGING_LR}), run["seed"], dtype=views.SCHEDULE_DTYPE)
+    trainer = training.Trainer(model.TrainConfig(**{**run["config"], "lr": DIVERGING_LR}), run["seed"], dtype=SCHEDULE_DTYPE)
     try:
         trainer.run(run["steps"])
     except training.TrainingDiverged as e:
@@ -178,7 +180,7 @@ def two_layer_facts(run: dict) -> dict[str, str]:
         "vocab": str(run["config"]["vocab"]),
         "min_period": str(run["config"]["min_period"]),
         "max_period": str(run["config"]["max_period"]),
-        "role_min": f"{views.ROLE_MIN:g}",
+        "role_min": f"{ROLE_MIN:g}",
         "first_loss_start": f2(first[0]),
         "first_loss_peak": f2(max(first)),
         "first_loss_peak_step": str(peak),
@@ -269,11 +271,11 @@ def claims(run: dict, one: dict, fixed: dict) -> dict[str, bool]:
             knocked_out(run, [[1, h]])["loss_repeat"] < knocked_out(run, [[1, g] for g in induction])["loss_repeat"] / 2
             for h in induction),
         "the one-layer model forms no induction head": all(
-            s < views.ROLE_MIN for h in one["history"] for row in h["scores"]["induction"] for s in row),
+            s < ROLE_MIN for h in one["history"] for row in h["scores"]["induction"] for s in row),
         "its loss on the repeats never drops below 2 nats": min(series(one, "loss_repeat")) > 2,
         "blocks of fixed length: the drop comes sooner": below_one_nat(fixed) < below_one_nat(run),
         "no previous-token head forms": all(
-            s < views.ROLE_MIN for h in fixed["history"] for row in h["scores"]["previous_token"] for s in row),
+            s < ROLE_MIN for h in fixed["history"] for row in h["scores"]["previous_token"] for s in row),
         "a layer-0 head is named an induction head": "induction" in fixed["checkpoints"][-1]["roles"][0],
     }
 

@@ -1,8 +1,9 @@
-// The grid of heads and the selected head's heatmap, drawn from one checkpoint of a run. Patterns arrive
-// as Python's text of each drawn weight (what its cell reads), [layers, heads, n, q + 1]; scores and roles come
-// from mha_core, and every word from its views: the run's head names (run.heads) and the widget's sentences
-// (w.words: messages()).
-import { fillIn, output, setData, setText } from "../runtime/dom.js";
+// A checkpoint of the run shown: its view bound into the template's slots (runtime/bind.js: every word and number,
+// the grid of heads among them), and from its patterns (Python's text of each drawn weight, what its cell reads,
+// [layers, heads, n, q + 1]) every head's thumbnail (shared/palette.js) and the selected head's heatmap
+// (shared/grid.js). w: the widget's state (training.js's mount).
+import { fill } from "../runtime/bind.js";
+import { output, setData, setText } from "../runtime/dom.js";
 import { cellNamer, paint, setTokens } from "../shared/grid.js";
 import { drawThumb } from "../shared/palette.js";
 
@@ -20,52 +21,71 @@ export function decodePatterns(text, { n_layers, n_heads }, n) {
   return Array.from({ length: n_layers }, () => Array.from({ length: n_heads }, head));
 }
 
-/** One button per head of run, layer by layer, reusing the buttons the page has, each named as run.heads names it. */
-export function layoutGrid(grid, run, words) {
-  const { n_layers, n_heads } = run.config;
-  const cells = grid.querySelectorAll("button[data-layer]");
-  if (cells.length === n_layers * n_heads && grid.children.length === n_layers) return;
-  const template = cells[0];
-  const rows = [];
-  for (let layer = 0; layer < n_layers; layer++) {
-    const row = document.createElement("div");
-    row.className = "mha-training__layer";
-    row.dataset.layerRow = String(layer);
-    for (let head = 0; head < n_heads; head++) {
-      const cell = template.cloneNode(true);
-      Object.assign(cell.dataset, { layer: String(layer), head: String(head), output: `head-${layer}-${head}` });
-      cell.querySelector(".mha-training__name").firstChild.textContent =
-        fillIn(words["cell-name"], { head: run.heads[layer][head].name });
-      row.append(cell);
-    }
-    rows.push(row);
-  }
-  grid.replaceChildren(...rows);
-}
-
-/** Every head's thumbnail, whether it is knocked out and whether it is selected (its scores and role are the
-    view's slots, "head-{layer}-{head}"). */
-export function drawGrid(w, patterns) {
-  for (const cell of w.root.querySelectorAll("button[data-layer]")) {
-    const [l, h] = [Number(cell.dataset.layer), Number(cell.dataset.head)];
-    cell.toggleAttribute("data-ablated", w.ablate.has(`${l},${h}`));
-    cell.setAttribute("aria-pressed", String(l === w.selected[0] && h === w.selected[1]));
-    drawThumb(cell.querySelector("canvas"), patterns[l][h].weights, w.palette.rgb);
-  }
-}
-
-/** The selected head's heatmap on the shown sequence (shown: Python's labels, one per token, and its cells' names,
-    shown_as'), with its caption (captions[layer][head]: Python's, for the heads knocked out and the sequence). */
-export function drawHead(w, patterns, { labels, names }, captions) {
+/** Every head's thumbnail, marked knocked out and selected, and the selected head's heatmap on the shown sequence
+    (shown: Python's labels, one per token, and its cells' names, shown_as'), with its caption (captions[layer][head]:
+    Python's, for the heads knocked out and the sequence). */
+function drawHeads(w, patterns, { labels, names }, captions) {
   const [l, h] = w.selected;
+  for (const cell of w.root.querySelectorAll("button[data-layer]")) {
+    const [layer, head] = [Number(cell.dataset.layer), Number(cell.dataset.head)];
+    cell.toggleAttribute("data-ablated", w.ablate.has(`${layer},${head}`));
+    cell.setAttribute("aria-pressed", String(layer === l && head === h));
+    drawThumb(cell.querySelector("canvas"), patterns[layer][head].weights, w.palette.rgb);
+  }
   const name = cellNamer(names);
   setTokens(w.grid, labels, name);
   paint(w.grid, patterns[l][h], w.palette.css, name);
   setData(w.root, "selected", `${l},${h}`);
-  const { words } = w;
   setText(output(w.root, "caption"), captions[l][h]);
-  const button = w.root.querySelector('button[name="knockout"]');
   const out = w.ablate.has(`${l},${h}`);
-  button.setAttribute("aria-pressed", String(out));
-  setText(button, out ? words.restore : words["knock-out"]);
+  w.knockout.setAttribute("aria-pressed", String(out));
+  setText(w.knockout, out ? w.words.restore : w.words["knock-out"]);
 }
+
+/** The checkpoint index shown, its patterns decoded once (ablated ones come from Python). */
+function patternsOf(w, index) {
+  const checkpoint = w.run.checkpoints[index];
+  checkpoint.decoded ||= decodePatterns(checkpoint.patterns, w.run.config, w.run.labels.length);
+  return checkpoint.decoded;
+}
+
+export const viewKey = (w, index = w.index) => JSON.stringify([w.runId, index, [...w.ablate].sort(), w.text]);
+
+/** Draw checkpoint index of the run shown: its view (the charts' marker among it), the thumbnails and heatmap. With
+    heads knocked out or the reader's text, the patterns (and, knocked out, the loss and scores) are Python's answer. */
+export function show(w, index) {
+  w.index = index;
+  const { run } = w;
+  const checkpoint = run.checkpoints[index];
+  const view = (w.ablate.size || w.text !== null) && w.view?.key === viewKey(w) ? w.view.result : null;
+  const patterns = view ? decodePatterns(view.patterns, run.config, view.labels.length) : patternsOf(w, index);
+  w.slider.max = String(run.checkpoints.length - 1);
+  w.slider.value = String(index);
+  fill(w.root, checkpoint.outputs); // Python's view of the checkpoint: step, loss, the grid of heads, the summary
+  if (view && w.ablate.size) fill(w.root, view.outputs); // the loss and scores measured with the knock-out
+  setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
+  w.root.style.setProperty("--n", String((view ?? run).labels.length));
+  drawHeads(w, patterns, view ?? run, (view ?? checkpoint).captions);
+  setText(output(w.root, "knockout"), knockoutMessage(w, view));
+}
+
+/** What the knock-out says about the selected head: Python's readout while that head is knocked out (a
+    message about another head's knock-out would read as this one's), else what a knock-out does. */
+export function knockoutMessage(w, view) {
+  if (!w.ablate.has(w.selected.join(","))) return w.knockoutHelp;
+  if (view?.readout) return view.readout;
+  return w.root.dataset.state === "busy" ? w.words.measuring : w.knockoutHelp;
+}
+
+/** Tell the page which run and checkpoint step the slider shows: the document-level event "mha-training-step", the
+ * one the circuits widget (widgets/circuits/circuits.js) follows. detail {run: "built" or the reader's run's id,
+ * step}, and once the reader's run has ended, finished: {config, seed, steps, params} (its checkpoints). */
+export function announce(w, finished = false) {
+  const { config, seed, checkpoints } = w.run;
+  const detail = { run: w.runId, step: checkpoints[w.index].step };
+  if (finished) {
+    detail.finished = { config, seed, steps: checkpoints.map((c) => c.step), params: checkpoints.map((c) => c.params) };
+  }
+  document.dispatchEvent(new CustomEvent("mha-training-step", { detail }));
+}
+

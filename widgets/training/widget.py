@@ -12,7 +12,9 @@ import json
 from mha_page import bridge
 from mha_core.model import TRAIN_LABELS
 from mha_page.views import whole_error
-from mha_page.views.training import BOX, MAX_LINES, MAX_TICKS, messages
+from mha_page.views.training import shown_heads
+from mha_page.views.training_charts import BOX, MAX_LINES, MAX_TICKS
+from mha_page.views.training_words import built_status, messages
 from mha_core.model import EXPERIMENTS, TRAIN_CHOICES
 from widgets.palette import PALETTE, STEPS
 from widgets.training.run import ASSET, asset_bytes
@@ -29,8 +31,8 @@ def assets() -> dict[str, bytes]:
 
 
 def context() -> dict:
-    """The template's variables: the last checkpoint's view and the run's charts (mha_page.views' slots), the
-    asset's name and sha256."""
+    """The template's variables: the last checkpoint's view (its grid of heads among them) and the run's charts
+    (mha_page.views' slots), the asset's name and sha256."""
     data = asset_bytes()
     run = json.loads(data)
     last = run["checkpoints"][-1]
@@ -42,11 +44,12 @@ def context() -> dict:
     return {
         "asset": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
         "checkpoints": len(run["checkpoints"]), "outputs": {**last["outputs"], **run["charts"]}, "config": config,
-        "box": BOX, "max_ticks": MAX_TICKS, "max_lines": MAX_LINES, "lrs": LRS, "layers": LAYERS, "heads": HEADS, "total_steps": run["steps"],
-        "limits": limits, "whole_error": whole_error, "labels": TRAIN_LABELS, "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
+        "box": BOX, "max_ticks": MAX_TICKS, "max_lines": MAX_LINES, "lrs": LRS, "layers": LAYERS, "heads": HEADS,
+        "total_steps": run["steps"], "limits": limits, "whole_error": whole_error, "labels": TRAIN_LABELS,
+        "built": built_status(run["seed"]), "words": messages(),
+        "experiments": {name: json.dumps(change) for name, change in EXPERIMENTS.items()},
         "data": {"history": run["history"], "charts": run["charts"], "last": {k: v for k, v in last.items() if k != "params"},
                  "labels": run["labels"], "names": run["names"], "config": config, "seed": run["seed"],
-                 "steps": run["steps"], "checkpoint_steps": [c["step"] for c in run["checkpoints"]],
-                 "palette": PALETTE, "paletteSteps": STEPS, "limits": limits,
-                 "reference": [h["loss_repeat"] for h in run["history"]], "heads": run["heads"], "words": messages()},
+                 "checkpoint_steps": [c["step"] for c in run["checkpoints"]], "palette": PALETTE, "paletteSteps": STEPS,
+                 "reference": [h["loss_repeat"] for h in run["history"]], **shown_heads(run), "words": messages()},
     }

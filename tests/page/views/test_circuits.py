@@ -167,8 +167,9 @@ def test_the_readers_run_shows_mha_core_s_circuits_at_each_of_its_steps(readers)
         positions = circuits.position_losses(params, display_tokens(config), config)
         assert [float(r["value"]) for r in out["positions"]["rows"]] == pytest.approx(positions, abs=5e-4)
         assert out["step"]["value"] == str(step)
-    lines = view["run"]["lines"]
-    assert set(lines["pairs"]) == {"0-0", "0-1", "1-0", "1-1"} and set(lines["loss"]) == {"repeat", "first"}
+    lines = {name for name, slot in view["run"]["outputs"].items()
+             if isinstance(slot, dict) and "points" in slot.get("attrs", {})}
+    assert lines == {"line-0-0", "line-0-1", "line-1-0", "line-1-1", "loss-line-repeat", "loss-line-first"}
 
 
 def test_the_run_view_of_the_shipped_run_fills_the_slots_its_template_renders(shipped):
