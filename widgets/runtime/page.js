@@ -21,14 +21,20 @@ function changed(c) {
   return (c.tagName === "TEXTAREA" || c.hasAttribute("value")) && c.value !== c.defaultValue;
 }
 
+// The main thread given back to the browser, which may draw or answer the reader before what follows runs.
+const yieldToMain = () => (window.scheduler?.yield ? scheduler.yield() : new Promise((r) => setTimeout(r, 0)));
+
 /** mount(root) once for each element matching selector, on every page; a mounted root says so (data-mounted).
  * The page is shown before its modules run (on a slow link, for seconds): a control the reader changed meanwhile,
  * and that the mount left as the reader left it, is changed again for the widget (its input and change events),
- * so that what it shows is what its controls hold. */
+ * so that what it shows is what its controls hold. Each mount is a task of its own: a page's mounts, run with
+ * Material's own start in one task, blocked the reader's input for as long as they all took together. A root
+ * that a newer page replaced meanwhile is not mounted. */
 export function mountEach(selector, mount) {
-  eachPage(() => {
+  eachPage(async () => {
     for (const root of document.querySelectorAll(selector)) {
-      if (mounted.has(root)) continue;
+      await yieldToMain();
+      if (mounted.has(root) || !root.isConnected) continue;
       mounted.add(root);
       const early = [...root.querySelectorAll("input, textarea, select")].filter(changed);
       mount(root);
