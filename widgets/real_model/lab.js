@@ -7,7 +7,7 @@
 // word and number shown is Python's: the views are bound as they come (mha_page.bridge.real_model).
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
-import { fillIn, output, setText } from "../runtime/dom.js";
+import { fillIn } from "../runtime/dom.js";
 import { calls, InputError, live } from "../runtime/live.js";
 
 const ERRORS = '[data-message="lab-error"]';
@@ -75,14 +75,12 @@ export function mountLab(root, { source, positions, words }) {
     retry: null, // the text's Retry is the model's: a position or heads are mended in their own fields
   });
 
-  const said = output(root, "pruning-progress");
   const prune = live(root, { // how many heads can go on the reader's text: a run of calls, a slice of the work each
     args: () => ({ run: source().run }),
     ask: async function* (asked) {
       return (yield* calls("real_model_pruning_start", asked, "real_model_pruning_advance")).view;
     },
-    progress: (words) => setText(said, words),
-    settled: () => setText(said, ""),
+    progressSlot: "pruning-progress", // its words beside its button, the text's own progress slot left as it is
     failure: words["pruning-failed"],
     busy: [root.querySelector('button[name="prune"]')],
     stop: root.querySelector('button[name="prune-stop"]'),

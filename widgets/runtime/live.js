@@ -109,8 +109,8 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
  *             when they cannot be asked)
  *   ask       ask(args): the work (above; call(fn, args) by default)
  *   show      show(answer, args): what to do with an answer (bind it into root by default)
- *   progress  progress(value, args): each step of a run (by default, a string into [data-output="progress"],
- *             which is emptied once settled, and an object bound)
+ *   progress  progress(value, args): each step of a run (by default, a string into the output progressSlot
+ *             names, [data-output="progress"] by default, which is emptied once settled; and an object bound)
  *   failure   the reader's words for a failure: a start that the error's message follows (by default the root's
  *             data-failure, the template's words, else "Could not compute this"), or failure(error, args) for
  *             words of its own; a refusal (InputError, or Python's Refusal) is said as it is
@@ -131,14 +131,14 @@ const pythonReady = () => document.documentElement.dataset.mhaRuntime === "ready
 export function live(root, {
   fn, args, ask = (asked) => call(fn, asked), show = (view) => bind(root, view), progress, failure,
   settled = () => {}, marked = () => {}, busy = [], stop = null, stopping = null, home = null, python = () => true,
-  stale = true, errors = ERROR_SLOTS, retry = root.querySelector('button[name="retry"]'),
+  stale = true, errors = ERROR_SLOTS, retry = root.querySelector('button[name="retry"]'), progressSlot = "progress",
 }) {
-  const progressSlot = output(root, "progress");
+  const progressOutput = output(root, progressSlot);
   let said = false; // a run's words are in the progress slot, to be emptied once settled
   const step = progress ?? ((value) => {
     if (typeof value !== "string") return bind(root, value);
     said = true;
-    setText(progressSlot, value);
+    setText(progressOutput, value);
   });
   const mark = (marking) => {
     if (!stale) return;
@@ -191,7 +191,7 @@ export function live(root, {
       clearTimeout(staleTimer);
       showError(root, errors, errorSlotNear(root, errors, cause), say(error));
       if (error) mark(true);
-      if (said) setText(progressSlot, "");
+      if (said) setText(progressOutput, "");
       said = false;
       failed = Boolean(error) && !refused(error);
       const others = running ? count(root, -1) : working.get(root) ?? 0;
