@@ -41,8 +41,6 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                       "to choose it)",
     ("shapes/shapes.js", "fills in a sentence"): "what the widget waits for and a failure, before Python has answered: "
                                                  "Python's sentences (pending_words) with the form's values",
-    ("scroll-regions.js", "holds words"): "the site's script, not a widget's: it names the boxes that scroll sideways "
-                                          "on every page, with Python or without",
 }
 
 
