@@ -80,8 +80,7 @@ def messages() -> dict:
                               "when the page was built."),
             "knockout-failed": "These heads could not be knocked out",  # the failure's message follows (runtime/live.js)
             "pruning-failed": "How many heads can go could not be measured",  # the failure's message follows (runtime/live.js)
-            "position-failed": "This position could not be shown",  # the failure's message follows (runtime/live.js)
-            "position-range": "Choose a position from 0 to {max}: the text's tokens, counted from 0."}
+            "position-failed": "This position could not be shown"}  # the failure's message follows (runtime/live.js)
 
 
 def progress_text(layer: int, n_tokens: int) -> str:
@@ -412,8 +411,8 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
     n_given is how many tokens the whole text had (more than len(tokens) when it was cut). With losses (one a
     token, None at 0) and at (position_view's: a position's predictions, attribution and lens), also what the
     model predicts: each token's data-loss, mean-loss, and the position's slots (data-position, and
-    data-position-max for the position's input); no head knocked out; the one-click sets (head_sets:
-    data-set-KIND, data-set-KIND-control, and sets in words)."""
+    data-position-max and data-position-error, its refusal in words, for the position's input); no head knocked
+    out; the one-click sets (head_sets: data-set-KIND, data-set-KIND-control, and sets in words)."""
     if not tokens or n_given < len(tokens):
         raise Invalid(f"n_given must be at least the {len(tokens)} tokens shown, and tokens not empty.")
     outputs = {"tokens": token_rows(tokens), "best": best_heads(scores),
@@ -428,7 +427,8 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
                     "mean-loss-knocked": {"text": "", "value": "", "hidden": True}, "knocked": "",
                     "predictions-knocked": {"rows": [], "hidden": True},
                     "sets": sets["words"]}
-        data |= {"knocked": "false", "position-max": str(len(tokens) - 1), **sets["data"]}
+        data |= {"knocked": "false", "position-max": str(len(tokens) - 1), **sets["data"],
+                 "position-error": f"Choose a position from 0 to {len(tokens) - 1}: the text's tokens, counted from 0."}
         if at is not None:
             outputs |= position_view.fn(tokens, at)["outputs"]
             cells = outputs.pop("heads")["cells"]  # into each head's own slot, beside its scores (the template's)

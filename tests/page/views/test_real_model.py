@@ -109,6 +109,7 @@ def test_each_token_carries_its_loss_and_the_mean_loss_is_their_mean():
     assert float(slot["data"]["score-induction"]) == pytest.approx(SCORES["induction"][4, 2], abs=5e-5)
     assert float(slot["data"]["logit-attribution"]) == pytest.approx(given["attribution"]["heads"][4][2], abs=5e-5)
     assert view["data"]["position"] == "3" and view["data"]["position-max"] == "4"
+    assert view["data"]["position-error"] == "Choose a position from 0 to 4: the text's tokens, counted from 0."
     assert len(view["outputs"]["predictions"]["rows"]) == 5
 
 
