@@ -32,8 +32,6 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                    "(the status line's, a stop's reason): no Python to word them",
     ("real_model/real_model.js", "fills in a sentence"): "the model's download progress, before Python has the model",
     ("real_model/model.js", "fills in a sentence"): "a failed load of the model, before Python has it",
-    ("real_model/pattern.js", "fills in a sentence"): "not yet moved: the strongest key's sentence (issue 58 asks Python "
-                                                      "to choose it)",
 }
 
 
