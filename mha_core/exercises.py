@@ -599,12 +599,12 @@ def error_message(error: BaseException, code: str) -> str:
 
 def page_messages() -> dict:
     """What the page says around a run, which it makes without this Python ({name} marks what it fills in: the
-    start's progress, why Python ended); "time limit" and "stopped" name why the page ended a run."""
+    start's progress, why Python ended); "time-limit" and "stopped" name why the page ended a run."""
     fresh = "Run starts a fresh Python."
     return {"running": "Running your code\u2026", "waiting": "Waiting for Python: {status}",
             "starting": "Starting a Python for your code\u2026", "starting-step": "Starting a Python for your code: {step}",
             "no-start": "Python could not start: {error}", "ended": "{reason} Press Run to start a fresh Python.",
-            "time limit": f"Stopped after {TIME_LIMIT_S} s: your code was still running (a loop that never ends?). {fresh}",
+            "time-limit": f"Stopped after {TIME_LIMIT_S} s: your code was still running (a loop that never ends?). {fresh}",
             "stopped": f"Stopped. {fresh}"}
 
 

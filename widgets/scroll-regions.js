@@ -10,9 +10,8 @@
 // skipped box is measured once the page is idle, one at a time (asking where its content is lays out that box
 // alone), and again after the window resizes; its observers leave it alone while it is skipped. (A widget's box is
 // measured as the widget comes near: laying a whole widget out is no small task.)
-const BOXES = { "div.arithmatex": "Formula", ".md-typeset__scrollwrap": "Table", "pre > code": null,
-  ".mha-heads__scroll--grid": "Attention weights", ".mha-tiling__scroll": "Table",
-  ".mha-rm__pattern-scroll": "Attention pattern" };
+// The boxes by selector, with the name each is given (overrides/main.html's words).
+const BOXES = JSON.parse(document.getElementById("mha-scroll-names").content.textContent);
 
 // Whether box's content is skipped now (a box with no element inside: itself).
 const skipped = (box) => (box.firstElementChild ?? box).checkVisibility?.({ contentVisibilityAuto: true }) === false;
@@ -25,7 +24,7 @@ function measure(box, name) {
     box.setAttribute("tabindex", "0");
     if (name) {
       box.setAttribute("role", "group");
-      box.setAttribute("aria-label", `${name} (scrolls sideways)`);
+      box.setAttribute("aria-label", name);
     }
   } else {
     for (const attribute of attributes) box.removeAttribute(attribute);

@@ -225,10 +225,11 @@ def circuits_view(config: dict, seed: int, steps: list, params: list, prev_head:
 
 def messages() -> dict:
     """The widget's sentences that are not a view's: "steps-failed", in which the runtime fills in why ({error}:
-    runtime/asset.js), and "run-failed" (the root's data-failure), which runtime/live.js follows with the error of
-    a reader's run."""
+    runtime/asset.js), "run-failed" (the root's data-failure), which runtime/live.js follows with the error of
+    a reader's run, and "train-first", for a reader's run asked before the training widget has finished one."""
     return {"steps-failed": "The recorded run's steps could not be loaded ({error}). Retry loads them again.",
-            "run-failed": "Could not compute your run's circuits"}
+            "run-failed": "Could not compute your run's circuits",
+            "train-first": "Train a run in the training widget first."}
 
 
 # ---------------------------------------------------------------- the reader's run

@@ -528,7 +528,10 @@ def pruning_view(curve, removable: int, order, scores, button: bool) -> dict:
     shown; the button
     shown if button (the reader's own text, which can run it again), else hidden."""
     losses = {int(k): float(v) for k, v in curve}
-    return {"outputs": {**pruning_hidden(button), "pruning-chart": {"hidden": False},
+    # data-order: the heads in the order they went (layer.head each), which heads of near-equal effect (within
+    # float32's rounding) may take either way round from one NumPy build to another
+    order_data = " ".join(f"{layer}.{head}" for layer, head in order)
+    return {"outputs": {**pruning_hidden(button), "pruning-chart": {"hidden": False, "data": {"order": order_data}},
                         **pruning_chart(losses, removable),
                         "pruning": {"text": pruning_words(losses, removable, order, scores), "value": removable,
                                     "hidden": False}}}
@@ -537,5 +540,5 @@ def pruning_view(curve, removable: int, order, scores, button: bool) -> dict:
 def pruning_hidden(button: bool) -> dict:
     """No curve for this text (yet): the chart and its words hidden; the button shown when it can run (the
     reader's own text, run), else hidden."""
-    return {"pruning-chart": {"hidden": True}, "pruning": {"text": "", "value": "", "hidden": True},
+    return {"pruning-chart": {"hidden": True, "data": {"order": None}}, "pruning": {"text": "", "value": "", "hidden": True},
             "prune-cost": pruning_cost(), "pruning-controls": {"hidden": not button}}

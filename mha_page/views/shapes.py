@@ -15,7 +15,9 @@ from . import declared_as
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
 FLOP_UNITS = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP", "YFLOP")
 PARAM_NAMES = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
-SYMBOLS = {"n_heads": "h", "d_model": "d_model", "n_kv_heads": "h_kv", "d_head": "d_head"}
+# each size's symbol, as the form's labels, the suggestions and the waiting line (pending_words) name it
+SYMBOLS = {"d_model": "d_model", "n_heads": "h", "seq_len": "n", "batch": "B", "n_layers": "L", "n_kv_heads": "h_kv",
+           "d_head": "d_head"}
 
 
 def integer(n: int) -> str:
@@ -110,6 +112,20 @@ def shapes_display(report: dict) -> dict:
         n_layers=f"{integer(n_layers)} layer{'s' if n_layers > 1 else ''}",
     )
     return shown
+
+
+def pending_words() -> dict:
+    """The sentences the page fills in before Python has answered (shapes.js): what the widget waits for and a
+    failure ({error}: its message). {changes}: each field of the form whose value differs from the results shown
+    (the main four when none does), as fields[name] says it, {value} the form's value or its word in values (a
+    blank, derived size; bias on or off), joined by separator."""
+    return {"waiting": "Waiting for Python to compute {changes}…",
+            "failed": "Could not compute {changes}: {error}",
+            "fields": {name: f"{symbol} = {{value}}" for name, symbol in SYMBOLS.items()}
+            | {"bias": "bias = {value}", "dtype_bytes": "bytes per number = {value}"},
+            "values": {"null": "derived", "true": "on", "false": "off"},
+            "main": ["d_model", "n_heads", "seq_len", "batch"],
+            "separator": ", "}
 
 
 NO_CACHE = {"value": "0", "text": "none"}  # a model that generates nothing keeps no KV cache

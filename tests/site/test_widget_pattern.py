@@ -1,9 +1,11 @@
 """The widget pattern, kept: outside widgets/runtime/, a widget's JavaScript wires its controls to calls through
 runtime/live.js and binds Python's views; it does not write the root's data-state (live.js's life cycle does),
 keep a request counter (a count compared to know whether an answer is stale: live.js's "latest wins" does that),
-format a number (every number a reader reads is Python's) or fill in a sentence (fillIn: the words come whole
-from Python's view, or the runtime fills them before Python exists). Read from the source text, comments and strings
-left out; each finding names its file and line. An aid for the next engineer, like test_imports.py."""
+format a number (every number a reader reads is Python's), fill in a sentence (fillIn: the words come whole
+from Python's view, or the runtime fills them before Python exists) or hold words in a string (two words of letters
+with a space, in quotes or a template literal: the reader's words are Python's; a selector's combinator is written
+with ">" there). Read from the source text, comments and strings left out (but for the words in strings); each
+finding names its file and line. An aid for the next engineer, like test_imports.py."""
 from __future__ import annotations
 
 import re
@@ -25,6 +27,7 @@ INCREMENT = re.compile(r"(?:\+\+|--)\s*((?:this\.)?\w+)|((?:this\.)?\w+)\s*(?:\+
 FOR = re.compile(r"\bfor\s*\(")
 NUMBER_FORMAT = re.compile(r"\.(?:toFixed|toPrecision|toExponential|toLocaleString)\s*\(|\bIntl\.NumberFormat\b")
 FILL_IN = re.compile(r"\bfillIn\s*\(")
+WORDS = re.compile(r"[A-Za-z]+ [A-Za-z]+")
 
 # What the pattern allows, each with its reason: (file under widgets/, what).
 ALLOWED: dict[tuple[str, str], str] = {
@@ -32,15 +35,19 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                    "(the status line's, a stop's reason): no Python to word them",
     ("real_model/real_model.js", "fills in a sentence"): "the model's download progress, before Python has the model",
     ("real_model/model.js", "fills in a sentence"): "a failed load of the model, before Python has it",
+    ("shapes/shapes.js", "fills in a sentence"): "what the widget waits for and a failure, before Python has answered: "
+                                                 "Python's sentences (pending_words) with the form's values",
 }
 
 
-def code_only(text: str) -> list[str]:
+def read(text: str) -> tuple[list[str], list[tuple[int, str]]]:
     """text's lines with comments removed and every string literal's content replaced by STR (a quote's
-    content, a template literal's text; its ${...} kept), so that words in prose never match."""
-    out, i, n = [], 0, len(text)
+    content, a template literal's text; its ${...} kept), so that words in prose never match; and each literal's
+    content (a template literal's, each stretch between its ${...}) with the number of the line it starts on."""
+    out, literals, i, n = [], [], 0, len(text)
     state = None  # None, "'", '"', "`", "//", "/*"
     depth = []  # template literals' open ${ braces
+    start, held = 0, []  # where the literal read starts in text, and its content so far
     while i < n:
         c, pair = text[i], text[i:i + 2]
         if state is None:
@@ -48,11 +55,11 @@ def code_only(text: str) -> list[str]:
                 state, i = pair, i + 2
                 continue
             if c in "'\"`":
-                state = c
+                state, start, held = c, i, []
                 out.append("STR" if c != "`" else "`")
             elif c == "}" and depth and depth[-1] == 0:
                 depth.pop()
-                state = "`"
+                state, start, held = "`", i, []
                 out.append("}")
             else:
                 if depth and c == "{":
@@ -71,22 +78,27 @@ def code_only(text: str) -> list[str]:
             if c == "\n":
                 out.append(c)
         elif c == "\\":
+            held.append(text[i + 1:i + 2])
             i += 2
             continue
         elif state == "`" and pair == "${":
+            literals.append((start, "".join(held)))
             state = None
             depth.append(0)
             out.append("${")
             i += 2
             continue
         elif c == state:
+            literals.append((start, "".join(held)))
             if state == "`":
                 out.append("STR`")
             state = None
-        elif c == "\n":
-            out.append(c)
+        else:
+            held.append(c)
+            if c == "\n":
+                out.append(c)
         i += 1
-    return "".join(out).split("\n")
+    return "".join(out).split("\n"), [(text.count("\n", 0, at) + 1, content) for at, content in literals]
 
 
 def without_loop_headers(line: str) -> str:
@@ -102,7 +114,7 @@ def without_loop_headers(line: str) -> str:
 
 def findings(text: str) -> list[tuple[int, str]]:
     """(line number, what) for each place text breaks the pattern."""
-    lines, written = code_only(text), text.split("\n")
+    (lines, literals), written = read(text), text.split("\n")
     found = []
     counters = set()
     for number, line in enumerate(lines, 1):
@@ -114,6 +126,7 @@ def findings(text: str) -> list[tuple[int, str]]:
             found.append((number, "formats a number"))
         if FILL_IN.search(line):
             found.append((number, "fills in a sentence"))
+    found += [(number, "holds words") for number, content in literals if WORDS.search(content)]
     code = "\n".join(lines)
     for number, name in sorted(counters):  # a count that is compared: whether an answer is still the latest
         compared = rf"(?:===|!==)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*(?:===|!==)"
@@ -134,7 +147,11 @@ def findings(text: str) -> list[tuple[int, str]]:
     ('for (let d = 1; d <= Math.min(of, n); d++) if (of % d === 0) divisors.push(d);', []),
     ('seed += 1; // an argument, never compared', []),
     ('setText(el, `${loss.toFixed(3)} nats`);', ["formats a number"]),
-    ('say("use .toFixed( in Python");', []),
+    ('say("use .toFixed( in Python");', ["holds words"]),
+    ('throw new InputError("Train a run first.");', ["holds words"]),
+    ('go();\nshow(`Waiting for ${what}…`);', ["holds words"]),
+    ("const key = `${instead} ${waits}`; // \"two words\" in a comment", []),
+    ('root.querySelector(`button[name="${name}"]`);\nroot.querySelector("details > summary");', []),
     ('setText(el, fillIn(words.left, { left }));', ["fills in a sentence"]),
     ('import { fillIn } from "../runtime/dom.js"; // fillIn(words) is the runtime\'s', []),
 ])

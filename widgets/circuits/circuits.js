@@ -52,7 +52,7 @@ function mount(root) {
   };
   const request = live(root, {
     args: () => {
-      if (wanted !== RECORDED && !finished.has(wanted)) throw new InputError("Train a run in the training widget first.");
+      if (wanted !== RECORDED && !finished.has(wanted)) throw new InputError(root.dataset.trainFirst);
       return { id: wanted };
     },
     ask: async function* ({ id }) {

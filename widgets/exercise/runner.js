@@ -33,14 +33,14 @@ async function exercisesPython(tell, words) {
   return runtime;
 }
 
-/** End the exercises' Python now, with why: "stopped" (Stop) or "time limit". */
+/** End the exercises' Python now, with why: "stopped" (Stop) or "time-limit". */
 export function stopPython(reason) {
   const current = runtime;
   runtime = null;
   current?.stop(reason);
 }
 
-const STOPPED = ["time limit", "stopped"]; // why the page ended a run: the words' own messages
+const STOPPED = ["time-limit", "stopped"]; // why the page ended a run: the words' own messages
 
 /** The answer of a run whose Python ended (err: why it ended). */
 function ended(current, err, words) {
@@ -72,7 +72,7 @@ export async function runExercise(name, code, tell, { words, limitMs, inputs = {
     return ended(current, new Error(fillIn(words["no-start"], { error })), words);
   }
   tell(words.running);
-  const limit = setTimeout(() => stopPython("time limit"), limitMs);
+  const limit = setTimeout(() => stopPython("time-limit"), limitMs);
   try {
     const reply = JSON.parse(await current.send("run_exercise", JSON.stringify({ ...inputs, name, code })));
     return reply.ok ? reply.result : { status: "error", message: reply.error, output: "" };

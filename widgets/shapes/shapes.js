@@ -2,9 +2,9 @@
 // shape, the parameters, KV cache and FLOPs. The page's Python answers with the widget's view
 // (mha_page.views.shapes), which the shared binding writes into the slots the template rendered; the
 // shared life cycle marks what no longer matches the form. This module wires the controls, the sliders, the
-// presets and the URL, and says what it waits for before Python has answered.
+// presets and the URL, and fills in Python's words for what it waits for before Python has answered.
 import { bind } from "../runtime/bind.js";
-import { keepInURL, output, showMessage } from "../runtime/dom.js";
+import { fillIn, keepInURL, output, showMessage } from "../runtime/dom.js";
 import { InputError, live } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
 import { noteIgnored } from "../runtime/status.js";
@@ -13,14 +13,13 @@ import { defaultConfig, presetValues, readConfig, readURL, writeURL, writeValues
 
 const PRESET_KEYS = ["d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers"];
 const ADVANCED_KEYS = ["preset", "n_layers", "n_kv_heads", "d_head", "bias", "dtype_bytes"];
-const SYMBOLS = { d_model: "d_model", n_heads: "h", seq_len: "n", batch: "B", n_layers: "L", n_kv_heads: "h_kv",
-  d_head: "d_head", bias: "bias", dtype_bytes: "bytes per number" };
 
-/** "h = 16, n = 128": the values of config that differ from those shown (all of them if none do). */
-function changes(config, shown) {
-  const differ = Object.keys(SYMBOLS).filter((k) => config[k] !== shown[k]);
-  return (differ.length ? differ : ["d_model", "n_heads", "seq_len", "batch"])
-    .map((k) => `${SYMBOLS[k]} = ${config[k] ?? "derived"}`).join(", ");
+/** "h = 16, n = 128": the fields of config that differ from those shown (the main ones if none does), each in
+ * Python's words (mha_page.views.shapes.pending_words) with its value as the form holds it. */
+function changes(words, config, shown) {
+  const differ = Object.keys(words.fields).filter((k) => config[k] !== shown[k]);
+  return (differ.length ? differ : words.main)
+    .map((k) => fillIn(words.fields[k], { value: words.values[String(config[k])] ?? config[k] })).join(words.separator);
 }
 
 /** The form's configuration as last read (w.read) and its real model (the preset: "" when the sizes are the
@@ -47,7 +46,7 @@ function read(w) {
 function update(w, control) {
   read(w);
   const { config, errors } = w.read;
-  w.waiting = errors.length ? "" : `Waiting for Python to compute ${changes(config, w.shown)}…`;
+  w.waiting = errors.length ? "" : fillIn(w.words.waiting, { changes: changes(w.words, config, w.shown) });
   if (!output(w.root, "pending").hidden) sayPending(w, true); // already waiting: for these values now
   if (!errors.length && w.urlState) keepInURL(w, () => writeURL(w.form, config, location.search));
   w.request(control);
@@ -83,7 +82,8 @@ function restoreFromURL(w) {
 
 function mount(root) {
   const form = root.querySelector("form");
-  const w = { root, form, urlState: root.hasAttribute("data-url-state"), shown: defaultConfig(form), waiting: "" };
+  const words = JSON.parse(root.querySelector("[data-shapes-words]").content.textContent);
+  const w = { root, form, words, urlState: root.hasAttribute("data-url-state"), shown: defaultConfig(form), waiting: "" };
   w.request = live(root, {
     fn: "shapes_view",
     args: () => args(w),
@@ -91,7 +91,7 @@ function mount(root) {
       bind(root, view);
       w.shown = config;
     },
-    failure: (error, config) => `Could not compute ${changes(config, w.shown)}: ${error.message}`,
+    failure: (error, config) => fillIn(words.failed, { changes: changes(words, config, w.shown), error: error.message }),
     // Said only once the results are marked (at once before Python is ready, else after a moment): a line shown
     // and hidden again for each quick answer would move the page below twice per move, a layout each time.
     marked: (stale) => sayPending(w, stale),

@@ -12,7 +12,7 @@ from mha_page import bridge
 from mha_core.presets import presets
 from mha_core.shapes import TENSOR_NAMES
 from mha_page.views import whole_error
-from mha_page.views.shapes import PARAM_NAMES
+from mha_page.views.shapes import PARAM_NAMES, SYMBOLS, pending_words
 
 
 def boolean(text: str) -> bool:
@@ -26,15 +26,15 @@ OPTIONS = {"d_model": int, "n_heads": int, "seq_len": int, "batch": int,
 DEFAULTS = {"d_model": 512, "n_heads": 8, "seq_len": 10, "batch": 2,
             "n_kv_heads": None, "d_head": None, "bias": True, "dtype_bytes": 4, "n_layers": 6}
 
-# name, label, symbol, the values its slider steps through (the number field takes 1..mha_core.LIMITS[name]):
+# name, label, the values its slider steps through (the number field takes 1..mha_core.LIMITS[name]):
 # powers of two for the sizes that span orders of magnitude; for h (None), the divisors of d_model up to
 # MAX_SLIDER_HEADS, which sliders.js works out, as it places every slider at the step nearest its field.
 MAX_SLIDER_HEADS = 128
 FIELDS = [
-    ("d_model", "Model width", "d_model", [2**e for e in range(3, 15)]),
-    ("n_heads", "Heads", "h", None),
-    ("seq_len", "Sequence length", "n", [2**e for e in range(0, 18)]),
-    ("batch", "Batch size", "B", [2**e for e in range(0, 10)]),
+    ("d_model", "Model width", [2**e for e in range(3, 15)]),
+    ("n_heads", "Heads", None),
+    ("seq_len", "Sequence length", [2**e for e in range(0, 18)]),
+    ("batch", "Batch size", [2**e for e in range(0, 10)]),
 ]
 DTYPES = [(4, "4 (float32)"), (2, "2 (float16, bfloat16)"), (1, "1 (int8, fp8)"), (8, "8 (float64)")]
 PRESET_KEYS = ("d_model", "n_heads", "n_kv_heads", "d_head", "bias", "n_layers")
@@ -58,8 +58,8 @@ def preset_options() -> list[dict]:
 
 
 def fields() -> list[dict]:
-    return [{"name": name, "label": label, "symbol": symbol, "steps": values and ",".join(map(str, values)),
-             "max_step": MAX_SLIDER_HEADS if values is None else None} for name, label, symbol, values in FIELDS]
+    return [{"name": name, "label": label, "symbol": SYMBOLS[name], "steps": values and ",".join(map(str, values)),
+             "max_step": MAX_SLIDER_HEADS if values is None else None} for name, label, values in FIELDS]
 
 
 def context(**options) -> dict:
@@ -72,7 +72,8 @@ def context(**options) -> dict:
     if view["outputs"]["check"]["data"]["ok"] != "true":
         raise ValueError(f"shapes widget: {view['outputs']['check']['text']}")
     return {"config": config, "view": view, "tensors": TENSOR_NAMES, "params": PARAM_NAMES, "fields": fields(),
-            "presets": preset_options(), "dtypes": DTYPES, "limits": size_limits(), "whole_error": whole_error}
+            "presets": preset_options(), "dtypes": DTYPES, "limits": size_limits(), "whole_error": whole_error,
+            "words": pending_words()}
 
 
 def size_limits() -> dict[str, int]:

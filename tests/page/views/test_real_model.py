@@ -186,7 +186,8 @@ def test_the_one_click_sets_read_back_as_a_reader_s_heads():
 
 def test_how_many_heads_can_go_in_words_and_drawn():
     """The answer's words count the kinds among the last 20 heads of the order and name the last five; the curve's
-    points sit at their counts and rises (the chart's box from the view), the limit at +0.1; nonsense refused."""
+    points sit at their counts and rises (the chart's box from the view), the limit at +0.1; the chart keeps the
+    order (data-order); nonsense refused."""
     from mha_page.views.real_model import PRUNING_CHART as box, pruning_hidden, pruning_progress, pruning_view
 
     order = [(l, h) for l in range(N_LAYERS) for h in range(N_HEADS)]  # (29, 8) goes last
@@ -206,6 +207,9 @@ def test_how_many_heads_can_go_in_words_and_drawn():
     np.testing.assert_allclose(points, np.transpose([xs, ys]), atol=0.06)
     assert view["pruning-limit"]["attrs"]["y1"] == pytest.approx(box["bottom"] - scale * 0.4, abs=0.06)
     assert view["pruning-low-label"]["text"] == "\u22120.3" and view["pruning-controls"] == {"hidden": True}
+    assert view["pruning-chart"]["data"]["order"].split()[:2] == ["0.0", "0.1"]  # the order the heads went in
+    assert len(view["pruning-chart"]["data"]["order"].split()) == 270 and pruning_hidden(True)["pruning-chart"] == {
+        "hidden": True, "data": {"order": None}}
     assert pruning_hidden(True)["pruning-controls"] == {"hidden": False} and "at most 22 with many" in (
         pruning_hidden(True)["prune-cost"])
     assert pruning_progress(("together", 45, 4.123)) == (

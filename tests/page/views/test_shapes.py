@@ -1,11 +1,13 @@
 """The shapes widget's view: the text every number is shown as, exact at any size, and the slots it fills."""
 
+import inspect
 import math
 
 import pytest
 
 from mha_core import LIMITS, shape_report
-from mha_page.views.shapes import byte_size, flop_count, integer, memory_note, shape, shapes_display, shapes_view
+from mha_page.views.shapes import (byte_size, flop_count, integer, memory_note, pending_words, shape, shapes_display,
+                                  shapes_view)
 
 
 @pytest.mark.parametrize("n, text", [
@@ -67,6 +69,20 @@ def test_suggestions_are_labelled_with_their_symbols():
     assert shown["suggestions"][0] == {"name": "n_heads", "value": "4", "text": "h = 4"}
     big = shapes_display(shape_report(1_048_574, 3, 10, 2))["check"]["suggestions"]
     assert [s["text"] for s in big if s["name"] == "d_model"] == ["d_model = 1,048,575", "d_model = 1,048,572"]
+
+
+def test_the_waiting_words_name_each_size_the_form_holds_as_the_suggestions_do():
+    """shapes.js fills these in before Python has answered: a {value} for every field of shapes_view's, {changes}
+    and {error} in its sentences."""
+    words = pending_words()
+    sizes = set(inspect.signature(shapes_view).parameters) - {"preset"}
+    assert set(words["fields"]) == sizes and set(words["main"]) <= sizes
+    assert all("{value}" in said for said in words["fields"].values())
+    suggested = shapes_display(shape_report(512, 6, 10, 2))["check"]["suggestions"][0]  # h = 4
+    assert words["fields"][suggested["name"]].format(value=suggested["value"]) == suggested["text"]
+    changes = words["separator"].join(words["fields"][k].format(value=v) for k, v in (("n_heads", 16), ("seq_len", 128)))
+    assert words["waiting"].format(changes=changes) == "Waiting for Python to compute h = 16, n = 128…"
+    assert words["failed"].format(changes=changes, error="why") == "Could not compute h = 16, n = 128: why"
 
 
 def test_memory_notes_say_what_numpy_did():
