@@ -15,7 +15,8 @@ layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, 
                                              call also unembeds every position and reads the default position
                                              (default_position(n) = n − 2, the last whose next token the text
                                              gives); its view is the CLEAN VIEW below
-    CLEAN VIEW  {data: {n-tokens, cut, knocked: "false", position, position-max (n − 1), set-induction,
+    CLEAN VIEW  {data: {n-tokens, cut, knocked: "false", position, position-max (n − 1), position-error (words),
+                        set-induction,
                         set-induction-control, set-previous-token, set-previous-token-control (heads as text,
                         "L17H3 L18H6", for the knock-out field; "" when none)},
                  outputs: {tokens (rows: data-token-index, data-loss for i ≥ 1, --loss 0..1, label), mean-loss
@@ -24,7 +25,8 @@ layer's weights are unpacked at a time (the run keeps each layer's W_O, 1.3 MB, 
                            logit-attribution, knocked "false"; vars: --KIND, --attribution −1..1; label), and
                            the position's slots: position-words, predictions (rows: data-rank 1..5,
                            data-token-id, data-probability, --p; text), attribution (words), attribution-target,
-                           lens (rows as real_model_lens gives them)}}
+                           lens (rows as real_model_lens gives them)},
+                 pattern: {labels, names} (pattern_axes: the words of a head's table, opened by the page)}
     real_model_pattern(run, layer, head)  -> {rows}: that head's weights, row i its query i's n_k = i + 1 weights,
                                              each a byte (round(255 · w)), as the page's built patterns travel
     real_model_position(run, position)    -> view {data: {position}, outputs: {position-words, predictions (rows:

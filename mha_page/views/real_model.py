@@ -1,12 +1,13 @@
 """The real model's view: every head of SmolLM2-135M on a text, as the atlas shows it (mha_core.llama's numbers).
 
-real_model_view(tokens, scores, n_given) -> {"data", "outputs"} (the form mha_page.views describes):
+real_model_view(tokens, scores, n_given) -> {"data", "outputs", "pattern"} (the form mha_page.views describes):
     data     n-tokens, and cut ("true" when the text was longer than MAX_TOKENS and only its start was run)
     outputs  tokens: one row per token (its text as the reader reads it, data-token-index);
              head-L-H for each of the 30 × 9 heads: its four scores as data-score-KIND and as CSS variables
              (--KIND, 0..1, the cell's colour), and its label (every score in words);
              best: the strongest head of each kind, in words; note: what was cut, if anything.
-pattern_words() -> the words of an opened head's description, for widgets/real_model/pattern.js to fill in
+    pattern  pattern_axes(tokens): the words of the table a head's pattern opens in, on this text
+weight_texts(), pattern_axes(tokens) -> the words of an opened head's table: each byte's weight, the axes, the cells
 messages()      -> the widget's other sentences ({name} marks what the page fills in: a download's bytes, an error)
 progress_text(layer, n_tokens) -> "Layer 3 of 30, 12 tokens…", while the reader's text runs
 load_text(n_bytes) -> "Load the model (98 MB)"
@@ -20,7 +21,7 @@ import numpy as np
 
 from mha_core.llama.lab import control_heads, strongest_heads
 from mha_core.fields import Array, Flag, Invalid, ListOf, Maybe, Number, Pair, Text, Whole, arguments, shown
-from . import charts, clip, css_number, decimal, head_name, plural
+from . import cell_names, charts, clip, css_number, decimal, head_name, plural
 
 N_LAYERS, N_HEADS, N_KV_HEADS = 30, 9, 3  # SmolLM2-135M: 9 query heads in 3 key/value groups of 3
 GROUP = N_HEADS // N_KV_HEADS
@@ -52,23 +53,25 @@ class ScoresByKind:
 
 
 WEIGHT_LEVELS = 255  # a pattern travels as bytes: round(255 · weight) (widget.quantized, real_model_pattern)
-DRAWN = {"\n": "↵", "\t": "⇥"}  # a token's characters drawn as a sign on the pattern's edges
+DRAWN = {"\n": "↵", "\t": "⇥"}  # a token's characters shown as a sign on an opened pattern's axes
 
 
-def pattern_words() -> dict:
-    """The description of an opened head's pattern (its canvas's label) as templates the page fills: each query's
-    strongest key as a pair, joined; a weight's text by its byte (weights[b] is b / 255 in 2 decimals), so that
-    the page formats no number and the table stays 256 short texts whatever the text's length; drawn, the
-    characters the pattern's edges draw as a sign (a newline as ↵)."""
-    return {"sentence": "Each query token's strongest key: {pairs}.", "pair": "“{query}” → “{key}” {weight}",
-            "separator": "; ", "weights": [decimal(b / WEIGHT_LEVELS) for b in range(WEIGHT_LEVELS + 1)],
-            "drawn": DRAWN}
+def weight_texts() -> list[str]:
+    """Each byte's weight as an opened pattern's cell reads it: texts[b] is b / WEIGHT_LEVELS in 2 decimals, so
+    that the page formats no number and the table stays 256 short texts whatever the text's length."""
+    return [decimal(b / WEIGHT_LEVELS) for b in range(WEIGHT_LEVELS + 1)]
+
+
+def pattern_axes(tokens: list[str]) -> dict:
+    """The words of an opened head's table (widgets/shared/grid.js): labels, each token as its axes show it (DRAWN's
+    characters as their sign), and names, the cells' (cell_names of those labels)."""
+    labels = ["".join(DRAWN.get(c, c) for c in token) for token in tokens]
+    return {"labels": labels, "names": cell_names(labels)}
 
 
 def messages() -> dict:
     """The widget's sentences that are not a view's: {name} is filled in by the page ({bytes}: the runtime's
-    download progress, "4.8 of 98.0 MB"; {error}: a failure's own message; {max}: the text's last position, as
-    its view gives it)."""
+    download progress, "4.8 of 98.0 MB"; {error}: a failure's own message)."""
     return {"downloading": "Downloading the model: {bytes}",
             "own": "Load the model to run your own text.",
             "memory": ("This device has not enough free memory to run the model (about 0.5 GB): the heads shown are "
@@ -80,8 +83,7 @@ def messages() -> dict:
                               "when the page was built."),
             "knockout-failed": "These heads could not be knocked out",  # the failure's message follows (runtime/live.js)
             "pruning-failed": "How many heads can go could not be measured",  # the failure's message follows (runtime/live.js)
-            "position-failed": "This position could not be shown",  # the failure's message follows (runtime/live.js)
-            "position-range": "Choose a position from 0 to {max}: the text's tokens, counted from 0."}
+            "position-failed": "This position could not be shown"}  # the failure's message follows (runtime/live.js)
 
 
 def progress_text(layer: int, n_tokens: int) -> str:
@@ -412,8 +414,8 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
     n_given is how many tokens the whole text had (more than len(tokens) when it was cut). With losses (one a
     token, None at 0) and at (position_view's: a position's predictions, attribution and lens), also what the
     model predicts: each token's data-loss, mean-loss, and the position's slots (data-position, and
-    data-position-max for the position's input); no head knocked out; the one-click sets (head_sets:
-    data-set-KIND, data-set-KIND-control, and sets in words)."""
+    data-position-max and data-position-error, its refusal in words, for the position's input); no head knocked
+    out; the one-click sets (head_sets: data-set-KIND, data-set-KIND-control, and sets in words)."""
     if not tokens or n_given < len(tokens):
         raise Invalid(f"n_given must be at least the {len(tokens)} tokens shown, and tokens not empty.")
     outputs = {"tokens": token_rows(tokens), "best": best_heads(scores),
@@ -428,7 +430,8 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
                     "mean-loss-knocked": {"text": "", "value": "", "hidden": True}, "knocked": "",
                     "predictions-knocked": {"rows": [], "hidden": True},
                     "sets": sets["words"]}
-        data |= {"knocked": "false", "position-max": str(len(tokens) - 1), **sets["data"]}
+        data |= {"knocked": "false", "position-max": str(len(tokens) - 1), **sets["data"],
+                 "position-error": f"Choose a position from 0 to {len(tokens) - 1}: the text's tokens, counted from 0."}
         if at is not None:
             outputs |= position_view.fn(tokens, at)["outputs"]
             cells = outputs.pop("heads")["cells"]  # into each head's own slot, beside its scores (the template's)
@@ -436,7 +439,7 @@ def real_model_view(tokens, scores, n_given: int, losses=None, at=None) -> dict:
                 outputs[name]["data"] |= {"logit-attribution": cells["data"]["logit-attribution"][i], "knocked": "false"}
                 outputs[name]["vars"]["--attribution"] = cells["vars"]["--attribution"][i]
         data["position"] = str(at["position"]) if at is not None else ""
-    return {"data": data, "outputs": outputs}
+    return {"data": data, "outputs": outputs, "pattern": pattern_axes(tokens)}
 
 
 # ---------------------------------------------------------------- many heads are redundant: how many go

@@ -1,10 +1,12 @@
 """The heads of a real model, in Chromium, against the built site: the atlas reads before Python (every head's
-scores the build's, the tokens, the text), a head opens its pattern by pointer and by keyboard; Load downloads
+scores the build's, the tokens, the text), a head opens its pattern by pointer and by keyboard, as a table of
+weights mha_core computes here, named cell by cell and walked by the arrow keys; Load downloads
 the model with byte progress, and the reader's text gives the scores mha_core computes here in CPython (a newer
 text replacing one in progress, a long one cut); a revisit downloads nothing; a corrupted file is refused by its
 sha256 and a download cut mid-way resumes with Retry, fetching only what is missing, the atlas staying
 throughout, the error said as an error, Retry in Load's place, the focus on the text throughout. A text typed
-before Load marks the atlas as not its own and runs once the model is in. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
+before Load marks the atlas as not its own, says what to do beside Load (not as an error) and runs once the
+model is in. conftest fails a test on any page error, console error, CSP violation or request off 127.0.0.1."""
 from __future__ import annotations
 
 import re
@@ -15,10 +17,12 @@ from playwright.sync_api import expect
 
 import conftest
 from mha_core.llama import head_scores, lab, read_gguf, run_layers, tokenizer_from_gguf
-from mha_page.views.real_model import KIND_NAMES, KINDS, pruning_view, token_texts
+from mha_page.views import clip
+from mha_page.views.real_model import KIND_NAMES, KINDS, messages, pruning_view, token_texts
 from sitebuild.assets import fetch_model
 from sitebuild.widgets import widget_module
 from tests.helpers import contrast, over
+from widgets.palette import colour
 from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look, look  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
@@ -29,7 +33,7 @@ MODEL_FILE = re.compile(r"/assets/widgets/real_model/model/[^/]+\.gguf$")
 SCORES = """root => [...root.querySelectorAll("[data-layer][data-head]")].map(el => [
   Number(el.dataset.layer), Number(el.dataset.head), el.dataset.scorePreviousToken, el.dataset.scoreInduction,
   el.dataset.scoreFirstToken, el.dataset.scoreDuplicateToken])"""
-TOKENS = """root => [...root.querySelectorAll("[data-token-index]")].map(el => [Number(el.dataset.tokenIndex), el.textContent])"""
+TOKENS = """root => [...root.querySelectorAll('[data-output="tokens"] [data-token-index]')].map(el => [Number(el.dataset.tokenIndex), el.textContent])"""
 ORDER = ("previous_token", "induction", "first_token", "duplicate_token")
 # Each head's score of the kind the atlas colours by (the root's data-kind) and its cell's colour.
 COLOURED = """root => {
@@ -37,23 +41,16 @@ COLOURED = """root => {
   return [...root.querySelectorAll("[data-layer][data-head]")].map((el) => [Number(el.dataset[key]),
                                                                            getComputedStyle(el).backgroundColor]);
 }"""
-# A pattern canvas's masked key: going up its last column from the bottom, past the last query's own key (the
-# diagonal), the next query's later key. (r, g, b, alpha from 0 to 255)
-MASKED_PIXEL = """canvas => {
-  const ctx = canvas.getContext("2d"), x = canvas.width - 1, pixel = (y) => [...ctx.getImageData(x, y, 1, 1).data];
-  const own = pixel(canvas.height - 1).join();
-  for (let y = canvas.height - 2; y > 0; y--) if (pixel(y).join() !== own) return pixel(y - 1);
-  return null;
-}"""
-# A CSS colour as the browser computes it (an rgb() or rgba() the tests read), given as var(--name) of el.
-COMPUTED = """([el, colour]) => {
-  const probe = document.createElement("i");
-  probe.style.color = colour;
-  el.parentElement.append(probe);
-  const computed = getComputedStyle(probe).color;
-  probe.remove();
-  return computed;
-}"""
+# An opened pattern's table: its key labels, and each cell of each row as [q, k, data-weight (null: masked), name].
+KEY_LABELS = """root => [...root.querySelectorAll(".mha-rm__map thead [data-token-index]")].map(el => el.textContent)"""
+CELLS = """root => [...root.querySelectorAll(".mha-rm__map tbody tr")].flatMap((tr, q) => [...tr.cells].slice(1).map(
+  (td, k) => [q, k, td.dataset.weight ?? null, td.ariaLabel]))"""
+# Each label's computed font size and the width of a key's column, in CSS pixels.
+LABEL_SIZES = """root => ({fonts: [...root.querySelectorAll(".mha-rm__map th span")].map(el =>
+  parseFloat(getComputedStyle(el).fontSize)), column: root.querySelector(".mha-rm__map tbody td").offsetWidth})"""
+# The focused cell: [q, k, tabindex], and how many of the table's cells are in the tab order.
+FOCUSED_CELL = """root => [document.activeElement.dataset.q, document.activeElement.dataset.k,
+  document.activeElement.tabIndex, root.querySelectorAll('.mha-rm__map td[tabindex="0"]').length]"""
 
 
 # Press a button as a keyboard reader does (focus, then activate it), and read at once, before any answer, what the
@@ -89,11 +86,36 @@ def shown_tokens(widget) -> list[str]:
     return [t for _, t in tokens]
 
 
-def expected(gguf, text: str) -> tuple[list[str], dict]:
+def forward(gguf, text: str) -> tuple[list[str], list, np.ndarray]:
+    """text's first 128 tokens as read, their ids and every head's pattern [30, 9, n, n], by mha_core here."""
     tokenizer = tokenizer_from_gguf(gguf)
     ids = tokenizer.encode(text)[:128]
-    scores = head_scores(np.stack([p for _, _, p in run_layers(gguf, ids)]), ids)
-    return token_texts(tokenizer, ids), scores
+    return token_texts(tokenizer, ids), ids, np.stack([p for _, _, p in run_layers(gguf, ids)])
+
+
+def expected(gguf, text: str) -> tuple[list[str], dict]:
+    tokens, ids, patterns = forward(gguf, text)
+    return tokens, head_scores(patterns, ids)
+
+
+# A cell reads its weight as a byte (round(255 · w)) in 2 decimals; the browser's float32 may round a byte apart.
+CELL_TOLERANCE = 1 / 255 + 0.005 + 1e-6
+
+
+def assert_pattern(widget, tokens: list[str], weights: np.ndarray) -> None:
+    """The opened pattern is tokens' table: each token a key's and a query's label (a newline as ↵), cell (q, k)
+    for k <= q reading weights[q, k] and named “query” (q) → “key” (k): its text, a later key masked and named so."""
+    labels = [t.replace("\n", "\u21b5").replace("\t", "\u21e5") for t in tokens]
+    expect(widget.locator(".mha-rm__map tbody tr")).to_have_count(len(tokens))
+    assert widget.evaluate(KEY_LABELS) == labels
+    cells = widget.evaluate(CELLS)
+    assert len(cells) == len(tokens) ** 2
+    for q, k, text, name in cells:
+        named = f"“{clip(labels[q])}” ({q}) → “{clip(labels[k])}” ({k}): "
+        if k > q:
+            assert (text, name) == (None, named + "masked, a later token"), (q, k)
+        else:
+            assert abs(float(text) - weights[q, k]) <= CELL_TOLERANCE and name == named + text, (q, k, text, name)
 
 
 # The page's 4 decimals (5e-5), and float32 sums in another order (Pyodide's NumPy has no BLAS): some 1e-6.
@@ -129,21 +151,18 @@ def test_the_strongest_head_stands_out_from_the_weakest_in_both_schemes(page, si
 @pytest.mark.before_python
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_pattern_draws_a_masked_key_apart_from_a_weight_of_0(page, site_url, widget_path, scheme):
-    """A later key, which no query may attend to, in a grey of its own: 1.5:1 or more from a weight of 0 (the
-    pattern's empty colour) on the page, in both schemes, as the heads widget draws its masked cells."""
+    """A later key, which no query may attend to, in a grey of its own: 1.5:1 or more from a cell of weight 0 (the
+    palette's first colour) on the page, in both schemes, as the heads widget draws its masked cells."""
     widget, page_colour = conftest.open_in_scheme(page, site_url + widget_path(NAME), NAME, scheme)
     widget.locator('[data-layer="18"][data-head="6"]').click()
-    canvas = widget.locator("[data-pattern] canvas")
-    expect(canvas).to_have_attribute("aria-label", re.compile("strongest key"))
-    r, g, b, a = canvas.evaluate(MASKED_PIXEL)
-    assert a, "no later key drawn: the last column is one colour from the last query up to the labels"
-    masked = over(f"rgba({r}, {g}, {b}, {a / 255})", page_colour)
-    zero = over(page.evaluate(COMPUTED, [canvas.element_handle(), "var(--mha-rm-empty)"]), page_colour)
+    fill = "td => getComputedStyle(td).backgroundColor"
+    masked = over(widget.locator(".mha-rm__map td[data-masked]").first.evaluate(fill), page_colour)
+    zero = "rgb({}, {}, {})".format(*bytes.fromhex(colour(0.0)[1:]))  # the site's palette (widgets/palette.py)
     assert contrast(masked, zero) >= 1.5, (scheme, masked, zero)
 
 
 @pytest.mark.before_python
-def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_url, widget_path, page_log):
+def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_url, widget_path, page_log, gguf):
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
     expect(widget).to_have_attribute("data-mounted", "true")
     assert widget.get_attribute("data-state") == "idle"
@@ -157,26 +176,51 @@ def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_u
     load_button = widget.locator('button[name="load"]')
     assert re.fullmatch(r"Load the model \(\d+ MB\)", load_button.text_content())
 
+    assert widget.locator(".mha-rm__map td").count() == 0  # the table is built when a head is opened
+
     widget.locator('[data-layer="18"][data-head="6"]').click()
     pattern = widget.locator("[data-pattern]")
     expect(pattern).to_be_visible()
     expect(pattern.locator("[data-pattern-title]")).to_contain_text("Layer 18, head 6 (key/value group 2)")
-    expect(pattern.locator("canvas")).to_have_attribute("aria-label", re.compile("strongest key"))
+    tokens, _, patterns = forward(gguf, w.texts()["repeated"])
+    assert tokens == first["tokens"]
+    assert_pattern(widget, tokens, patterns[18, 6])
+    sizes = widget.evaluate(LABEL_SIZES)
+    assert min(sizes["fonts"]) >= 12 and sizes["column"] >= 12, sizes
+
+    start = pattern.locator('td[tabindex="0"]')  # the table's one tab stop, then the arrow keys
+    expect(start).to_have_attribute("data-q", "0")
+    page.mouse.move(0, 0)  # a cell pointed at is read too: the pointer away, the focus alone is read
+    start.focus()
+    n = len(tokens)
+    for keys, cell in ((["ArrowDown", "ArrowDown", "ArrowRight"], [2, 1]), (["ArrowRight", "ArrowRight"], [2, 2]),
+                       (["Home"], [2, 0]), (["ArrowUp", "ArrowUp", "ArrowUp"], [0, 0]), (["Control+End"], [n - 1, n - 1])):
+        for key in keys:
+            page.keyboard.press(key)
+        assert widget.evaluate(FOCUSED_CELL) == [str(cell[0]), str(cell[1]), 0, 1], (keys, cell)
+        q, k = cell
+        expect(pattern.locator('[data-output="pattern-cell"]')).to_have_text(
+            f"“{tokens[q]}” ({q}) → “{tokens[k]}” ({k}): " + pattern.locator(f'td[data-q="{q}"][data-k="{k}"]')
+            .get_attribute("data-weight"))
     first_head = widget.locator('[data-layer="0"][data-head="0"]')
     first_head.focus()
     for key in ("ArrowDown", "ArrowDown", "ArrowRight", "Enter"):
         page.keyboard.press(key)
     expect(pattern.locator("[data-pattern-title]")).to_contain_text("Layer 2, head 1 (key/value group 0)")
+    assert_pattern(widget, tokens, patterns[2, 1])
     assert widget.locator('[data-layer="2"][data-head="1"]').get_attribute("tabindex") == "0"
     assert first_head.get_attribute("tabindex") == "-1"
 
     widget.locator('select[name="example"]').select_option("prose")
     assert widget.locator('textarea[name="text"]').input_value() == w.texts()["prose"]
-    expect(widget.locator("[data-token-index]")).to_have_count(len(w.heads()["prose"]["ids"]))  # its view fetched
-    assert shown_tokens(widget) == w.heads()["prose"]["tokens"]
+    prose, _, patterns = forward(gguf, w.texts()["prose"])
+    expect(widget.locator('[data-output="tokens"] [data-token-index]')).to_have_count(len(prose))  # its view fetched
+    assert shown_tokens(widget) == w.heads()["prose"]["tokens"] == prose
     shown = shown_scores(widget)
     np.testing.assert_allclose(shown["induction"], w.scores_of("prose")["induction"], atol=5e-5)
     expect(pattern.locator("[data-pattern-title]")).to_contain_text("Layer 2, head 1")
+    expect(pattern.locator(".mha-rm__map tbody tr")).to_have_count(len(prose))  # the head opened again, on this text
+    assert_pattern(widget, prose, patterns[2, 1])
     assert model_requests(page_log) == []  # nothing of the model before Load
 
 
@@ -186,9 +230,11 @@ def test_load_then_the_reader_s_text_gives_mha_core_s_scores_a_revisit_downloads
     text = widget.locator('textarea[name="text"]')
     typed = "A text typed before the model is in. A text typed before."
     text.fill(typed)
-    text.press("Tab")  # the atlas is the example's, not this text's: marked, with what to do
+    text.press("Tab")  # the atlas is the example's, not this text's: marked, with what to do beside Load
     expect(widget.locator("[data-results]")).to_have_attribute("data-stale", "true")
-    expect(widget.locator('[data-message="error"]')).to_be_visible()
+    expect(widget.locator('[data-output="progress"]')).to_have_text(messages()["own"])
+    expect(widget.locator('[data-message="error"]')).to_be_hidden()  # guidance, not an error
+    assert widget.get_attribute("data-state") == "live"
     pressed = widget.locator('button[name="load"]').evaluate(PRESS)
     assert pressed == {"focus": "text", "error": False, "load": True, "retry": False}, pressed  # Load is off meanwhile
     expect(widget.locator('[data-output="progress"]')).to_contain_text(
@@ -209,11 +255,12 @@ def test_load_then_the_reader_s_text_gives_mha_core_s_scores_a_revisit_downloads
     text.press("Tab")
     expect(widget).to_have_attribute("data-state", "busy")
     expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
-    tokens, scores = expected(gguf, text.input_value())
+    tokens, ids, patterns = forward(gguf, text.input_value())
     assert shown_tokens(widget) == tokens
-    assert_scores(widget, scores)
+    assert_scores(widget, head_scores(patterns, ids))
     widget.locator('[data-layer="17"][data-head="4"]').click()
     expect(widget.locator("[data-pattern-title]")).to_contain_text("Layer 17, head 4")
+    assert_pattern(widget, tokens, patterns[17, 4])  # the reader's text's, from Python in the browser
 
     again = page.context.new_page()  # the same reader, a new visit: the model comes from what was kept
     before = len(model_requests(page_log))
@@ -283,7 +330,7 @@ def test_a_corrupted_file_is_refused_and_a_cut_download_resumes_with_retry(page,
 
 # ---------------------------------------------------------------- the laboratory (issue's DOM contract)
 
-LOSSES = """root => [...root.querySelectorAll("[data-token-index]")].map((el) => [
+LOSSES = """root => [...root.querySelectorAll('[data-output="tokens"] [data-token-index]')].map((el) => [
   el.dataset.loss ?? null, el.dataset.lossKnocked ?? null])"""
 PREDICTIONS = """root => [...root.querySelectorAll('[data-output="prediction"]')].map((el) => [
   Number(el.dataset.rank), Number(el.dataset.tokenId), Number(el.dataset.probability)])"""
@@ -467,21 +514,18 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(pa
 @pytest.mark.before_python
 def test_at_390_px_the_lab_fits_its_pattern_labels_are_legible_and_axe_finds_nothing_in_light_and_dark(
         page, site_url, widget_path, axe_source):  # noqa: F811
-    """On a phone the widget is no wider than the screen; an opened pattern is drawn at its size (labels of 9 px:
-    a token's cell at least 10 px), scrolling sideways in a box the keyboard reaches; axe finds no serious
-    violation with the attribution colouring, a pattern open and a knock-out's message shown."""
+    """On a phone the widget is no wider than the screen; an opened pattern keeps its labels at 12 px or more (and
+    its columns as wide), scrolling sideways in a box the keyboard reaches; axe finds no serious violation with the
+    attribution colouring, a pattern open and a knock-out's message shown."""
     widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
     conftest.resize(page, VIEWPORTS["phone"])
     widget.scroll_into_view_if_needed()
     assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")
     n = len(widget_module("real_model").heads()["repeated"]["ids"])
     widget.locator('[data-layer="18"][data-head="6"]').click()
-    canvas = widget.locator("[data-pattern] canvas")
-    expect(canvas).to_have_attribute("aria-label", re.compile("strongest key"))
-    drawn = canvas.evaluate("c => [c.getBoundingClientRect().width, c.width / devicePixelRatio, "
-                            "c.parentElement.clientWidth]")
-    assert drawn[0] == pytest.approx(drawn[1], abs=1), drawn  # not scaled down
-    assert (drawn[0] - round(0.28 * max(drawn[2], 260))) / n >= 10, drawn  # a cell beside labels of 28% of the box
+    expect(widget.locator(".mha-rm__map tbody tr")).to_have_count(n)
+    sizes = widget.evaluate(LABEL_SIZES)
+    assert len(sizes["fonts"]) == 2 * n and min(sizes["fonts"]) >= 12 and sizes["column"] >= 12, sizes
     scroll = widget.locator(".mha-rm__pattern-scroll")
     expect(scroll).to_have_attribute("tabindex", "0")
     assert widget.evaluate("root => root.scrollWidth <= root.clientWidth")

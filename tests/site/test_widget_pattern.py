@@ -35,10 +35,6 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                    "(the status line's, a stop's reason): no Python to word them",
     ("real_model/real_model.js", "fills in a sentence"): "the model's download progress, before Python has the model",
     ("real_model/model.js", "fills in a sentence"): "a failed load of the model, before Python has it",
-    ("real_model/lab.js", "fills in a sentence"): "not yet moved: the laboratory's failures and position range "
-                                                  "(issue 58 lists the real model's widget apart)",
-    ("real_model/pattern.js", "fills in a sentence"): "not yet moved: the strongest key's sentence (issue 58 asks Python "
-                                                      "to choose it)",
     ("shapes/shapes.js", "fills in a sentence"): "what the widget waits for and a failure, before Python has answered: "
                                                  "Python's sentences (pending_words) with the form's values",
 }

@@ -7,7 +7,6 @@
 // word and number shown is Python's: the views are bound as they come (mha_page.bridge.real_model).
 import { bind } from "../runtime/bind.js";
 import { call } from "../runtime/bridge.js";
-import { fillIn } from "../runtime/dom.js";
 import { calls, InputError, live } from "../runtime/live.js";
 
 const ERRORS = '[data-message="lab-error"]';
@@ -44,7 +43,7 @@ export function mountLab(root, { source, positions, words }) {
     args: () => {
       const p = Number(position.value);
       if (!(Number.isInteger(p) && p >= 0 && p <= Number(root.dataset.positionMax))) {
-        throw new InputError(fillIn(words["position-range"], { max: root.dataset.positionMax }));
+        throw new InputError(root.dataset.positionError); // the view's words for this text's positions
       }
       return { position: p };
     },

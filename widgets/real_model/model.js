@@ -1,4 +1,4 @@
-// The real model's files and failures, for real_model.js (no DOM: tested under node --test).
+// The real model's files, failures and patterns, for real_model.js (no DOM: tested under node --test).
 import { fillIn } from "../runtime/dom.js";
 
 const MEMORY = /MemoryError|out of memory|OOM|allocation failed|Array buffer/i;
@@ -24,4 +24,14 @@ export function modelFiles(data, base) {
     files[url] = { source: url, gzip: false, sha256: f.sha256, bytes: f.bytes, name };
   }
   return files;
+}
+
+/** The lower-triangle rows of head `index` in an asset of quantized patterns (bytes: a byte a weight, 255 = 1,
+ * every head's n(n+1)/2 bytes one after the other), each row its bytes. */
+export function rowsFromBytes(bytes, index, n) {
+  const size = (n * (n + 1)) / 2;
+  const head = bytes.subarray(index * size, (index + 1) * size);
+  const rows = [];
+  for (let i = 0, at = 0; i < n; at += ++i) rows.push(Array.from(head.subarray(at, at + i + 1)));
+  return rows;
 }

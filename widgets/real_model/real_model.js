@@ -5,15 +5,17 @@
 // runtime/download), then the text through the model's layers one call a layer (mha_page.bridge.real_model), Python's
 // words for each layer as progress. A newer text ends an older one between layers; the view that comes back is
 // bound into the same slots. A text typed before Load marks the atlas as not its own, and runs once Load is pressed.
+// An opened head's pattern is the site's heatmap (shared/grid.js), built when first opened, in the view's words.
 // The position, the knock-outs and the grid's cells as toggles are the laboratory's (lab.js).
 import { bind } from "../runtime/bind.js";
 import { call, download, downloaded } from "../runtime/bridge.js";
 import { fillIn, setHidden, setText } from "../runtime/dom.js";
-import { calls, InputError, live, shared } from "../runtime/live.js";
+import { calls, live, markStale, shared } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
+import { adoptGrid, cellNamer, followCells, paint, setTokens } from "../shared/grid.js";
+import { makePalette } from "../shared/palette.js";
 import { mountLab } from "./lab.js";
-import { failure, modelFiles } from "./model.js";
-import { describe, drawPattern, rowsFromBytes } from "./pattern.js";
+import { failure, modelFiles, rowsFromBytes } from "./model.js";
 
 const STORE = "mha-real-model"; // the model's files, kept apart from Python's own
 
@@ -47,7 +49,7 @@ async function* runText(model, text) {
     yield* model();
     ran = yield* layers();
   }
-  return { view: ran.view, source: { run: ran.run, n: ran.n_tokens } };
+  return { view: ran.view, source: { run: ran.run, n: ran.n_tokens, pattern: ran.view.pattern } };
 }
 
 function mount(root) {
@@ -58,8 +60,8 @@ function mount(root) {
   const panel = root.querySelector("[data-pattern]");
   const words = data.words; // mha_page.views.real_model.messages(): {name} marks what is filled in here
   const say = (name, values = {}) => setText(progress, fillIn(words[name], values));
-  const textOf = (name) => ({ name, asset: data.patterns[name], n: data.lengths[name] });
-  let source = textOf(root.dataset.text);
+  const textOf = (name, pattern) => ({ name, asset: data.patterns[name], n: data.lengths[name], pattern });
+  let source = textOf(root.dataset.text, data.pattern); // pattern: the view's words for the heatmap's axes and cells
   let wantsModel = false; // Load pressed: the reader's own text may run
   let loaded = false;
   let opened = null;
@@ -67,7 +69,22 @@ function mount(root) {
     (arrived, total) => report(fillIn(words.downloading, { bytes: downloaded(arrived, total) }))));
 
   const lab = mountLab(root, { source: () => source, positions: (name) => json(data.positions[name]), words });
-  const tokens = () => [...root.querySelectorAll("[data-token-index]")].map((el) => el.textContent);
+  const readout = panel.querySelector('[data-output="pattern-cell"]');
+  const hint = readout.textContent;
+  const palette = makePalette(data.palette, data.levels);
+  const colour = (b) => palette.css(b / data.levels); // a byte's step of the ramp is the byte
+  let grid = null; // the opened pattern's table: none before a head is opened
+
+  /** rows ([n][q + 1] bytes) into the table, labelled and named in the words of pattern (the view's). */
+  function drawPattern(rows, { labels, names }) {
+    const name = cellNamer(names);
+    const fresh = !grid;
+    grid ??= adoptGrid(panel.querySelector("table"));
+    setTokens(grid, labels, name);
+    paint(grid, { weights: rows, texts: rows.map((row) => row.map((b) => data.weights[b])) }, colour, name);
+    if (fresh) followCells(grid, (td) => setText(readout, td.ariaLabel));
+    setText(readout, hint);
+  }
 
   async function openHead(button) {
     opened = button;
@@ -80,25 +97,28 @@ function mount(root) {
     if (from !== source || opened !== button) return; // another text or head meanwhile
     panel.hidden = false;
     setText(panel.querySelector("[data-pattern-title]"), button.getAttribute("aria-label"));
-    const canvas = panel.querySelector("[data-pattern-canvas]");
-    drawPattern(canvas, rows, tokens(), data.pattern.drawn);
-    canvas.setAttribute("aria-label", describe(rows, tokens(), data.pattern));
+    drawPattern(rows, from.pattern);
   }
 
   const showText = live(root, {
     args: () => {
       if (example.value !== "own") return { example: example.value };
-      if (!wantsModel) throw new InputError(words.own);
-      return { text: text.value };
+      return wantsModel ? { text: text.value } : { own: true }; // before Load: guidance, not an error
     },
     ask: async function* (asked) {
-      if (asked.example) return { view: await json(data.views[asked.example]), source: textOf(asked.example) };
+      if (asked.own) return null;
+      if (asked.example) {
+        const view = await json(data.views[asked.example]);
+        return { view, source: textOf(asked.example, view.pattern) };
+      }
       const answer = yield* runText(model, asked.text);
       loaded = true;
       return answer;
     },
     failure: (error, asked) => (asked?.example ? fillIn(words["text-failed"], { error: error.message }) : failure(error, words)),
     show: (answer, asked) => {
+      setText(progress, asked.own ? words.own : ""); // beside Load, as its other words
+      if (asked.own) return markStale(root, true); // the atlas is not the text typed
       bind(root, answer.view);
       root.dataset.text = asked.example ?? "own";
       source = answer.source;
@@ -106,7 +126,7 @@ function mount(root) {
       if (opened) openHead(opened).catch(() => {});
     },
     settled: () => loaded && setHidden(load, true, text),
-    python: (asked) => !asked.example, // a page's text is an asset
+    python: (asked) => "text" in asked, // a page's text is an asset
     busy: [load],
     home: text, // while the model downloads, the reader may type the text it will run
   });

@@ -25,12 +25,13 @@ import numpy as np
 from mha_page.bridge.real_model import MODEL_FOLDER, WHOLE_MODEL, at_words, losses_of, position_numbers
 from mha_core.llama import head_scores, lab, read_gguf, split_model, tokenizer_from_gguf
 from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_KV_HEADS, N_LAYERS, PRUNING_CHART,
-                                      PRUNING_RISE, PRUNING_STEP, default_position, head_sets, load_text, messages,
-                                      pattern_words, position_view, pruning_hidden, pruning_view, real_model_view,
-                                      token_texts)
+                                      PRUNING_RISE, PRUNING_STEP, WEIGHT_LEVELS, default_position, head_sets,
+                                      load_text, messages, position_view, pruning_hidden, pruning_view,
+                                      real_model_view, token_texts, weight_texts)
 from sitebuild import BUILD, CACHE, ROOT, kept
 from sitebuild.assets import MODEL_CARRIER, MODEL_IN_WHEEL, MODEL_SHA256, model_path, model_wheel_path, required
 from sitebuild.sources import sources_key
+from widgets.palette import PALETTE, gradient
 
 SEED = 41  # the repeated sequence's random words
 N_RANDOM = 20  # words in the repeated sequence (twice: 40 tokens)
@@ -239,15 +240,17 @@ def context() -> dict:
     files = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
              for name, data in model_files().items()}
     from_cdn = wheel()
+    view = view_of(first)
     return {
-        "view": view_of(first), "text": all_texts[first], "first": first,
+        "view": view, "text": all_texts[first], "first": first,
         "texts": [{"name": name, "label": TEXT_NAMES[name], "text": all_texts[name]} for name in TEXTS],
         "kinds": [{"name": KIND_NAMES[k], "label": KIND_NAMES[k].capitalize()} for k in KINDS],
         "layers": N_LAYERS, "heads": N_HEADS, "pruning_chart": PRUNING_CHART,
-        "pruning_rise": f"{PRUNING_RISE:g}", "groups": N_KV_HEADS, "group": N_HEADS // N_KV_HEADS,
+        "pruning_rise": f"{PRUNING_RISE:g}", "groups": N_KV_HEADS, "gradient": gradient(), "group": N_HEADS // N_KV_HEADS,
         "load_text": load_text(from_cdn["bytes"] if from_cdn else sum(f["bytes"] for f in files.values())),
         "data": {"views": {name: f"view-{name}.json" for name in TEXTS}, "texts": all_texts, "files": files, "wheel": from_cdn, "folder": MODEL_FOLDER,
-                 "dir": MODEL_DIR, "maxTokens": MAX_TOKENS, "words": messages(), "pattern": pattern_words(),
+                 "dir": MODEL_DIR, "maxTokens": MAX_TOKENS, "words": messages(),
+                 "pattern": view["pattern"], "weights": weight_texts(), "levels": WEIGHT_LEVELS, "palette": PALETTE,
                  "patterns": {name: f"patterns-{name}.bin" for name in TEXTS},
                  "positions": {name: f"positions-{name}.json" for name in TEXTS},
                  "lengths": {name: len(heads()[name]["ids"]) for name in TEXTS}},

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_LAYERS, load_text, pattern_words,
-                                       progress_text, real_model_view)
+from mha_page.views import cell_names
+from mha_page.views.real_model import (KIND_NAMES, KINDS, MAX_TOKENS, N_HEADS, N_LAYERS, load_text, progress_text,
+                                       real_model_view, weight_texts)
 
 RNG = np.random.default_rng(5)
 SCORES = {kind: RNG.uniform(0, 1, (N_LAYERS, N_HEADS)) for kind in KINDS}
@@ -55,8 +56,15 @@ def test_tokens_and_the_note_on_a_cut_text():
     assert "300 tokens" in cut["outputs"]["note"]["text"] and "first 5" in cut["outputs"]["note"]["text"]
 
 
+def test_a_pattern_s_axes_show_each_token_a_newline_as_its_sign_and_name_its_cells_so():
+    pattern = real_model_view(TOKENS, SCORES, len(TOKENS))["pattern"]
+    assert pattern["labels"] == ["The", " cat", " sat", "↵", " on"]
+    assert pattern["names"] == cell_names(pattern["labels"])
+    assert pattern["names"]["from"][3] + pattern["names"]["to"][1] == "“↵” (3) → “ cat” (1): "
+
+
 def test_a_pattern_s_weights_progress_and_the_model_s_size_in_words():
-    weights = pattern_words()["weights"]  # a byte b is the weight b / 255
+    weights = weight_texts()  # a byte b is the weight b / 255
     assert len(weights) == 256 and weights[0] == "0.00" and weights[255] == "1.00"
     assert all(abs(float(text) - b / 255) <= 0.005 for b, text in enumerate(weights))
     assert progress_text(0, 1) == "Layer 1 of 30, 1 token\u2026"
@@ -109,6 +117,7 @@ def test_each_token_carries_its_loss_and_the_mean_loss_is_their_mean():
     assert float(slot["data"]["score-induction"]) == pytest.approx(SCORES["induction"][4, 2], abs=5e-5)
     assert float(slot["data"]["logit-attribution"]) == pytest.approx(given["attribution"]["heads"][4][2], abs=5e-5)
     assert view["data"]["position"] == "3" and view["data"]["position-max"] == "4"
+    assert view["data"]["position-error"] == "Choose a position from 0 to 4: the text's tokens, counted from 0."
     assert len(view["outputs"]["predictions"]["rows"]) == 5
 
 

