@@ -34,7 +34,9 @@ export class Refusal extends CallError {}
 
 const failed = (reply) => new (reply.refused ? Refusal : CallError)(reply.error);
 
+/** Listeners hear a change only: Python's steps and bytes often repeat the words shown, and each change is a frame. */
 function setStatus(state, message) {
+  if (state === status.state && message === status.message) return;
   status = { state, message };
   document.documentElement.dataset.mhaRuntime = state;
   for (const listener of listeners) listener(status);
