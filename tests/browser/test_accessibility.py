@@ -65,10 +65,13 @@ BOXES_MEASURED = """async () => {
 }"""
 
 
-def settle(page) -> None:
-    """Wait until the page is as a reader sees it: its math typeset, its scroll boxes checked."""
+def settle(page, whole_page: bool = True) -> None:
+    """Wait until the page is as a reader sees it: its math typeset, its scroll boxes checked (whole_page=False:
+    those of the widget in view only, which its ResizeObservers check as it is laid out: a frame; the page's boxes
+    away from the screen take an idle moment each, many seconds on a busy machine while a walk holds Python back,
+    whose start gives up after 20 s without a byte)."""
     expect(page.locator(".arithmatex:not(:has(math))")).to_have_count(0)
-    page.evaluate(BOXES_MEASURED)
+    page.evaluate(BOXES_MEASURED if whole_page else "() => new Promise(requestAnimationFrame)")
 
 
 def blocking(page, axe_source: str, where: str, selector: str | None = None) -> list[str]:
@@ -85,7 +88,7 @@ LOOKS = [("light", "desktop"), ("light", "phone"), ("dark", "phone"), ("dark", "
 assert sorted(LOOKS) == sorted((scheme, viewport) for scheme in SCHEMES for viewport in VIEWPORTS)
 
 
-def look(page, scheme: str, viewport: str, subject=None) -> None:
+def look(page, scheme: str, viewport: str, subject=None, whole_page: bool = True) -> None:
     """Show the open page as a reader with that scheme and screen sees it: the palette Material picks for
     prefers-color-scheme as a page loads, picked here as its toggle does (a page already shown keeps its
     palette), at that size, with subject (a locator) scrolled back into view."""
@@ -96,14 +99,14 @@ def look(page, scheme: str, viewport: str, subject=None) -> None:
     assert page.locator("body").get_attribute("data-md-color-scheme") == SCHEMES[scheme]
     if subject is not None:
         subject.scroll_into_view_if_needed()
-    settle(page)
+    settle(page, whole_page)
 
 
 def blocking_in_every_look(page, axe_source: str, moment: str, selector: str | None = None) -> list[str]:
     """blocking() at moment in each look (both schemes on both screens), all of them together."""
     found = []
     for scheme, viewport in LOOKS:
-        look(page, scheme, viewport)
+        look(page, scheme, viewport, whole_page=selector is None)
         found += blocking(page, axe_source, f"{moment} ({scheme}, {viewport})", selector)
     return found
 
@@ -124,7 +127,7 @@ class Findings:
 
     def check(self, moment: str) -> None:
         for scheme, viewport in LOOKS:
-            look(self.page, scheme, viewport, self.subject)
+            look(self.page, scheme, viewport, self.subject, whole_page=self.selector is None)
             self.found[scheme, viewport] += blocking(self.page, self.axe_source, f"{moment} ({scheme}, {viewport})",
                                                      self.selector)
 
@@ -169,7 +172,7 @@ def widget_walk(browser, url: str, name: str, axe_source: str, selector: str | N
         widget = page.locator(f'[data-mha-widget="{name}"]').first
         findings = Findings(page, axe_source, selector, widget)
         widget.scroll_into_view_if_needed()
-        settle(page)
+        settle(page, whole_page=selector is None)
         yield page, widget, release, findings
     findings.log = log
 
