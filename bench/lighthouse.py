@@ -42,6 +42,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 from bench.figures import Figures  # noqa: E402
+from bench.host import CALCULATOR, cpu_slowdown  # noqa: E402
 from sitebuild.serving import GITHUB_PAGES_CACHING  # noqa: E402
 from sitevisit.chromium import CHROMIUM_ARGS, find_chromium  # noqa: E402
 from sitevisit.site import build_into, pages_with, serve  # noqa: E402
@@ -77,22 +78,6 @@ def browser(chrome: str):
         finally:
             os.killpg(process.pid, signal.SIGTERM)  # (the system's chromium is a script that starts the browser)
             process.wait(timeout=30)
-
-
-# Lighthouse's CPU slowdown calculator (linked from its docs/throttling.md): a machine's benchmarkIndex -> the
-# slowdown that turns it into a mid-tier phone, linear between these points and on the last segment's line past the
-# last (3 + (index - 1300) / 233: 6x at 2,000), so a faster machine is slowed down more, to the same phone.
-CALCULATOR = ((150, 1), (800, 2), (1300, 3), (1533, 4))
-
-
-def cpu_slowdown(benchmark_index: float) -> float:
-    """The CPU slowdown that turns a machine of that benchmarkIndex into Lighthouse's mid-tier phone."""
-    if not benchmark_index >= CALCULATOR[0][0]:
-        raise ValueError(f"benchmarkIndex {benchmark_index}: under {CALCULATOR[0][0]}, this machine is too slow "
-                         "to emulate Lighthouse's phone")
-    (x0, y0), (x1, y1) = next((pair for pair in zip(CALCULATOR, CALCULATOR[1:]) if benchmark_index < pair[1][0]),
-                              CALCULATOR[-2:])
-    return y0 + (benchmark_index - x0) * (y1 - y0) / (x1 - x0)
 
 
 def run_lighthouse(url: str, out: Path, port: int, slowdown: float, *options: str) -> dict:

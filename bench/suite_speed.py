@@ -1,7 +1,8 @@
 """How long the tests take a developer: `make test-core` in this checkout (installed already), and README's
 `make test` as CI runs it (.ci/run) on a fresh clone of the committed HEAD: the installs, the first build that
 fills .cache/, and every test. Both are bound by the machine's CPU, so the cores' busy and idle time is printed
-beside the clock (read from /proc/stat, Linux's).
+beside the clock (read from /proc/stat, Linux's), and the machine's speed as Lighthouse measures it just before
+each (bench/host.py).
 
     python bench/suite_speed.py [--core-only]
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 from bench.figures import Figures  # noqa: E402
+from bench.host import host_speed  # noqa: E402
 
 CORE_TARGET_S = 60
 FULL_TARGET_S = 300
@@ -38,7 +40,10 @@ def cpu_seconds() -> tuple[float, float] | None:
 
 
 def timed(command: str, cwd: Path) -> tuple[float, str, str]:
-    """(seconds, what pytest's summary said, the cores' busy and idle time in words) of command, which must pass."""
+    """(seconds, what pytest's summary said, the cores' busy and idle time and the machine's speed just before, in
+    words) of command, which must pass."""
+    speed = host_speed()
+    print(f"{command}: this machine's {speed}")
     before, start = cpu_seconds(), time.monotonic()
     done = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
@@ -52,7 +57,7 @@ def timed(command: str, cwd: Path) -> tuple[float, str, str]:
     said = f"{int(passed):,} passed{f', {skipped} skipped' if skipped else ''} ({float(pytest_s):.1f} s in pytest)"
     cores = "" if not (before and after) else \
         f"; the cores busy {after[0] - before[0]:,.0f} CPU-s, idle {after[1] - before[1]:,.0f} s"
-    return seconds, said, cores
+    return seconds, said, f"{cores}; this machine's {speed}"
 
 
 def fresh_clone_test() -> None:

@@ -29,10 +29,20 @@ def test_bench_and_sitevisit_import_nothing_from_tests():
     assert [f.relative_to(ROOT).as_posix() for f in files if "tests" in imported(f)] == []
 
 
+def test_lighthouse_s_internals_are_read_for_the_version_pinned():
+    """bench/lighthouse_internals.py's contract was written for the Lighthouse that bench/npm pins: a new pin fails
+    here until that contract has been read again against it (and PINNED moved)."""
+    import json
+
+    from bench.lighthouse_internals import PINNED
+    lock = json.loads((ROOT / "bench" / "npm" / "package-lock.json").read_text(encoding="utf-8"))
+    assert lock["packages"]["node_modules/lighthouse"]["version"] == PINNED
+
+
 def test_lighthouse_s_cpu_slowdown_is_its_calculator_s():
     """Lighthouse's calculator (docs/throttling.md): 150 -> 1x, 800 -> 2x, 1300 -> 3x, and 3 + (index - 1300) / 233
     from there on (1533 -> 4x, Lighthouse's default; 2000 -> 6x); a machine under 150 is refused."""
-    from bench.lighthouse import cpu_slowdown
+    from bench.host import cpu_slowdown
     indexes = (150, 475, 800, 1050, 1300, 1416.5, 1533, 1766, 2000, 2748, 5000)
     assert [round(cpu_slowdown(index), 2) for index in indexes] == \
         [1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, round(3 + 1448 / 233, 2), round(3 + 3700 / 233, 2)]
