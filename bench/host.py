@@ -28,6 +28,8 @@ def cpu_slowdown(benchmark_index: float) -> float:
 
 def benchmark_index(runs: int = 3) -> float:
     """This machine's benchmarkIndex now: the median of runs, each in a fresh page."""
+    if not (isinstance(runs, int) and runs >= 1):
+        raise ValueError(f"runs must be a whole number of 1 or more, got {runs!r}")
     source = benchmark_function()
     with chromium() as browser:
         indexes = []
@@ -38,8 +40,14 @@ def benchmark_index(runs: int = 3) -> float:
     return statistics.median(indexes)
 
 
-def host_speed() -> str:
-    """This machine's speed in words: "benchmarkIndex 1490 (calculator: 3.82×)"."""
-    index = benchmark_index()
-    calculated = f"{cpu_slowdown(index):.2f}×" if index >= CALCULATOR[0][0] else "too slow for the calculator"
+def speed_words(index: float) -> str:
+    """A machine's speed in words: "benchmarkIndex 1490 (calculator: 3.82×)"."""
+    if not index >= 0:
+        raise ValueError(f"index must be a benchmarkIndex, a number of 0 or more, got {index}")
+    calculated = f"{cpu_slowdown(index):.2f}×" if index >= CALCULATOR[0][0] else "none: too slow"
     return f"benchmarkIndex {index:.0f} (calculator: {calculated})"
+
+
+def host_speed() -> str:
+    """This machine's speed now, in words (speed_words)."""
+    return speed_words(benchmark_index())

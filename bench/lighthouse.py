@@ -42,7 +42,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 from bench.figures import Figures  # noqa: E402
-from bench.host import CALCULATOR, cpu_slowdown  # noqa: E402
+from bench.host import cpu_slowdown, speed_words  # noqa: E402
 from sitebuild.serving import GITHUB_PAGES_CACHING  # noqa: E402
 from sitevisit.chromium import CHROMIUM_ARGS, find_chromium  # noqa: E402
 from sitevisit.site import build_into, pages_with, serve  # noqa: E402
@@ -116,10 +116,7 @@ def page_line(page: str, figures: dict[str, float], slowdown: float) -> str:
     slowdown they were made with."""
     scores = " ".join(f"{figures[name]:5.0f}" for name in TARGETS)
     metrics = ", ".join(f"{name} {form.format(figures[audit])}" for audit, (name, form, _) in METRICS.items())
-    index = figures["benchmarkIndex"]
-    calculated = f"{cpu_slowdown(index):.2f}×" if index >= CALCULATOR[0][0] else "none"
-    return (f"  {page or '/':24} {scores}   {metrics}, benchmarkIndex {index:.0f} (calculator: {calculated}), "
-            f"run at {slowdown:.2f}×")
+    return f"  {page or '/':24} {scores}   {metrics}, {speed_words(figures['benchmarkIndex'])}, run at {slowdown:.2f}×"
 
 
 def check(pages: dict[str, dict[str, float]], runs: int, cpu: str) -> None:

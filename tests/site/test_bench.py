@@ -51,6 +51,18 @@ def test_lighthouse_s_cpu_slowdown_is_its_calculator_s():
             cpu_slowdown(index)
 
 
+def test_a_machine_s_speed_is_said_with_the_calculator_s_slowdown():
+    from bench.host import benchmark_index, speed_words
+    assert speed_words(1490) == "benchmarkIndex 1490 (calculator: 3.82×)"
+    assert speed_words(100) == "benchmarkIndex 100 (calculator: none: too slow)"
+    for index in (-1, float("nan")):
+        with pytest.raises(ValueError, match="index must be a benchmarkIndex"):
+            speed_words(index)
+    for runs in (0, 1.5):
+        with pytest.raises(ValueError, match="runs must be a whole number"):
+            benchmark_index(runs)
+
+
 @pytest.mark.parametrize("argument", [["--runs", "0"], ["--cpu-slowdown", "0.5"], ["--cpu-slowdown", "nan"]])
 def test_lighthouse_refuses_a_bad_argument_and_keeps_the_figures(argument):
     kept = (ROOT / "bench" / "figures.json").read_bytes()
