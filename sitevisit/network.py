@@ -6,13 +6,19 @@ back part-way (a link that stops delivering).
 
     with throttled_site(site, mbit=1.6, latency_ms=150) as (server, url): ...
     network.sent: [[path, bytes sent]], one per request;  network.hold("numpy", after=100_000)
+
+and a proxy through which a file arrives a trickle at a time until released (Trickle: a download on its way).
 """
 from __future__ import annotations
 
 import contextlib
+import http.server
+import shutil
 import threading
 import time
+import urllib.request
 from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from sitevisit.site import MOUNT, serve
 
@@ -20,6 +26,7 @@ from sitevisit.site import MOUNT, serve
 PYTHON_FILES = ("pyodide.mjs", "pyodide.asm.wasm.gz", "pyodide.asm.js.gz", "python_stdlib.zip.gz",
                 "pyodide-lock.json.gz", "wasm32.whl.gz", "/wheels/mha_core-", "/wheels/mha_page-")
 CHUNK = 16 * 1024
+TRICKLE, TRICKLE_S = 4096, 1.0  # a held file's bytes until released: news for the runtime well within its 20 s
 
 
 class TokenBucket:
@@ -106,3 +113,49 @@ def throttled_site(site: Path, mbit: float | None = None, latency_ms: float = 0)
     finally:
         network.release()
         server.shutdown()
+
+
+class Trickle:
+    """A link on which files arrive a trickle at a time (TRICKLE bytes every TRICKLE_S) until released, then the
+    rest at once: a download still on its way, which a test may hold for as long as it likes, where a link
+    that stops delivering is a stall the runtime ends after 20 s. A proxy on 127.0.0.1: a browser's request is
+    sent to url_for(its URL) (Playwright: route.continue_(url=...), which the page does not see)."""
+
+    def __init__(self):
+        self.released = threading.Event()
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self.handler_class())
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url_for(self, url: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/?{urlencode({'from': url})}"
+
+    def release(self) -> None:
+        self.released.set()
+
+    def close(self) -> None:
+        self.release()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def handler_class(self):
+        trickle = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                with urllib.request.urlopen(parse_qs(urlsplit(self.path).query)["from"][0]) as upstream:
+                    self.send_response(upstream.status)
+                    for name, value in upstream.getheaders():
+                        if name.lower() not in ("connection", "date", "server", "transfer-encoding"):
+                            self.send_header(name, value)
+                    self.end_headers()
+                    with contextlib.suppress(ConnectionError):
+                        while not trickle.released.wait(TRICKLE_S) and (chunk := upstream.read(TRICKLE)):
+                            self.wfile.write(chunk)
+                            self.wfile.flush()
+                        shutil.copyfileobj(upstream, self.wfile)
+
+            def log_message(self, *args):
+                pass
+
+        return Handler

@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError, expect, sync_playwright
 
 from sitevisit.chromium import launch_chromium
+from sitevisit.network import Trickle
 from sitevisit.site import pages_with
 
 READY_TIMEOUT_MS = 30_000
@@ -186,8 +187,17 @@ def hold_requests(page, pattern) -> callable:
 
 
 def hold_python(page):
-    """Hold back Pyodide's .wasm so that Python cannot be ready; returns release(), which lets it through."""
-    return hold_requests(page, re.compile(r".*/pyodide\.asm\.wasm\.gz$"))
+    """Let Pyodide's .wasm arrive a trickle at a time, as on a slow link, so that Python cannot be ready for as
+    long as a test likes (a file held back whole would be a stall, which the runtime ends after 20 s); returns
+    release(), which lets the rest through."""
+    wasm, trickle = re.compile(r".*/pyodide\.asm\.wasm\.gz$"), Trickle()
+    page.context.on("close", lambda _: trickle.close())
+    page.context.route(wasm, lambda route: route.continue_(url=trickle.url_for(route.request.url)))
+
+    def release():
+        trickle.release()
+        page.context.unroute(wasm)
+    return release
 
 
 def wait_ready(page) -> None:
