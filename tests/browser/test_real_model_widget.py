@@ -221,7 +221,10 @@ def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_u
     expect(pattern.locator("[data-pattern-title]")).to_contain_text("Layer 2, head 1")
     expect(pattern.locator(".mha-rm__map tbody tr")).to_have_count(len(prose))  # the head opened again, on this text
     assert_pattern(widget, prose, patterns[2, 1])
-    assert model_requests(page_log) == []  # nothing of the model before Load
+    assert model_requests(page_log) == []  # nothing of the model before Load, nor Python: the widget is on request
+    assert page.locator("html").get_attribute("data-mha-runtime") == "idle"
+    expect(conftest.status(page).locator("span")).to_have_text(re.compile(r"^These heads were computed when the page was built.*"
+                                                          r"once you load the model\.$"))  # its words as built
 
 
 def test_load_then_the_reader_s_text_gives_mha_core_s_scores_a_revisit_downloads_nothing_and_cuts_a_long_text(

@@ -5,7 +5,8 @@
 // <html data-mha-runtime="idle|loading|ready|error"> and onStatus() tell where the runtime is:
 //   idle     not started: Python starts once the page has loaded (at once, if an earlier visit kept it whole)
 //            and a widget is about to be seen, or at the first call; on a connection that asks to save data,
-//            only when the reader presses "Load"
+//            only when the reader presses "Load". A widget marked ON_REQUEST (the real model's, which computes
+//            nothing until its own Load) starts it only by asking.
 //   loading  downloading and starting, with the bytes that arrived in the message
 // A runtime that fails (a file missing or not the one built, the worker crashing, Python failing fatally,
 // nothing arriving or answered for STALL_TIMEOUT_MS) is ended, every waiting call is rejected, and retry()
@@ -18,6 +19,9 @@ import { eachPage, whenNear } from "./page.js";
 // it starts or computes (a slow phone may need many seconds): the start or the call has stalled.
 const STALL_TIMEOUT_MS = 20000;
 export const BUSY_TIMEOUT_MS = 60000;
+
+/** A widget that needs Python only once the reader asks for a computation: its being seen starts nothing. */
+export const ON_REQUEST = '[data-python="on-request"]';
 
 const listeners = new Set();
 let status = { state: "idle", message: "" };
@@ -260,13 +264,13 @@ export function savesData() {
   return Boolean(c && (c.saveData || /(^|-)2g$/.test(c.effectiveType || "")));
 }
 
-/** Start once a widget comes near the screen (each page's widgets, until Python has started). */
+/** Start once a widget comes near the screen (each page's widgets but those ON_REQUEST, until Python has started). */
 let watching = false;
 function startWhenNear() {
   if (watching) return;
   watching = true;
   eachPage(() => {
-    if (!runtime) document.querySelectorAll("[data-mha-widget]").forEach((w) => whenNear(w, start));
+    if (!runtime) document.querySelectorAll(`[data-mha-widget]:not(${ON_REQUEST})`).forEach((w) => whenNear(w, start));
   });
 }
 

@@ -1,8 +1,8 @@
 // The runtime's status for the reader, in every [data-mha-status] element of every page: not started (with
-// "Load live Python" where the connection asks to save data), downloading with the bytes that arrived,
-// ready, or failed with the reason and a Retry button. It also holds the two status-related steps the
+// "Load live Python" where the connection asks to save data; in a widget ON_REQUEST, its own words as built),
+// downloading with the bytes that arrived, ready, or failed with the reason and a Retry button. It also holds the two status-related steps the
 // widgets share.
-import { downloadMB, onStatus, retry, savesData, start } from "./bridge.js";
+import { downloadMB, ON_REQUEST, onStatus, retry, savesData, start } from "./bridge.js";
 import { clip, firstControl, setHidden, showMessage } from "./dom.js";
 import { mountEach } from "./page.js";
 
@@ -16,13 +16,14 @@ function button(label, onClick) {
 }
 
 function mount(el) {
+  const asBuilt = el.closest(ON_REQUEST) && el.textContent; // what its widget computes without Python, and when it asks
   const text = document.createElement("span");
   const load = button(`Load live Python (${downloadMB()} MB)`, start);
   const again = button("Retry", retry);
   el.replaceChildren(text, load, again);
   whileShown(el, ({ state, message }) => {
     el.dataset.state = state;
-    text.textContent = message;
+    text.textContent = (state === "idle" && !savesData() && asBuilt) || message;
     // a button that hides itself once pressed hands the focus to the widget's first control, not to the page
     const home = () => firstControl(el.closest("[data-mha-widget]") ?? document.body);
     setHidden(load, !(state === "idle" && savesData()), home);
