@@ -1,7 +1,8 @@
 """The benchmarks' figures against their targets, kept in bench/figures.json and shown in README's table.
 
-Each benchmark checks its figures through a Figures of its own, which prints each one as measured and, at
-the end, replaces that benchmark's entry in bench/figures.json. `python bench/figures.py BENCH...` (the last
+Each benchmark checks its figures through a Figures of its own, which prints this machine's speed first
+(bench/host.py: a figure is read with the speed it was measured at), then each figure as measured and, at
+the end, replaces that benchmark's entry in bench/figures.json, the speed with it. `python bench/figures.py BENCH...` (the last
 step of `make bench`, with its benchmarks in their order) writes README's table from the file; a test checks
 that the two agree.
 """
@@ -27,9 +28,14 @@ class Figures:
         self.bench = bench  # the script's name, as bench/<bench>.py
         self.rows: list[dict] = []
         self.whole = True  # False: a partial run (an option left part out), not kept
+        self.host_index = None  # this machine's benchmarkIndex as the benchmark began
 
     def run(self, main) -> int:
         """main()'s exit status, 1 if a figure was missed (an interruption or --help keeps nothing)."""
+        from bench.host import benchmark_index, speed_words  # a Chromium: for a benchmark that runs, not a test
+
+        self.host_index = round(benchmark_index())
+        print(f"this machine: {speed_words(self.host_index)}")
         try:
             status = main()
         except Exception as e:
@@ -53,12 +59,13 @@ class Figures:
         if not self.whole:
             return
         kept = load()
-        kept[self.bench] = {"measured": time.strftime("%Y-%m-%d", time.gmtime()), "figures": self.rows}
+        kept[self.bench] = {"measured": time.strftime("%Y-%m-%d", time.gmtime()), "benchmark_index": self.host_index,
+                            "figures": self.rows}
         FIGURES.write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def load() -> dict:
-    """{bench: {"measured": date, "figures": [{what, measured, target, ok}]}}"""
+    """{bench: {"measured": date, "benchmark_index": this machine's then, "figures": [{what, measured, target, ok}]}}"""
     return json.loads(FIGURES.read_text(encoding="utf-8")) if FIGURES.exists() else {}
 
 
@@ -71,7 +78,8 @@ def table(kept: dict, benches: list[str]) -> str:
     lines = ["| figure | measured | target | printed by |", "|---|---|---|---|"]
     for bench in benches:
         entry = kept[bench]
-        link = f"[{bench}.py](bench/{bench}.py), {entry['measured']}"
+        index = entry.get("benchmark_index")  # None: measured before benchmarks kept it
+        link = f"[{bench}.py](bench/{bench}.py), {entry['measured']}" + (f", benchmarkIndex {index}" if index else "")
         lines += [f"| {cell(row['what'])} | {cell(row['measured'])}{'' if row['ok'] else ' (**missed**)'} | "
                   f"{cell(row['target'])} | {link} |" for row in entry["figures"]]
     return "\n".join(lines) + "\n"

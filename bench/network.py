@@ -30,7 +30,6 @@ import json
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,14 +222,6 @@ def own_long_scripts(frames: list) -> float:
                 for ms in values] or [0])
 
 
-def machine_speed() -> float:
-    """Seconds this machine's Python takes to add up the first ten million numbers in a loop."""
-    start, total = time.perf_counter(), 0
-    for i in range(10_000_000):
-        total += i
-    return time.perf_counter() - start
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5,
@@ -242,7 +233,6 @@ def main() -> int:
     shapes = pages_with(site, 'data-mha-widget="shapes"')[0]
     at_widget = shapes + "#mha-shapes-1"
     print("first visit over a throttled link, headless Chromium, fresh context each run, served without compression")
-    print(f"machine speed before: a 10-million-step Python loop in {machine_speed():.2f} s")
     with chromium() as browser:
         for name, (mbit, latency) in PROFILES.items():
             runs = [cold_visit(browser, site, at_widget, mbit, latency) for _ in range(args.runs if mbit is None else 1)]
@@ -283,7 +273,6 @@ def main() -> int:
     print("CPU from navigation to ready, every browser thread, traced:")
     print("\n".join(f"  {line}" for line in cpu))
     server.shutdown()
-    print(f"machine speed after: a 10-million-step Python loop in {machine_speed():.2f} s")
     return 0
 
 
