@@ -70,3 +70,32 @@ def test_lighthouse_refuses_a_bad_argument_and_keeps_the_figures(argument):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and f"error: {argument[0]} must be at least 1" in done.stderr, done.stderr
     assert (ROOT / "bench" / "figures.json").read_bytes() == kept
+
+
+@pytest.mark.parametrize("measured", [1490.4, RuntimeError("page-functions.js is missing")])
+def test_a_benchmark_s_figures_are_kept_with_the_machine_s_speed_or_without_it_if_unknown(measured, monkeypatch,
+                                                                                         tmp_path, capsys):
+    """The speed is measured once, as the first figure comes (not before: a refused argument costs nothing), kept
+    with the figures and shown in README's table; a speed that cannot be measured is said, and the figures kept."""
+    import bench.host
+    from bench import figures
+
+    def benchmark_index():
+        if isinstance(measured, Exception):
+            raise measured
+        return measured
+    monkeypatch.setattr(bench.host, "benchmark_index", benchmark_index)
+    monkeypatch.setattr(figures, "FIGURES", tmp_path / "figures.json")
+    kept = figures.Figures("demo")
+    assert kept.run(lambda: kept.check("a", "1 s", "≤ 2 s", True) and kept.check("b", "2 s", "≤ 2 s", True) and 0) == 0
+    out = capsys.readouterr().out
+    entry = figures.load()["demo"]
+    assert [row["what"] for row in entry["figures"]] == ["a", "b"]
+    if isinstance(measured, Exception):
+        assert out.startswith("this machine's speed is not known: page-functions.js is missing\n- a: 1 s")
+        assert entry["benchmark_index"] is None
+        assert "benchmarkIndex" not in figures.table({"demo": entry}, ["demo"])
+    else:
+        assert out.startswith("this machine: benchmarkIndex 1490 (calculator: 3.82×)\n- a: 1 s")
+        assert entry["benchmark_index"] == 1490
+        assert ", benchmarkIndex 1490 |" in figures.table({"demo": entry}, ["demo"])
