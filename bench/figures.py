@@ -2,9 +2,9 @@
 
 Each benchmark checks its figures through a Figures of its own, which prints this machine's speed before the
 first (bench/host.py: a figure is read with the speed it was measured at), then each figure as measured and, at
-the end, replaces that benchmark's entry in bench/figures.json, the speed with it. `python bench/figures.py BENCH...` (the last
-step of `make bench`, with its benchmarks in their order) writes README's table from the file; a test checks
-that the two agree.
+the end, replaces that benchmark's entry in bench/figures.json, the speed with it. `python bench/figures.py
+BENCH...` (the last step of `make bench`, with its benchmarks in their order) writes README's table from the
+file; a test checks that the two agree.
 """
 from __future__ import annotations
 

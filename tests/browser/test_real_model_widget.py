@@ -223,8 +223,8 @@ def test_the_atlas_reads_before_python_and_a_head_opens_its_pattern(page, site_u
     assert_pattern(widget, prose, patterns[2, 1])
     assert model_requests(page_log) == []  # nothing of the model before Load, nor Python: the widget is on request
     assert page.locator("html").get_attribute("data-mha-runtime") == "idle"
-    expect(conftest.status(page).locator("span")).to_have_text(re.compile(r"^These heads were computed when the page was built.*"
-                                                          r"once you load the model\.$"))  # its words as built
+    built_words = re.compile(r"^These heads were computed when the page was built.*once you load the model\.$")
+    expect(conftest.status(page).locator("span")).to_have_text(built_words)  # the status keeps its words as built
 
 
 def test_load_then_the_reader_s_text_gives_mha_core_s_scores_a_revisit_downloads_nothing_and_cuts_a_long_text(

@@ -3,8 +3,9 @@
 // life cycle (runtime/live.js): one of the page's texts is a fetch of its view (an asset); the reader's own text is a
 // run: the model's files downloaded into the page's Python once (Load; checked, kept for a revisit:
 // runtime/download), then the text through the model's layers one call a layer (mha_page.bridge.real_model), Python's
-// words for each layer as progress. Python itself starts only then: the widget is on request (data-python). A newer text ends an older one between layers; the view that comes back is
-// bound into the same slots. A text typed before Load marks the atlas as not its own, and runs once Load is pressed.
+// words for each layer as progress. Python itself starts only then: the widget is on request (data-python). A newer
+// text ends an older one between layers; the view that comes back is bound into the same slots. A text typed
+// before Load marks the atlas as not its own, and runs once Load is pressed.
 // An opened head's pattern is the site's heatmap (shared/grid.js), built when first opened, in the view's words.
 // The position, the knock-outs and the grid's cells as toggles are the laboratory's (lab.js).
 import { bind } from "../runtime/bind.js";

@@ -1,7 +1,7 @@
 // The runtime's status for the reader, in every [data-mha-status] element of every page: not started (with
 // "Load live Python" where the connection asks to save data; in a widget ON_REQUEST, its own words as built),
-// downloading with the bytes that arrived, ready, or failed with the reason and a Retry button. It also holds the two status-related steps the
-// widgets share.
+// downloading with the bytes that arrived, ready, or failed with the reason and a Retry button. It also holds the
+// two status-related steps the widgets share.
 import { downloadMB, ON_REQUEST, onStatus, retry, savesData, start } from "./bridge.js";
 import { clip, firstControl, setHidden, showMessage } from "./dom.js";
 import { mountEach } from "./page.js";
