@@ -1,12 +1,14 @@
 """The exercises' code editor: CodeMirror 6, pinned by widgets/exercise/package.json and its package-lock.json,
 installed with `npm ci` into .cache/editor-npm/ (again only when the lock changes) and bundled with esbuild,
-pinned there too, into one minified ES module that exercise.js imports when an exercise comes near the screen."""
+pinned there too, into minified ES modules: BUNDLE, which exercise.js imports when an exercise comes near the
+screen, and the chunks it imports (CHUNKS), CodeMirror's packages split as editor.mjs imports them."""
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from sitebuild import CACHE, ROOT, BuildError, cache_lock
 
@@ -14,6 +16,7 @@ SOURCE = ROOT / "widgets" / "exercise"
 ENTRY = SOURCE / "editor.mjs"  # not .js: the build copies widgets' .js files as they are, and this one is bundled
 PINS = ("package.json", "package-lock.json")
 BUNDLE = "editor.bundle.js"
+CHUNKS = "editor-[hash]"  # esbuild's chunk names: beside BUNDLE, named by their contents
 
 
 def run(cmd: list[str], **options) -> None:
@@ -42,12 +45,15 @@ def installed(folder=CACHE / "editor-npm"):
         return folder
 
 
-def bundle() -> bytes:
-    """editor.mjs and the parts of CodeMirror it imports, as one minified ES module."""
+def bundle() -> dict[str, bytes]:
+    """{file name: bytes}: editor.mjs and the parts of CodeMirror it imports, as minified ES modules (BUNDLE and
+    its chunks)."""
     with cache_lock():  # the bundle is written into the shared install folder
         folder = installed()
-        out = folder / BUNDLE
-        run([str(folder / "node_modules" / ".bin" / "esbuild"), str(ENTRY), "--bundle", "--format=esm", "--minify",
-             "--target=es2022", "--legal-comments=eof", f"--outfile={out}"],
+        out = folder / "bundle"
+        shutil.rmtree(out, ignore_errors=True)
+        run([str(folder / "node_modules" / ".bin" / "esbuild"), str(ENTRY), "--bundle", "--splitting", "--format=esm",
+             "--minify", "--target=es2022", "--legal-comments=eof", f"--entry-names={Path(BUNDLE).stem}",
+             f"--chunk-names={CHUNKS}", f"--outdir={out}"],
             cwd=folder, env={**os.environ, "NODE_PATH": str(folder / "node_modules")})
-        return out.read_bytes()
+        return {file.name: file.read_bytes() for file in sorted(out.iterdir())}

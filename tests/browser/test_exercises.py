@@ -296,10 +296,14 @@ def test_the_editor_by_keyboard_and_on_a_phone(page, exercise_url):
     assert gutter.evaluate("g => getComputedStyle(g).backgroundColor") not in ("transparent", "rgba(0, 0, 0, 0)")
 
 
-def test_the_code_editor_is_fetched_only_when_an_exercise_comes_near(page, page_log, exercise_url):
+EDITOR_FILE = re.compile(r"/exercise/editor[.-][\w.]+\.js$")  # the bundle (editor.bundle.js) and its chunks
+
+
+def test_the_code_editor_is_fetched_only_when_an_exercise_comes_near(page, page_log, exercise_url, built_site):
     page.goto(exercise_url("split_heads"), wait_until="networkidle")  # the page's top: the exercises are far below
-    editor = [url for url in page_log.requests if url.endswith("/exercise/editor.bundle.js")]
-    assert not editor and page.locator('[data-editor-loaded]').count() == 0
+    editor = lambda: sorted(url.rsplit("/", 1)[1] for url in page_log.requests if EDITOR_FILE.search(url))
+    assert not editor() and page.locator('[data-editor-loaded]').count() == 0
     assert page.locator("textarea[data-editor]").count() == 2  # the plain editor until then
     exercise_on(page, exercise_url, "split_heads")
-    assert [url for url in page_log.requests if url.endswith("/exercise/editor.bundle.js")]
+    # the bundle and each of its chunks, once
+    assert editor() == sorted(p.name for p in (built_site / "assets/widgets/exercise").glob("editor*.js"))

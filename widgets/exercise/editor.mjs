@@ -3,12 +3,21 @@
 // Tab indents (Shift+Tab dedents); Escape, then Tab, moves on (CodeMirror's way out for keyboard users).
 // Text inserted at once (a paste, a dictation, a text insertion) goes in exactly as it is: no auto-indentation,
 // no closing brackets (neither extension is loaded; Enter alone indents the new line).
-import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
-import { python } from "@codemirror/lang-python";
-import { indentUnit, syntaxHighlighting } from "@codemirror/language";
-import { EditorState } from "@codemirror/state";
-import { EditorView, keymap, lineNumbers } from "@codemirror/view";
-import { classHighlighter } from "@lezer/highlight";
+//
+// CodeMirror's packages come by dynamic import, each a chunk of the bundle evaluated in a task of its own (the
+// module's import resolves once all are in): evaluated in one task, they held the main thread for 55-150 ms on a
+// desktop, a frame a reader sees drop, the more so while the training widget draws its run.
+const nextTask = () => new Promise((resolve) => setTimeout(resolve));
+const { EditorState } = await import("@codemirror/state");
+await nextTask();
+const { EditorView, keymap, lineNumbers } = await import("@codemirror/view");
+await nextTask();
+const { indentUnit, syntaxHighlighting } = await import("@codemirror/language");
+await nextTask();
+const { classHighlighter } = await import("@lezer/highlight");
+const { defaultKeymap, history, historyKeymap, indentWithTab } = await import("@codemirror/commands");
+await nextTask();
+const { python } = await import("@codemirror/lang-python");
 
 /** Replace the selection by text, as it is (CodeMirror reads a multi-line insertion back from the DOM). */
 function insertAsIs(view, event) {

@@ -31,4 +31,4 @@ def one_line(code: str) -> Markup:
 
 
 def assets() -> dict[str, bytes]:
-    return {editor.BUNDLE: editor.bundle()}
+    return editor.bundle()
