@@ -112,6 +112,8 @@
       if (run) {  // an exercise: Run checks what the editor holds (its skeleton), in the exercises' own Python
         seen.kind = "exercise";
         seen.control = 'button[name="run"]';
+        await poll(() => root.dataset.editorLoaded !== undefined, timeoutMs);  // the code editor, once near
+        seen.editor = root.dataset.editorLoaded ?? "still loading";
         run.click();
         await poll(() => seen.states.includes("busy") && ["live", "error"].includes(root.dataset.state), timeoutMs);
         observer.disconnect();

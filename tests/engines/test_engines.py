@@ -1,10 +1,10 @@
 """Firefox and WebKit, beside the Chromium of tests/browser: every page of the built site with a widget opens,
 Python gets ready, each widget computes once (sitevisit/engines/probe.js: by the widgets' data-state
 contract, so that a widget added later is covered as it comes; one whose views are all in the page shows
-another) and each exercise checks its skeleton in the exercises' own Python, the page's formulas are whole,
-and no page error is logged. One browser per engine: the first page is loaded, each next one reached by its
-link, as a reader moves on (instant navigation), so that one Python serves them all and the exercises' Python
-starts from the memory the first start kept. A missing engine fails."""
+another), each exercise loads its code editor and checks its skeleton in the exercises' own Python, the page's
+formulas are whole, and no page error is logged. One browser per engine: the first page is loaded, each next one
+reached by its link, as a reader moves on (instant navigation), so that one Python serves them all and the
+exercises' Python starts from the memory the first start kept. A missing engine fails."""
 from __future__ import annotations
 
 import re
@@ -39,6 +39,8 @@ def failures(report: dict, widgets_in_html: int) -> list[str]:
         if w["kind"] == "exercise":  # its skeleton, checked: "fail" with the case, which only the checks give
             if "busy" not in w["states"] or w["state"] not in ("pass", "fail"):
                 out.append(f"{widget} was not checked (states {w['states']}): {w['message']}")
+            if w["editor"] != "true":
+                out.append(f"{widget}: its code editor did not load (data-editor-loaded: {w['editor']})")
         elif w["kind"] == "precomputed":  # its views made at build time: a control shows another, live at last
             if not w["changed"] or w["state"] != "live":
                 out.append(f"{widget} did not show another view after {w['control']} (state {w['state']})")
