@@ -559,7 +559,7 @@ def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_re
     expect(controls).to_be_hidden()  # the page's text: its curve computed when the page was built
     expect(widget.locator('[data-output="pruning-chart"]')).to_be_visible()
     load(widget)
-    text = "Heads go."
+    text = "Mr."  # 2 tokens, a loss: the fewest to knock heads out on (in Pyodide, at a cost in proportion)
     set_field(widget.locator('textarea[name="text"]'), text)
     settled(widget)
     expect(controls).to_be_visible()
