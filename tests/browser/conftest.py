@@ -246,14 +246,16 @@ def address(page) -> str:
     return page.url.split("#")[0].split("?")[0]
 
 
-def on_widget_page(page, url: str, name: str, fresh: bool = False):
+def on_widget_page(page, url: str, name: str, fresh: bool = False, python: bool = True):
     """The first NAME widget of the page at url with Python ready, scrolled into view as a reader comes to it;
     goes there only if page is elsewhere (or its Python is not ready), so that tests sharing a page share its
     Python. fresh: a page already there has its widgets mounted afresh at their defaults (come_back), whatever
-    an earlier test left."""
-    if address(page) != url or page.locator("html").get_attribute("data-mha-runtime") != "ready":
+    an earlier test left. python=False: a widget that starts Python on request, as the real model's Load does (the
+    page's Python, if any, is not waited for)."""
+    if address(page) != url or python and page.locator("html").get_attribute("data-mha-runtime") != "ready":
         open_widget(page, url, name)
-        wait_ready(page)
+        if python:
+            wait_ready(page)
     elif fresh:
         come_back(page)
     widget = page.locator(f'[data-mha-widget="{name}"]').first

@@ -132,6 +132,14 @@ def model_requests(page_log) -> list[str]:
     return [url for url in page_log.requests if MODEL_FILE.search(url)]
 
 
+@pytest.fixture
+def shared_widget(shared_page, site_url, widget_path):
+    """The widget on the module's shared page, mounted afresh at its defaults (the page's text, Load not pressed):
+    the tests that need the model but not its first download share one Python, which a Load after the first
+    finds started, the model's files taken from what the first kept."""
+    return conftest.on_widget_page(shared_page[0], site_url + widget_path(NAME), NAME, fresh=True, python=False)
+
+
 def load(widget) -> None:
     widget.locator('button[name="load"]').click()
     expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
@@ -442,12 +450,12 @@ def settled(widget) -> None:
     expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
 
 
-def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(page, site_url, widget_path, gguf):
+def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(shared_widget, gguf):
     """The page's repeated words run by the model in the browser: each token's loss, a knock-out's (typed in
     any case and separators), the first token hidden, another position's predictions and attribution, all as
     mha_core computes them here; a newer knock-out ends an older one; a malformed one is said and loses
     nothing; a new text reusing the token rows keeps no knocked-out loss of the older."""
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    widget = shared_widget
     load(widget)
     ids = tokenizer_from_gguf(gguf).encode(widget.locator('textarea[name="text"]').input_value())[:128]
     clean = lab.run(gguf, ids)
@@ -549,12 +557,11 @@ EFFECT_ROUNDING = 1e-4  # nats: two runs' float32 losses (some 6 nats, a few ulp
 PRUNING_TIMEOUT_MS = 900_000  # 270 knock-outs and some 20 runs of a few tokens in Pyodide, on a loaded machine
 
 
-def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_request_ends_it(
-        page, site_url, widget_path, gguf):
+def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_request_ends_it(shared_widget, gguf):
     """The button measures how many heads can go on the reader's own text as the build measures the page's: its
     progress in Python's words; a knock-out asked meanwhile ends it (and so would a new text or Stop); run to the
     end on a short text, the count, the words and the curve are those mha_core computes here in CPython."""
-    widget = conftest.open_widget(page, site_url + widget_path(NAME), NAME)
+    widget = shared_widget
     controls = widget.locator('[data-output="pruning-controls"]')
     expect(controls).to_be_hidden()  # the page's text: its curve computed when the page was built
     expect(widget.locator('[data-output="pruning-chart"]')).to_be_visible()
