@@ -72,6 +72,12 @@ def gguf():
     return read_gguf(fetch_model())
 
 
+@pytest.fixture(scope="module")
+def weights(gguf):
+    """Every layer's weights unpacked once, for the module's many runs of mha_core (425 MB)."""
+    return lab.unpacked_layers(gguf)
+
+
 def shown_scores(widget) -> dict[str, np.ndarray]:
     out = {kind: np.full((30, 9), -1.0) for kind in ORDER}
     for layer, head, *values in widget.evaluate(SCORES):
@@ -442,15 +448,16 @@ def test_a_page_text_reads_its_losses_predictions_attribution_and_lens_before_lo
     assert model_requests(page_log) == []
 
 
-def knocked_losses(gguf, ids, clean, heads, hide_first=False) -> np.ndarray:
-    return lab.predictions(gguf, lab.run(gguf, ids, knocked=heads, hide_first=hide_first, clean=clean))["losses"]
+def knocked_out(gguf, weights, ids, clean, heads, hide_first=False) -> dict:
+    """mha_core's predictions with heads knocked out (and the first token hidden), from the clean run."""
+    return lab.predictions(gguf, lab.run(gguf, ids, knocked=heads, hide_first=hide_first, clean=clean, weights=weights))
 
 
 def settled(widget) -> None:
     expect(widget).to_have_attribute("data-state", "live", timeout=LOAD_TIMEOUT_MS)
 
 
-def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(shared_widget, gguf):
+def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(shared_widget, gguf, weights):
     """The page's repeated words run by the model in the browser: each token's loss, a knock-out's (typed in
     any case and separators), the first token hidden, another position's predictions and attribution, all as
     mha_core computes them here; a newer knock-out ends an older one; a malformed one is said and loses
@@ -458,7 +465,7 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(sh
     widget = shared_widget
     load(widget)
     ids = tokenizer_from_gguf(gguf).encode(widget.locator('textarea[name="text"]').input_value())[:128]
-    clean = lab.run(gguf, ids)
+    clean = lab.run(gguf, ids, weights=weights)
     expected = lab.predictions(gguf, clean)
     losses, knocked = shown_losses(widget)
     np.testing.assert_allclose(losses[1:], expected["losses"][1:], atol=LOSS_TOLERANCE)
@@ -470,8 +477,8 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(sh
     settled(widget)
     expect(widget).to_have_attribute("data-knocked", "true")
     heads = [(17, 3), (18, 6)]
-    want = knocked_losses(gguf, ids, clean, heads)
-    np.testing.assert_allclose(shown_losses(widget)[1][1:], want[1:], atol=LOSS_TOLERANCE)
+    want = knocked_out(gguf, weights, ids, clean, heads)
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], want["losses"][1:], atol=LOSS_TOLERANCE)
     assert mean_value(widget, "mean-loss-knocked") == pytest.approx(np.mean(shown_losses(widget)[1][1:]), abs=1e-4)
     assert widget.locator('[data-layer="18"][data-head="6"]').get_attribute("data-knocked") == "true"
 
@@ -481,16 +488,15 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(sh
     settled(widget)
     heads_at = lab.logit_attribution(gguf, clean, 10, ids[11])["heads"]
     assert_position(widget, expected["top_ids"][10], expected["top_probabilities"][10], heads_at)
-    knocked_top = lab.predictions(gguf, lab.run(gguf, ids, knocked=heads, clean=clean))["top_ids"][10]
     assert [int(el.get_attribute("data-token-id")) for el in
-            widget.locator('[data-output="predictions-knocked"] > li').all()] == knocked_top.tolist()
+            widget.locator('[data-output="predictions-knocked"] > li').all()] == want["top_ids"][10].tolist()
     assert widget.evaluate(LENS) == lab.logit_lens(gguf, clean, 10)["top_ids"].tolist()
 
     widget.locator('input[name="hide-first"]').check()
     settled(widget)
     expect(widget.locator('[data-output="mean-loss-knocked"]')).to_contain_text("first token hidden")
-    np.testing.assert_allclose(shown_losses(widget)[1][1:], knocked_losses(gguf, ids, clean, heads, True)[1:],
-                               atol=LOSS_TOLERANCE)
+    want = knocked_out(gguf, weights, ids, clean, heads, True)
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], want["losses"][1:], atol=LOSS_TOLERANCE)
 
     set_field(knockout, "L0H0")  # from layer 0: 30 layers, ended by the newer one between two of them
     expect(widget).to_have_attribute("data-state", "busy")
@@ -499,8 +505,8 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(sh
     assert widget.get_attribute("data-state") == "busy"
     set_field(knockout, "L23H2")
     settled(widget)
-    np.testing.assert_allclose(shown_losses(widget)[1][1:], knocked_losses(gguf, ids, clean, [(23, 2)], True)[1:],
-                               atol=LOSS_TOLERANCE)
+    want = knocked_out(gguf, weights, ids, clean, [(23, 2)], True)
+    np.testing.assert_allclose(shown_losses(widget)[1][1:], want["losses"][1:], atol=LOSS_TOLERANCE)
     assert widget.locator('[data-layer="0"][data-head="0"]').get_attribute("data-knocked") == "false"
     before = shown_losses(widget)
 
@@ -516,7 +522,7 @@ def test_after_load_the_text_s_losses_knock_outs_and_positions_are_mha_core_s(sh
     short = tokenizer_from_gguf(gguf).encode(text.input_value())
     losses, knocked = shown_losses(widget)
     assert len(losses) == len(short) and knocked == [None] * len(short)  # rows reused, no older knock-out's loss
-    np.testing.assert_allclose(losses[1:], lab.predictions(gguf, lab.run(gguf, short))["losses"][1:],
+    np.testing.assert_allclose(losses[1:], lab.predictions(gguf, lab.run(gguf, short, weights=weights))["losses"][1:],
                                atol=LOSS_TOLERANCE)
     assert widget.get_attribute("data-knocked") == "false"
     assert position.input_value() == str(len(short) - 2) and position.get_attribute("max") == str(len(short) - 1)
@@ -557,7 +563,8 @@ EFFECT_ROUNDING = 1e-4  # nats: two runs' float32 losses (some 6 nats, a few ulp
 PRUNING_TIMEOUT_MS = 900_000  # 270 knock-outs and some 20 runs of a few tokens in Pyodide, on a loaded machine
 
 
-def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_request_ends_it(shared_widget, gguf):
+def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_request_ends_it(
+        shared_widget, gguf, weights):
     """The button measures how many heads can go on the reader's own text as the build measures the page's: its
     progress in Python's words; a knock-out asked meanwhile ends it (and so would a new text or Stop); run to the
     end on a short text, the count, the words and the curve are those mha_core computes here in CPython."""
@@ -592,7 +599,6 @@ def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_re
     expect(widget.locator('[data-output="pruning-chart"]')).to_be_visible(timeout=PRUNING_TIMEOUT_MS)
     settled(widget)
     ids = tokenizer_from_gguf(gguf).encode(text)
-    weights = lab.unpacked_layers(gguf)
     clean = lab.run(gguf, ids, weights=weights)
     effects = lab.knockout_effects(gguf, clean, weights)
     # The order the page went in: heads whose effects differ by float32's rounding may go either way round in
