@@ -572,10 +572,9 @@ def test_how_many_heads_can_go_on_the_reader_s_text_is_mha_core_s_and_a_newer_re
     controls = widget.locator('[data-output="pruning-controls"]')
     expect(controls).to_be_hidden()  # the page's text: its curve computed when the page was built
     expect(widget.locator('[data-output="pruning-chart"]')).to_be_visible()
-    load(widget)
     text = "Mr."  # 2 tokens, a loss: the fewest to knock heads out on (in Pyodide, at a cost in proportion)
-    set_field(widget.locator('textarea[name="text"]'), text)
-    settled(widget)
+    set_field(widget.locator('textarea[name="text"]'), text)  # before Load: the one text the model runs
+    load(widget)
     expect(controls).to_be_visible()
     expect(widget.locator('[data-output="pruning-chart"]')).to_be_hidden()
     prune, stop = widget.locator('button[name="prune"]'), widget.locator('button[name="prune-stop"]')
