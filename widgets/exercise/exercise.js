@@ -35,8 +35,8 @@ function plainEditor(textarea, onChange) {
   return { code: () => textarea.value, setCode: (text) => (textarea.value = text), focus: () => textarea.focus() };
 }
 
-/** Swap the textarea for the code editor, carrying over its code, selection and focus. The bundle's evaluation
- * and the editor's making run as tasks of their own: together they take the main thread for 50-70 ms. */
+/** Swap the textarea for the code editor, carrying over its code, selection and focus. The editor's making runs
+ * in a task of its own, after the bundle's chunks (each evaluated in its own task, editor.mjs). */
 async function loadEditor(widget) {
   const { createEditor } = await import("./editor.bundle.js");
   await new Promise((resolve) => setTimeout(resolve));
