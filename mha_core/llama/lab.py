@@ -294,9 +294,21 @@ def unpacked_layers(gguf) -> list[dict]:
     return [layer_weights(gguf, layer) for layer in range(llama_config(gguf).n_layers)]
 
 
+def _but_last(record) -> dict:
+    """A whole record cut to every position but the last, as a run of those tokens would record it: the mean
+    loss reads no prediction made after the last token, and attention looks only back, so no other position
+    depends on it (a measure of many runs runs one position less: half of a 2-token text's cost)."""
+    return {"tokens": record["tokens"][:-1], "resid": [resid[:-1] for resid in record["resid"]],
+            "z": [z[:, :-1] for z in record["z"]], "mlp_out": [out[:-1] for out in record["mlp_out"]],
+            "W_O": record["W_O"], "patterns": [pattern[:, :-1, :-1] for pattern in record["patterns"]]}
+
+
 def _mean_losses(gguf, tokens, clean, weights, knock_outs) -> list[float]:
-    """The mean loss on tokens with each set of knock_outs knocked out (from clean, weights kept)."""
-    return [predictions.fn(gguf, run.fn(gguf, tokens, knocked=heads, clean=clean, weights=weights))["mean_loss"]
+    """The mean loss on tokens with each set of knock_outs knocked out (from clean, weights kept; every position
+    but the last runs)."""
+    head = _but_last(clean)
+    return [float(_mean_losses_of(gguf, tokens, run.fn(gguf, head["tokens"], knocked=heads, clean=head,
+                                                        weights=weights)["resid"][-1][None])[0])
             for heads in knock_outs]
 
 
@@ -322,28 +334,30 @@ def knockout_effects(gguf, record, weights, layers=None) -> np.ndarray:
 def _knocked_out_alone(record, weights, firsts: list[int], config, step=None):
     """Each head of the layers firsts (sorted) knocked out alone: a batch a layer, its h texts side by side (text
     b with head b out), each batch from its own layer's residual stream on, and each layer's weights read once
-    for every batch it runs. Yields step after each layer; returns {first: [h, n, d_model] final residual
-    streams}."""
-    tokens = record["tokens"]
-    cos, sin = rope_angles(len(tokens), config.d_head, config.rope_base)  # [n, d_head/2] each
+    for every batch it runs; every position but the last (_but_last). Yields step after each layer; returns
+    {first: [h, n − 1, d_model] final residual streams}."""
+    head = _but_last(record)
+    cos, sin = rope_angles(len(head["tokens"]), config.d_head, config.rope_base)  # [n − 1, d_head/2] each
     one_out = np.eye(config.n_heads, dtype=bool)  # [batch = h, h]: text b has head b knocked out
     resids = {}
     for layer in range(firsts[0] if firsts else config.n_layers, config.n_layers):
         w = weights[layer]
         if layer in firsts:
-            resids[layer] = np.broadcast_to(record["resid"][layer], (config.n_heads, *record["resid"][layer].shape))
-        for first, resid in resids.items():  # [h, n, d_model] each
+            resids[layer] = np.broadcast_to(head["resid"][layer], (config.n_heads, *head["resid"][layer].shape))
+        for first, resid in resids.items():  # [h, n − 1, d_model] each
             resids[first] = block_parts(resid, w, config, cos, sin, one_out if first == layer else None)["resid_post"]
         yield step
     return resids
 
 
 def _mean_losses_of(gguf, tokens, resid) -> np.ndarray:
-    """[b, n, d_model] final residual streams of b texts of tokens -> [b] their mean losses."""
-    logits = unembed(gguf, resid.reshape(-1, resid.shape[-1]))  # [b·n, d_model] -> [b·n, V]
-    normalizer = log_normalizer(logits).reshape(len(resid), -1)  # [b, n]
-    logits = logits.reshape(len(resid), len(tokens), -1)  # [b, n, V]
-    return np.array([np.mean(token_losses(logits[b], normalizer[b], tokens)[1:]) for b in range(len(resid))])
+    """[b, n − 1, d_model] final residual streams of b texts of tokens [n], every position but the last ->
+    [b] their mean losses (as predictions' mean_loss: position i predicts token i + 1)."""
+    logits = unembed(gguf, resid.reshape(-1, resid.shape[-1]))  # [b·(n − 1), d_model] -> [b·(n − 1), V]
+    normalizer = log_normalizer(logits).reshape(len(resid), -1)  # [b, n − 1]
+    logits = logits.reshape(len(resid), len(tokens) - 1, -1)  # [b, n − 1, V]
+    chosen = logits[:, np.arange(len(tokens) - 1), tokens[1:]]  # [b, n − 1]: each next token's logit
+    return (normalizer - chosen).astype(np.float64).mean(axis=-1)
 
 
 REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),
@@ -409,9 +423,9 @@ def pruning_steps(gguf, record, weights, rise: float, step: int):
     pass or a batch's unembedding a slice: yields ("alone", heads measured)), then the heads knocked out together
     in removal_order until the mean loss rises rise nats (removable_heads, a run a slice: yields ("together",
     count, mean loss)). Returns {effects [n_layers, h], order, removable, curve}. Its cost: every head's own
-    knock-out (h · n_layers · (n_layers + 1) / 2 layers of the text, h · n_layers unembeddings, each layer's
-    weights read once for ALONE_LAYERS layers' heads), then one run a look at the curve (n_heads / step of them
-    at most, and a few more to bisect)."""
+    knock-out (h · n_layers · (n_layers + 1) / 2 layers of the text but its last token, h · n_layers
+    unembeddings, each layer's weights read once for ALONE_LAYERS layers' heads), then one run a look at the
+    curve (n_heads / step of them at most, and a few more to bisect)."""
     config = llama_config(gguf)
     losses = np.full((config.n_layers, config.n_heads), np.nan)  # with each head alone knocked out
     measured = 0
