@@ -83,10 +83,12 @@ def _lines(name: str, lines: list[tuple[str, str, str, list[int], list[float]]],
     return out
 
 
-def legend(lines: list[tuple[str, str, str]]) -> dict:
-    """A legend's slot: a row per (class, dash, label), its swatch a line drawn as the chart's."""
-    return {"rows": [{"outputs": {"swatch": {"attrs": {"class": cls, "stroke-dasharray": dash}}, "legend-label": label}}
-                     for cls, dash, label in lines]}
+def legend(lines: list[tuple[str, str, str]], unseen: int = 0) -> dict:
+    """A legend's slot: a row per (class, dash, label), its swatch a line drawn as the chart's; the last unseen rows
+    hold their place unseen (data-unseen), so that the legend keeps its height when they are drawn."""
+    return {"rows": [{"data": {"unseen": "" if i >= len(lines) - unseen else None},
+                      "outputs": {"swatch": {"attrs": {"class": cls, "stroke-dasharray": dash}}, "legend-label": label}}
+                     for i, (cls, dash, label) in enumerate(lines)]}
 
 
 def chart_slots(history: list[dict], config: TrainConfig, reference: list[float] | None = None) -> dict:
@@ -96,11 +98,11 @@ def chart_slots(history: list[dict], config: TrainConfig, reference: list[float]
     axes = chart_axes(history, config)
     steps = [h["step"] for h in history]
     loss, scores = axes["loss"], axes["scores"]
-    losses = [(*LOSS_LINES[key][:2], label, steps, [h[key] for h in history]) for key, label in
-              ((line["key"], line["label"]) for line in loss["lines"])]
-    if reference is not None:
-        losses.append((*REFERENCE, reference_label(TrainConfig()),
-                       list(range(0, SCHEDULE["steps"] + 1, SCHEDULE["log_every"])), reference))
+    own = [(*LOSS_LINES[key][:2], label, steps, [h[key] for h in history]) for key, label in
+           ((line["key"], line["label"]) for line in loss["lines"])]
+    compared = (*REFERENCE, reference_label(TrainConfig()))  # last in the legend, unseen without a reference
+    losses = own if reference is None else \
+        [*own, (*compared, list(range(0, SCHEDULE["steps"] + 1, SCHEDULE["log_every"])), reference)]
     heads = [(f"score {line['kind']}", DASHES[line["head"] % len(DASHES)], line["label"], steps,
               [h["scores"][line["kind"]][line["layer"]][line["head"]] for h in history]) for line in scores["lines"]]
     level = loss["level"]
@@ -110,7 +112,8 @@ def chart_slots(history: list[dict], config: TrainConfig, reference: list[float]
     return {**words, **_ticks("loss", loss), **_ticks("scores", scores), **_lines("loss", losses, loss["top"]),
             **_lines("scores", heads, 1), "loss-level": {"data": {"level": level["text"]}, "attrs": {"y1": y, "y2": y}},
             "loss-level-label": {"text": level["label"], "attrs": {"y": round(y - 5, 2)}},
-            "loss-legend": legend([line[:3] for line in losses] + [(*LEVEL, level["legend"])]),
+            "loss-legend": legend([line[:3] for line in own] + [(*LEVEL, level["legend"]), compared],
+                                  unseen=reference is None),
             "scores-legend": legend([line[:3] for line in heads])}
 
 

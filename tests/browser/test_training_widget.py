@@ -537,9 +537,24 @@ def test_the_layers_control_trains_a_one_layer_model(fresh_widget):
     expect(widget.locator('[data-output="error"]')).to_be_hidden()
 
 
+# The loss chart's legend rows, each [its text, whether it is seen], and the charts' height.
+LEGEND = """root => ({ rows: [...root.querySelectorAll('[data-legend="loss"] > span')]
+  .map(row => [row.textContent.trim(), getComputedStyle(row).visibility === "visible"]),
+  height: root.querySelector(".mha-training__charts").getBoundingClientRect().height })"""
+
+
 def test_blocks_of_fixed_length(fresh_widget):
+    """The experiment trains from the recorded run's seed with blocks of 8; the charts keep their height as the
+    reader's run replaces the built one (its legend held the recorded run's row, unseen, for the run to show)."""
     widget = fresh_widget("training")
+    widget.locator(".mha-training__charts").scroll_into_view_if_needed()  # laid out (content-visibility)
+    built = widget.evaluate(LEGEND)
+    recorded = "recorded run (2 layers), loss on repeats"
+    assert built["rows"][-1] == [recorded, False] and all(seen for _, seen in built["rows"][:-1]), built["rows"]
     widget.locator('button[name="experiment"][value="fixed-block"]').click()
+    expect(widget).to_have_attribute("data-run", "reader")
+    readers = widget.evaluate(LEGEND)
+    assert readers["rows"] == [[text, True] for text, _ in built["rows"]] and readers["height"] == built["height"]
     expect(widget.locator('input[name="min_period"]')).to_have_value("8")
     expect(widget.locator('input[name="max_period"]')).to_have_value("8")
     expect(widget.locator('select[name="n_layers"]')).to_have_value("2")

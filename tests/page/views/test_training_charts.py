@@ -54,8 +54,13 @@ def test_the_charts_lines_pass_through_each_logged_value_and_the_reference_run_i
              if slots[f"loss-tick-{i}"]["attrs"]["display"] != "none"]
     assert shown == ["0", "1", "2", "3", "4"]
     legend = [row["outputs"]["legend-label"] for row in slots["loss-legend"]["rows"]]
-    assert legend == ["loss on first occurrences", "loss on repeats", "recorded run (2 layers), loss on repeats",
-                      "uniform guess (3.47 nats)"]
+    assert legend == ["loss on first occurrences", "loss on repeats", "uniform guess (3.47 nats)",
+                      "recorded run (2 layers), loss on repeats"]
+    assert [row["data"]["unseen"] for row in slots["loss-legend"]["rows"]] == [None] * 4
+    # a run drawn alone keeps the recorded run's row in its legend, unseen: the chart is as tall when it comes
+    alone = training_charts.chart_slots(history, TrainConfig())["loss-legend"]["rows"]
+    assert [(row["outputs"]["legend-label"], row["data"]["unseen"]) for row in alone] == \
+        [(label, None) for label in legend[:3]] + [(legend[3], "")]
     assert training_charts.marker(300)["attrs"]["x1"] == at(300, 0, 1)[0]
     refused = bridge_call("training_start", seed=1, reference=[1.0] * (len(reference) + 1))
     assert not refused["ok"] and "reference" in refused["error"]
