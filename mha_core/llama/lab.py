@@ -225,11 +225,18 @@ def top_k(logits: np.ndarray, normalizer: np.ndarray, k: int) -> tuple[np.ndarra
     return ids, np.exp(np.take_along_axis(logits, ids, axis=-1) - normalizer[:, None])
 
 
+def next_token_losses(logits: np.ndarray, normalizer: np.ndarray, tokens) -> np.ndarray:
+    """[..., n − 1, V] logits at positions 0..n−2, their [..., n − 1] log_normalizer, tokens [n] -> [..., n − 1]
+    losses in nats: position i's is −ln p(token i + 1 | tokens 0..i)."""
+    index = np.broadcast_to(np.asarray(tokens)[1:, None], (*logits.shape[:-1], 1))  # [..., n − 1, 1]
+    return normalizer - np.take_along_axis(logits, index, axis=-1)[..., 0]
+
+
 def token_losses(logits: np.ndarray, normalizer: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """[n, V] logits at each position, their [n] log_normalizer, tokens [n] -> [n] losses in nats: loss[i] =
     −ln p(token i | tokens 0..i−1) for i ≥ 1, NaN at 0 (nothing predicts the first token)."""
     losses = np.full(len(tokens), np.nan)
-    losses[1:] = normalizer[:-1] - logits[np.arange(len(tokens) - 1), tokens[1:]]
+    losses[1:] = next_token_losses(logits[:-1], normalizer[:-1], tokens)
     return losses
 
 
@@ -297,7 +304,7 @@ def unpacked_layers(gguf) -> list[dict]:
 def _but_last(record) -> dict:
     """A whole record cut to every position but the last, as a run of those tokens would record it: the mean
     loss reads no prediction made after the last token, and attention looks only back, so no other position
-    depends on it (a measure of many runs runs one position less: half of a 2-token text's cost)."""
+    depends on it: each run of a measure of many runs one position less."""
     return {"tokens": record["tokens"][:-1], "resid": [resid[:-1] for resid in record["resid"]],
             "z": [z[:, :-1] for z in record["z"]], "mlp_out": [out[:-1] for out in record["mlp_out"]],
             "W_O": record["W_O"], "patterns": [pattern[:, :-1, :-1] for pattern in record["patterns"]]}
@@ -356,8 +363,7 @@ def _mean_losses_of(gguf, tokens, resid) -> np.ndarray:
     logits = unembed(gguf, resid.reshape(-1, resid.shape[-1]))  # [b·(n − 1), d_model] -> [b·(n − 1), V]
     normalizer = log_normalizer(logits).reshape(len(resid), -1)  # [b, n − 1]
     logits = logits.reshape(len(resid), len(tokens) - 1, -1)  # [b, n − 1, V]
-    chosen = logits[:, np.arange(len(tokens) - 1), tokens[1:]]  # [b, n − 1]: each next token's logit
-    return (normalizer - chosen).astype(np.float64).mean(axis=-1)
+    return next_token_losses(logits, normalizer, tokens).astype(np.float64).mean(axis=-1)
 
 
 REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),

@@ -154,12 +154,12 @@ def test_a_file_written_here_reads_back_here_and_in_gguf(gguf, tmp_path):
     assert {len(value) for value in cut.values() if isinstance(value, list)} == {0, 1, 2, 1000}
     path = tmp_path / "copy.gguf"
     path.write_bytes(gguf_bytes(cut, tensors))
-    copy = read_gguf(path.read_bytes())
-    assert copy.metadata == cut
+    cut_copy = read_gguf(path.read_bytes())
+    assert cut_copy.metadata == cut
     theirs = reference.GGUFReader(path)
-    assert {k: f.contents() for k, f in theirs.fields.items() if not k.startswith("GGUF.")} == copy.metadata
+    assert {k: f.contents() for k, f in theirs.fields.items() if not k.startswith("GGUF.")} == cut_copy.metadata
     for t in theirs.tensors:
-        np.testing.assert_array_equal(reference_dequantize(t.data, t.tensor_type), tensor(copy, t.name))
+        np.testing.assert_array_equal(reference_dequantize(t.data, t.tensor_type), tensor(cut_copy, t.name))
 
 
 def test_what_gguf_cannot_hold_is_refused():
