@@ -225,7 +225,7 @@ def top_k(logits: np.ndarray, normalizer: np.ndarray, k: int) -> tuple[np.ndarra
     return ids, np.exp(np.take_along_axis(logits, ids, axis=-1) - normalizer[:, None])
 
 
-def next_token_losses(logits: np.ndarray, normalizer: np.ndarray, tokens) -> np.ndarray:
+def _next_token_losses(logits: np.ndarray, normalizer: np.ndarray, tokens) -> np.ndarray:
     """[..., n − 1, V] logits at positions 0..n−2, their [..., n − 1] log_normalizer, tokens [n] -> [..., n − 1]
     losses in nats: position i's is −ln p(token i + 1 | tokens 0..i)."""
     index = np.broadcast_to(np.asarray(tokens)[1:, None], (*logits.shape[:-1], 1))  # [..., n − 1, 1]
@@ -236,7 +236,7 @@ def token_losses(logits: np.ndarray, normalizer: np.ndarray, tokens: np.ndarray)
     """[n, V] logits at each position, their [n] log_normalizer, tokens [n] -> [n] losses in nats: loss[i] =
     −ln p(token i | tokens 0..i−1) for i ≥ 1, NaN at 0 (nothing predicts the first token)."""
     losses = np.full(len(tokens), np.nan)
-    losses[1:] = next_token_losses(logits[:-1], normalizer[:-1], tokens)
+    losses[1:] = _next_token_losses(logits[:-1], normalizer[:-1], tokens)
     return losses
 
 
@@ -363,7 +363,7 @@ def _mean_losses_of(gguf, tokens, resid) -> np.ndarray:
     logits = unembed(gguf, resid.reshape(-1, resid.shape[-1]))  # [b·(n − 1), d_model] -> [b·(n − 1), V]
     normalizer = log_normalizer(logits).reshape(len(resid), -1)  # [b, n − 1]
     logits = logits.reshape(len(resid), len(tokens) - 1, -1)  # [b, n − 1, V]
-    return next_token_losses(logits, normalizer, tokens).astype(np.float64).mean(axis=-1)
+    return _next_token_losses(logits, normalizer, tokens).astype(np.float64).mean(axis=-1)
 
 
 REMOVAL = dict(gguf=Model(), tokens=TokenIds(), order=HEADS, clean=Record(), weights=Weights(), rise=Number(0, 100),
