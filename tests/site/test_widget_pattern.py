@@ -173,3 +173,25 @@ def test_the_widgets_outside_the_runtime_keep_the_pattern():
     assert not broken, "outside widgets/runtime/ (runtime/live.js owns the life cycle, Python the numbers):\n" + \
         "\n".join(broken)
     assert used == set(ALLOWED), f"allowed but no longer found, drop them: {set(ALLOWED) - used}"
+
+
+# A timer handed a Promise's resolve itself: the code that awaits it then runs as a script without a source in the
+# browser's Long Animation Frames timing, which the benchmarks (bench/training_speed.py) leave out as the test
+# harness's own (runtime/page.js's nextTask calls a function of the site's instead).
+RESOLVE_TIMER = re.compile(r"\b(?:setTimeout|setInterval|requestAnimationFrame)\(\s*(?:resolve|res|r)\s*[,)]")
+
+
+@pytest.mark.parametrize("snippet, found", [("await new Promise((resolve) => setTimeout(resolve));", True),
+                                            ("new Promise((r) => requestAnimationFrame(r))", True),
+                                            ("new Promise((resolve) => setTimeout(() => resolve(), 10))", False)])
+def test_a_timer_handed_resolve_is_found(snippet, found):
+    assert bool(RESOLVE_TIMER.search(snippet)) is found
+
+
+def test_every_timer_of_the_site_calls_a_function_of_the_site():
+    sources = sorted([*WIDGETS.rglob("*.js"), *WIDGETS.rglob("*.mjs")])
+    sources = [p for p in sources if "node_modules" not in p.parts and p.name != editor.BUNDLE]
+    assert editor.ENTRY in sources
+    found = [f"widgets/{p.relative_to(WIDGETS).as_posix()}:{number}: {line.strip()}" for p in sources
+             for number, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1) if RESOLVE_TIMER.search(line)]
+    assert not found, "a timer handed resolve (runtime/page.js's nextTask instead):\n" + "\n".join(found)

@@ -7,7 +7,9 @@
 // CodeMirror's packages come by dynamic import, each a chunk of the bundle evaluated in a task of its own (the
 // module's import resolves once all are in): evaluated in one task, they held the main thread for 55-150 ms on a
 // desktop, a frame a reader sees drop, the more so while the training widget draws its run.
-const nextTask = () => new Promise((resolve) => setTimeout(resolve));
+// (The timer calls a function of this file, not resolve: the next chunk's evaluation is then this site's script in
+// the browser's Long Animation Frames timing, as runtime/page.js's nextTask.)
+const nextTask = () => new Promise((resolve) => setTimeout(() => resolve()));
 const { EditorState } = await import("@codemirror/state");
 await nextTask();
 const { EditorView, keymap, lineNumbers } = await import("@codemirror/view");

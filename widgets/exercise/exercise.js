@@ -6,7 +6,7 @@
 // Python at once (runner.js), and the run's answer says it stopped.
 import { output, setText, showMessage } from "../runtime/dom.js";
 import { live, reported } from "../runtime/live.js";
-import { mountEach, whenNear } from "../runtime/page.js";
+import { mountEach, nextTask, whenNear } from "../runtime/page.js";
 import { runExercise, stopPython } from "./runner.js";
 import "../runtime/status.js";
 
@@ -39,7 +39,7 @@ function plainEditor(textarea, onChange) {
  * in a task of its own, after the bundle's chunks (each evaluated in its own task, editor.mjs). */
 async function loadEditor(widget) {
   const { createEditor } = await import("./editor.bundle.js");
-  await new Promise((resolve) => setTimeout(resolve));
+  await nextTask();
   const textarea = widget.textarea;
   const focused = document.activeElement === textarea;
   const [from, to] = [textarea.selectionStart, textarea.selectionEnd];

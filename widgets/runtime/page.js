@@ -22,7 +22,12 @@ function changed(c) {
 }
 
 // The main thread given back to the browser, which may draw or answer the reader before what follows runs.
-const yieldToMain = () => (window.scheduler?.yield ? scheduler.yield() : new Promise((r) => setTimeout(r, 0)));
+const yieldToMain = () => (window.scheduler?.yield ? scheduler.yield() : nextTask());
+
+/** A Promise settled in a task of its own. The timer calls a function of this file, not resolve itself: what the
+ * awaiting code then does is a script of this site's in the browser's Long Animation Frames timing (a native
+ * callback has no source, like a test harness's own scripts). */
+export const nextTask = () => new Promise((resolve) => setTimeout(() => resolve()));
 
 /** mount(root) once for each element matching selector, on every page; a mounted root says so (data-mounted).
  * The page is shown before its modules run (on a slow link, for seconds): a control the reader changed meanwhile,
