@@ -8,6 +8,7 @@ imported by name (`from .bridge import call`), not merely because a module insid
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from pathlib import Path
 
@@ -33,18 +34,22 @@ def dotted_name(root: Path, path: Path) -> tuple[str, str]:
 def imported_names(root: Path, path: Path) -> set[str]:
     """The dotted names path's imports may load: each module named, and each name imported from one
     (which is a module when it is a submodule of that package)."""
-    _, package = dotted_name(root, path)
+    return set(_imports(path.read_text(), str(path), dotted_name(root, path)[1]))
+
+
+@functools.cache  # a build keys a dozen results on overlapping sets of files: each text is parsed once
+def _imports(source: str, filename: str, package: str) -> frozenset[str]:
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(source, filename)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
-            source = ".".join(base + ([node.module] if node.module else []))
+            module = ".".join(base + ([node.module] if node.module else []))
             if node.module:  # `from . import x` names x, not the package it is in
-                names.add(source)
-            names.update(f"{source}.{alias.name}" for alias in node.names)
-    return names
+                names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return frozenset(names)
 
 
 def imported_files(root: Path, start: Path) -> list[Path]:
