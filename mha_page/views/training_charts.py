@@ -113,7 +113,7 @@ def chart_slots(history: list[dict], config: TrainConfig, reference: list[float]
             **_lines("scores", heads, 1), "loss-level": {"data": {"level": level["text"]}, "attrs": {"y1": y, "y2": y}},
             "loss-level-label": {"text": level["label"], "attrs": {"y": round(y - 5, 2)}},
             "loss-legend": legend([line[:3] for line in own] + [(*LEVEL, level["legend"]), compared],
-                                  unseen=reference is None),
+                                  unseen=int(reference is None)),
             "scores-legend": legend([line[:3] for line in heads])}
 
 
