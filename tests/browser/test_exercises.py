@@ -307,3 +307,23 @@ def test_the_code_editor_is_fetched_only_when_an_exercise_comes_near(page, page_
     exercise_on(page, exercise_url, "split_heads")
     # the bundle and each of its chunks, once
     assert editor() == sorted(p.name for p in (built_site / "assets/widgets/exercise").glob("editor*.js"))
+
+
+@pytest.mark.before_python
+@pytest.mark.parametrize("width", [1200, 390])
+def test_the_code_editor_takes_the_plain_editor_s_place_without_moving_the_page(page, exercise_url, width):
+    """Until the code editor has loaded, the plain editor shows the code as the code editor will: in the code font,
+    a row for each line; the swap leaves the exercise as high as it was, so nothing below it moves."""
+    page.set_viewport_size({"width": width, "height": 844})
+    release = conftest.hold_requests(page, re.compile(r".*/exercise/editor\.bundle\.js$"))
+    page.goto(exercise_url("split_heads"))
+    exercise = page.locator('[data-mha-widget="exercise"][data-exercise="split_heads"]')
+    exercise.scroll_into_view_if_needed()
+    textarea = exercise.locator("textarea[data-editor]")
+    expect(textarea).to_have_attribute("rows", str(textarea.input_value().count("\n") + 1))
+    font = "el => getComputedStyle(el).fontFamily + ' ' + getComputedStyle(el).lineHeight"
+    before = exercise.bounding_box()["height"], textarea.evaluate(font)
+    release()
+    expect(exercise).to_have_attribute("data-editor-loaded", "true")
+    height, code_font = exercise.bounding_box()["height"], exercise.locator(".cm-content").evaluate(font)
+    assert (height, code_font) == (pytest.approx(before[0], abs=0.5), before[1])

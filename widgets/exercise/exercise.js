@@ -29,10 +29,20 @@ function keep(name, code, skeleton) {
   }
 }
 
-/** The textarea as an editor ({code(), setCode(text), focus()}), until the code editor replaces it. */
+/** The textarea as an editor ({code(), setCode(text), focus()}), until the code editor replaces it: a row for each
+ * line of its code, as the code editor shows them, so that the swap moves nothing on the page. */
 function plainEditor(textarea, onChange) {
-  textarea.addEventListener("input", () => onChange(textarea.value));
-  return { code: () => textarea.value, setCode: (text) => (textarea.value = text), focus: () => textarea.focus() };
+  const fit = () => (textarea.rows = textarea.value.split("\n").length);
+  fit();
+  textarea.addEventListener("input", () => {
+    fit();
+    onChange(textarea.value);
+  });
+  const setCode = (text) => {
+    textarea.value = text;
+    fit();
+  };
+  return { code: () => textarea.value, setCode, focus: () => textarea.focus() };
 }
 
 /** Swap the textarea for the code editor, carrying over its code, selection and focus. The editor's making runs
