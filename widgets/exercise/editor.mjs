@@ -32,30 +32,33 @@ function insertAsIs(view, event) {
   return true;
 }
 
-/** An editor in parent holding doc. attributes go on the editable element (its label, data-editor);
- * onChange(code) follows every change. Returns {view, code(), setCode(text), focus()}. */
-export function createEditor({ parent, doc, attributes, onChange }) {
-  const view = new EditorView({
-    parent,
-    state: EditorState.create({
-      doc,
-      extensions: [
-        lineNumbers(),
-        history(),
-        python(),
-        indentUnit.of("    "),
-        EditorState.tabSize.of(4),
-        syntaxHighlighting(classHighlighter),
-        keymap.of([indentWithTab, ...defaultKeymap, ...historyKeymap]),
-        // tabindex: an editable element is focusable already; saying so lets checkers see that its scrolling
-        // box (a long line, on a phone) is reached by keyboard
-        EditorView.contentAttributes.of({ ...attributes, tabindex: "0", spellcheck: "false", autocapitalize: "off",
-                                          autocorrect: "off", translate: "no" }),
-        EditorView.domEventHandlers({ beforeinput: (event, v) => insertAsIs(v, event) }),
-        EditorView.updateListener.of((update) => update.docChanged && onChange(update.state.doc.toString())),
-      ],
-    }),
+/** An editor holding doc, put in parent. attributes go on the editable element (its label, data-editor);
+ * onChange(code) follows every change. Made in three tasks, each a fraction of the one long task they made
+ * together: its state (the code parsed), its view apart from the page (no style or layout yet), then the view put
+ * in parent. Resolves to {view, code(), setCode(text), focus()}. */
+export async function createEditor({ parent, doc, attributes, onChange }) {
+  const state = EditorState.create({
+    doc,
+    extensions: [
+      lineNumbers(),
+      history(),
+      python(),
+      indentUnit.of("    "),
+      EditorState.tabSize.of(4),
+      syntaxHighlighting(classHighlighter),
+      keymap.of([indentWithTab, ...defaultKeymap, ...historyKeymap]),
+      // tabindex: an editable element is focusable already; saying so lets checkers see that its scrolling
+      // box (a long line, on a phone) is reached by keyboard
+      EditorView.contentAttributes.of({ ...attributes, tabindex: "0", spellcheck: "false", autocapitalize: "off",
+                                        autocorrect: "off", translate: "no" }),
+      EditorView.domEventHandlers({ beforeinput: (event, v) => insertAsIs(v, event) }),
+      EditorView.updateListener.of((update) => update.docChanged && onChange(update.state.doc.toString())),
+    ],
   });
+  await nextTask();
+  const view = new EditorView({ state });
+  await nextTask();
+  parent.append(view.dom);
   return {
     view,
     code: () => view.state.doc.toString(),

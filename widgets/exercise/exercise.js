@@ -45,28 +45,28 @@ function plainEditor(textarea, onChange) {
   return { code: () => textarea.value, setCode, focus: () => textarea.focus() };
 }
 
-/** Swap the textarea for the code editor, carrying over its code, selection and focus. The editor's making runs
- * in a task of its own, after the bundle's chunks (each evaluated in its own task, editor.mjs). */
+/** Swap the textarea for the code editor, carrying over its code, selection and focus as they are once the editor is
+ * made (the reader may type meanwhile). The bundle's chunks are each evaluated in a task of their own (editor.mjs),
+ * and so are the editor's making's steps. */
 async function loadEditor(widget) {
   const { createEditor } = await import("./editor.bundle.js");
   await nextTask();
-  const textarea = widget.textarea;
-  const focused = document.activeElement === textarea;
-  const [from, to] = [textarea.selectionStart, textarea.selectionEnd];
-  const host = output(widget.root, "editor");
-  const label = widget.root.querySelector("label");
-  const editor = createEditor({
-    parent: host,
+  const { textarea, root } = widget;
+  const label = root.querySelector("label");
+  const editor = await createEditor({
+    parent: output(root, "editor"),
     doc: textarea.value,
     attributes: { "data-editor": "", "aria-labelledby": label.id,
                   "aria-describedby": textarea.getAttribute("aria-describedby") },
     onChange: widget.changed,
   });
-  editor.view.dispatch({ selection: { anchor: from, head: to } });
+  if (editor.code() !== textarea.value) editor.setCode(textarea.value);
+  editor.view.dispatch({ selection: { anchor: textarea.selectionStart, head: textarea.selectionEnd } });
+  const focused = document.activeElement === textarea;
   textarea.remove();
   label.removeAttribute("for"); // the editor names itself by the label (aria-labelledby)
   widget.editor = editor;
-  widget.root.dataset.editorLoaded = "true";
+  root.dataset.editorLoaded = "true";
   if (focused) editor.focus();
 }
 
