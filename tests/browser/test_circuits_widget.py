@@ -20,7 +20,7 @@ from mha_core.training import eval_batch
 from mha_core.params_codec import decode_params
 from tests.helpers import circuits_expected, png_indices
 
-pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
+pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_COMPILERS
 
 NAME = "circuits"
 READ = """root => ({

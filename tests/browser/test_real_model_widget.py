@@ -25,7 +25,7 @@ from tests.helpers import contrast, over
 from widgets.palette import colour
 from test_accessibility import VIEWPORTS, axe_source, blocking_in_every_look, look  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
+pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_COMPILERS
 
 NAME = "real-model"
 LOAD_TIMEOUT_MS = 180_000  # 98 MB from localhost, checked, then 30 layers, on a loaded 2-core machine

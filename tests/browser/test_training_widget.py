@@ -21,7 +21,7 @@ from mha_core.model import TRAIN_RANGES, TrainConfig
 from mha_core.training import eval_batch
 from tests.helpers import assert_shows, form_config
 
-pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_WASM
+pytestmark = pytest.mark.computes  # trains or runs a real model: conftest.BASELINE_COMPILERS
 
 ASSET = "assets/widgets/training/run.json"
 READ = """root => ({
