@@ -181,10 +181,19 @@ def test_moving_between_pages_mounts_the_widgets(shared_page, site_url, shapes_p
     assert page.evaluate("window.__earlier") is True  # the same document
     on_heads_page = ["heads", "training", "exercise", "circuits"]
     assert use_widgets(page) == on_heads_page
+    page.add_init_script(RUNTIME_STATES)  # (kept by the module's page: it only watches)
     page.reload()
     assert page.evaluate("window.__earlier") is None  # a new document
-    expect(page.locator("html")).to_have_attribute("data-mha-runtime", re.compile("idle|loading"))
     assert use_widgets(page) == on_heads_page
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready")
+    states = page.evaluate("window.__runtimeStates")
+    assert states[0] == "idle" and states[-1] == "ready", states  # started anew (a restored memory is quick)
+
+
+# Runs before the page's own scripts: each state the page's runtime takes (bridge.js's data-mha-runtime), in order.
+RUNTIME_STATES = """window.__runtimeStates = [];
+new MutationObserver(() => window.__runtimeStates.push(document.documentElement.dataset.mhaRuntime))
+  .observe(document, { subtree: true, attributes: true, attributeFilter: ["data-mha-runtime"] });  // (no <html> yet)"""
 
 
 # The geometry of the home page's first fraction in stretched brackets (\left( ... \right)):
