@@ -309,6 +309,13 @@ def test_the_code_editor_is_fetched_only_when_an_exercise_comes_near(page, page_
     assert editor() == sorted(p.name for p in (built_site / "assets/widgets/exercise").glob("editor*.js"))
 
 
+# Resolves once el is laid out: an exercise is skipped (content-visibility) until the frame after it comes near, and
+# is meanwhile as high as its placeholder.
+LAID_OUT = """async (el) => {
+  while (!el.checkVisibility({ contentVisibilityAuto: true })) await new Promise(requestAnimationFrame);
+}"""
+
+
 @pytest.mark.before_python
 @pytest.mark.parametrize("width", [1200, 390])
 def test_the_code_editor_takes_the_plain_editor_s_place_without_moving_the_page(page, exercise_url, width):
@@ -320,6 +327,7 @@ def test_the_code_editor_takes_the_plain_editor_s_place_without_moving_the_page(
     exercise = page.locator('[data-mha-widget="exercise"][data-exercise="split_heads"]')
     exercise.scroll_into_view_if_needed()
     textarea = exercise.locator("textarea[data-editor]")
+    textarea.evaluate(LAID_OUT)
     expect(textarea).to_have_attribute("rows", str(textarea.input_value().count("\n") + 1))
     font = "el => getComputedStyle(el).fontFamily + ' ' + getComputedStyle(el).lineHeight"
     before = exercise.bounding_box()["height"], textarea.evaluate(font)
