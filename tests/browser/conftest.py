@@ -200,9 +200,9 @@ def hold_python(page):
     return release
 
 
-def wait_ready(page) -> None:
+def wait_ready(page, timeout: float = READY_TIMEOUT_MS) -> None:
     show_widget(page)
-    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=READY_TIMEOUT_MS)
+    expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=timeout)
 
 
 def open_widget(page, url: str, name: str):

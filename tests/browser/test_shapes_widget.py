@@ -487,6 +487,11 @@ def test_counts_are_exact_at_the_limits(fresh_widget):
     expect(scores).to_have_text(f"{2**16 * 2**16 * 2**24 * 2**24:,}")  # 2**80, every digit
 
 
+# Pyodide's files whole (the standard library untrimmed, nothing gzip'd) through Playwright's pipe, one after another:
+# some 6 s of the start on an idle 2-core machine, and several times that when the run's other workers load it.
+CDN_READY_TIMEOUT_MS = 90_000
+
+
 def test_pyodide_from_the_cdn_option(browser, cdn_site):
     """--pyodide-cdn: the same files from jsDelivr (answered here from the local cache, never fetched)."""
     site = cdn_site
@@ -501,7 +506,7 @@ def test_pyodide_from_the_cdn_option(browser, cdn_site):
     try:
         page = context.new_page()
         widget = open_widget(page, url, pages_with(site, 'data-mha-widget="shapes"')[0])
-        wait_ready(page)
+        wait_ready(page, timeout=CDN_READY_TIMEOUT_MS)
         set_number(widget, "batch", 9)
         assert_shows(widget, **{**form_config(widget), "batch": 9})
     finally:
