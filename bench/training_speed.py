@@ -174,6 +174,12 @@ WATCH = """() => {
 }"""
 
 
+# The page as a reader leaves it before a click: what came into view laid out (two frames), and nothing pending
+# (an idle moment).
+SETTLED = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() =>
+  requestIdleCallback(done, { timeout: 2000 }))))"""
+
+
 # Waits for the end of the run. Not expect(): its checks each ran about 1,500 forced style-and-layout updates
 # on this page, some 100 ms of the main thread per check in a trace, a load no reader's page carries.
 LIVE = "() => document.querySelector('[data-mha-widget=\"training\"]').dataset.state === 'live'"
@@ -199,8 +205,11 @@ def browser(site: Path | None) -> bool:
         widget.scroll_into_view_if_needed()  # Python starts when a widget comes into view
         expect(page.locator("html")).to_have_attribute("data-mha-runtime", "ready", timeout=60_000)
         heads = page.locator('[data-mha-widget="heads"]')
+        train = widget.locator('button[name="train"]')
+        train.scroll_into_view_if_needed()  # as a reader comes to Train, so that the click scrolls nothing in
+        page.evaluate(SETTLED)
         page.evaluate(WATCH)
-        widget.locator('button[name="train"]').click()
+        train.click()
         page.wait_for_function(STEPPING, polling=250, timeout=30_000)
         answers = [show_sentence(heads, f"a b c d {word} a b c d {word}") for word in ("one", "two", "three")]
         page.wait_for_function(LIVE, polling=250, timeout=180_000)
