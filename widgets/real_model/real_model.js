@@ -81,7 +81,7 @@ function mount(root) {
     const name = cellNamer(names);
     const fresh = !grid;
     grid ??= adoptGrid(panel.querySelector("table"));
-    setTokens(grid, labels, name);
+    setTokens(grid, labels, names);
     paint(grid, { weights: rows, texts: rows.map((row) => row.map((b) => data.weights[b])) }, colour, name);
     if (fresh) followCells(grid, (td) => setText(readout, td.ariaLabel));
     setText(readout, hint);

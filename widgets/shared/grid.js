@@ -47,8 +47,13 @@ export function adoptGrid(table) {
 
 export const cellAt = (g, q, k) => (q < g.n && k <= q ? g.rows[q].cells[k] : null);
 
-/** Show tokens on both axes, with n = tokens.length rows of n cells; name(q, k) names the masked cells. */
-export function setTokens(g, tokens, name) {
+/** Show tokens on both axes, with n = tokens.length rows of n cells, the masked ones named in names' words
+    (cell_names'); nothing to do if they are the tokens and names shown (a run's checkpoints share them). */
+export function setTokens(g, tokens, names) {
+  const shown = JSON.stringify([tokens, names]);
+  if (shown === g.shown) return;
+  g.shown = shown;
+  const name = cellNamer(names);
   const n = tokens.length;
   for (let i = g.cols.length; i < n; i++) g.cols.push(label("key", i, "col"));
   for (let q = g.rows.length; q < n; q++) {

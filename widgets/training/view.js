@@ -33,7 +33,7 @@ function drawHeads(w, patterns, { labels, names }, captions) {
     drawThumb(cell.querySelector("canvas"), patterns[layer][head].weights, w.palette.rgb);
   }
   const name = cellNamer(names);
-  setTokens(w.grid, labels, name);
+  setTokens(w.grid, labels, names);
   paint(w.grid, patterns[l][h], w.palette.css, name);
   setData(w.root, "selected", `${l},${h}`);
   setText(output(w.root, "caption"), captions[l][h]);
