@@ -23,18 +23,23 @@ export function decodePatterns(text, { n_layers, n_heads }, n) {
 
 /** Every head's thumbnail, marked knocked out and selected, and the selected head's heatmap on the shown sequence
     (shown: Python's labels, one per token, and its cells' names, shown_as'), with its caption (captions[layer][head]:
-    Python's, for the heads knocked out and the sequence). */
-function drawHeads(w, patterns, { labels, names }, captions) {
+    Python's, for the heads knocked out and the sequence). heatmapLater: the heatmap in a frame of its own, after the
+    rest (unless a newer drawing comes first, which draws its own at once). */
+function drawHeads(w, patterns, { labels, names }, captions, heatmapLater) {
   const [l, h] = w.selected;
+  w.heatmapDue = () => {
+    w.heatmapDue = null;
+    setTokens(w.grid, labels, names);
+    paint(w.grid, patterns[l][h], w.palette.css, cellNamer(names));
+  };
+  if (heatmapLater) requestAnimationFrame(() => setTimeout(() => w.heatmapDue?.()));
+  else w.heatmapDue();
   for (const cell of w.root.querySelectorAll("button[data-layer]")) {
     const [layer, head] = [Number(cell.dataset.layer), Number(cell.dataset.head)];
     cell.toggleAttribute("data-ablated", w.ablate.has(`${layer},${head}`));
     cell.setAttribute("aria-pressed", String(layer === l && head === h));
     drawThumb(cell.querySelector("canvas"), patterns[layer][head].weights, w.palette.rgb);
   }
-  const name = cellNamer(names);
-  setTokens(w.grid, labels, names);
-  paint(w.grid, patterns[l][h], w.palette.css, name);
   setData(w.root, "selected", `${l},${h}`);
   setText(output(w.root, "caption"), captions[l][h]);
   const out = w.ablate.has(`${l},${h}`);
@@ -52,8 +57,9 @@ function patternsOf(w, index) {
 export const viewKey = (w, index = w.index) => JSON.stringify([w.runId, index, [...w.ablate].sort(), w.text]);
 
 /** Draw checkpoint index of the run shown: its view (the charts' marker among it), the thumbnails and heatmap. With
-    heads knocked out or the reader's text, the patterns (and, knocked out, the loss and scores) are Python's answer. */
-export function show(w, index) {
+    heads knocked out or the reader's text, the patterns (and, knocked out, the loss and scores) are Python's answer.
+    heatmapLater: as drawHeads'. */
+export function show(w, index, heatmapLater = false) {
   w.index = index;
   const { run } = w;
   const checkpoint = run.checkpoints[index];
@@ -65,7 +71,7 @@ export function show(w, index) {
   if (view && w.ablate.size) fill(w.root, view.outputs); // the loss and scores measured with the knock-out
   setData(w.root, "checkpoints", String(run.checkpoints.filter(Boolean).length));
   w.root.style.setProperty("--n", String((view ?? run).labels.length));
-  drawHeads(w, patterns, view ?? run, (view ?? checkpoint).captions);
+  drawHeads(w, patterns, view ?? run, (view ?? checkpoint).captions, heatmapLater);
   setText(output(w.root, "knockout"), knockoutMessage(w, view));
 }
 
