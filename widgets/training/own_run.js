@@ -84,7 +84,7 @@ function drawTraining(w, { run, seed, slice }) {
     setText(output(w.root, "knockout"), w.knockoutHelp);
     w.root.dataset.run = "reader";
     w.selected = [Math.min(1, run.config.n_layers - 1), 0];
-    return show(w, 0, true); // the first drawing of a run renews every cell: two frames, each under 50 ms
+    return show(w, 0, true); // it renews every cell: the heatmap in a frame after the rest, so that neither is long
   }
   w.run.history.push(...slice.history);
   w.run.checkpoints.push(...slice.checkpoints);
