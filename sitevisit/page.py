@@ -1,5 +1,6 @@
-"""What the tests and the benchmarks read and drive in a page: the heads widget's answer to a sentence, and
-the memory Python's first start keeps for a revisit."""
+"""What the tests and the benchmarks read and drive in a page: the heads widget's answer to a sentence (given
+through Playwright's locators, or as a reader's hands give it), and the memory Python's first start keeps for a
+revisit."""
 from __future__ import annotations
 
 from playwright.sync_api import expect
@@ -18,6 +19,32 @@ TIME_ANSWER = """root => {
   });
   window.__answer.observe(root, { attributes: true, attributeFilter: ["data-state"] });
 }"""
+
+
+# Resolves with window.__answeredMs once TIME_ANSWER has timed the answer (one promise: no polling script in the page).
+ANSWERED = """() => new Promise((done) => {
+  const check = () => (window.__answeredMs !== null ? done(window.__answeredMs) : requestAnimationFrame(check));
+  check();
+})"""
+
+
+def type_sentence(page, widget, text: str) -> float:
+    """As show_sentence, but as a reader's hands do it, for a benchmark that times the page's own work: the wheel
+    brings the field on screen, a click puts the caret in it, the keys replace its text and Tab leaves it. (Only
+    input events: none of Playwright's scripts run in the page meanwhile, as its locators' checks would.)"""
+    widget.evaluate(TIME_ANSWER)
+    field = widget.locator('textarea[name="sentence"]')
+    box = field.evaluate("el => { const r = el.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }")
+    viewport = page.viewport_size["height"]
+    while box[1] < 100 or box[1] + box[3] > viewport - 100:  # a wheel's notch at a time, until it is on screen
+        page.mouse.wheel(0, -100 if box[1] < 100 else 100)
+        page.wait_for_timeout(50)
+        box = field.evaluate("el => { const r = el.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }")
+    page.mouse.click(box[0] + box[2] / 2, box[1] + box[3] / 2)
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press("Tab")
+    return page.evaluate(ANSWERED)
 
 
 def show_sentence(widget, text: str) -> float | None:
