@@ -48,7 +48,8 @@ def type_sentence(page, widget, text: str) -> float:
     page.keyboard.press("Control+A")
     page.keyboard.type(text)
     page.keyboard.press("Tab")
-    return page.evaluate("() => window.__answered")
+    return page.evaluate("""() => Promise.race([window.__answered, new Promise((_, fail) => setTimeout(() =>
+      fail(new Error("the heads widget did not answer within 30 s")), 30_000))])""")
 
 
 def show_sentence(widget, text: str) -> float | None:

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 import conftest
 from conftest import WORKER, hold_worker, on_widget_page, resize, wait_ready
-from sitevisit.page import show_sentence
+from sitevisit.page import show_sentence, type_sentence
 from tests.helpers import READ, SENTENCE, check_layout, contrast, heatmap, over, tokens_of
 from tests.oracles import rule_rows
 from mha_page.views.heads import WORDS
@@ -173,6 +173,21 @@ def test_enter_applies_the_sentence_and_shift_enter_starts_a_new_line(live_widge
     check_layout(widget.evaluate(READ), ["one", "two", "one", "two", "three"])
     show_sentence(widget, SENTENCE)  # the text applied by a change before: the browser fires no change for it
     expect(widget).to_have_attribute("data-tokens", str(len(tokens_of(SENTENCE))))
+
+
+def test_a_sentence_typed_by_the_benchmark_s_hands_is_answered(live_widget):
+    """sitevisit.page.type_sentence, as bench/training_speed.py gives its sentences: from far below the field, the
+    wheel brings it on screen, the keys replace its text, Tab applies it; the time it returns is that answer's."""
+    widget = live_widget("heads")
+    page = widget.page
+    field = widget.locator('textarea[name="sentence"]')
+    field.evaluate("el => { el.scrollIntoView(); window.scrollBy(0, 1500); }")  # the field 1,500 px above the screen
+    assert field.evaluate("el => el.getBoundingClientRect().bottom") < 0
+    text = "a b c d one a b c d one"
+    ms = type_sentence(page, widget, text)
+    assert field.input_value() == text and not field.evaluate("el => el === document.activeElement")
+    assert widget.get_attribute("data-state") == "live" and 0 < ms < 30_000
+    check_layout(widget.evaluate(READ), tokens_of(text))
 
 
 @pytest.mark.parametrize("text", [HOSTILE, "שלום עולם, שלום 😀 🇫🇷 e\u0301 !!! ¿?", "!!! ... ???"])
