@@ -221,7 +221,7 @@ def train_once(b, base: str, built: Path, sentences: bool):
     answers = []
     if sentences:
         page.wait_for_function(STEPPING, polling=250, timeout=30_000)
-        answers = [type_sentence(page, heads, f"a b c d {word} a b c d {word}") for word in ("one", "two", "three")]
+        answers = [type_sentence(heads, f"a b c d {word} a b c d {word}") for word in ("one", "two", "three")]
     page.wait_for_function(LIVE, polling=250, timeout=180_000)
     bench = page.evaluate("() => window.__bench")
     elapsed = float(widget.locator('[data-output="elapsed"]').text_content().split()[0])

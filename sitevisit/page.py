@@ -28,11 +28,12 @@ WHERE = "el => { const r = el.getBoundingClientRect(); return [r.x, r.y, r.width
 MARGIN_PX, NOTCH_PX, NOTCHES = 100, 100, 100  # on screen: this far from its edges; a wheel's notch; at most
 
 
-def type_sentence(page, widget, text: str) -> float:
+def type_sentence(widget, text: str) -> float:
     """As show_sentence, but as a reader's hands do it, for a benchmark that times the page's own work: the wheel
     brings the field on screen, a click puts the caret in it, the keys replace its text and Tab leaves it; returns
     the milliseconds from the change to the answer. (Input events, and one line of script that asks where the
     field is: none of the checks Playwright's locators run in the page.)"""
+    page = widget.page
     widget.evaluate(TIME_ANSWER)
     field = widget.locator('textarea[name="sentence"]').element_handle()
     height = page.viewport_size["height"]

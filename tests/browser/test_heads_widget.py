@@ -179,12 +179,11 @@ def test_a_sentence_typed_by_the_benchmark_s_hands_is_answered(live_widget):
     """sitevisit.page.type_sentence, as bench/training_speed.py gives its sentences: from far below the field, the
     wheel brings it on screen, the keys replace its text, Tab applies it; the time it returns is that answer's."""
     widget = live_widget("heads")
-    page = widget.page
     field = widget.locator('textarea[name="sentence"]')
     field.evaluate("el => { el.scrollIntoView(); window.scrollBy(0, 1500); }")  # the field 1,500 px above the screen
     assert field.evaluate("el => el.getBoundingClientRect().bottom") < 0
     text = "a b c d one a b c d one"
-    ms = type_sentence(page, widget, text)
+    ms = type_sentence(widget, text)
     assert field.input_value() == text and not field.evaluate("el => el === document.activeElement")
     assert widget.get_attribute("data-state") == "live" and 0 < ms < 30_000
     check_layout(widget.evaluate(READ), tokens_of(text))

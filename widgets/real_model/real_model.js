@@ -13,7 +13,7 @@ import { call, download, downloaded } from "../runtime/bridge.js";
 import { fillIn, setHidden, setText } from "../runtime/dom.js";
 import { calls, live, markStale, shared } from "../runtime/live.js";
 import { mountEach } from "../runtime/page.js";
-import { adoptGrid, cellNamer, followCells, paint, setTokens } from "../shared/grid.js";
+import { adoptGrid, followCells, paint, setTokens } from "../shared/grid.js";
 import { makePalette } from "../shared/palette.js";
 import { mountLab } from "./lab.js";
 import { failure, modelFiles, rowsFromBytes } from "./model.js";
@@ -78,11 +78,10 @@ function mount(root) {
 
   /** rows ([n][q + 1] bytes) into the table, labelled and named in the words of pattern (the view's). */
   function drawPattern(rows, { labels, names }) {
-    const name = cellNamer(names);
     const fresh = !grid;
     grid ??= adoptGrid(panel.querySelector("table"));
     setTokens(grid, labels, names);
-    paint(grid, { weights: rows, texts: rows.map((row) => row.map((b) => data.weights[b])) }, colour, name);
+    paint(grid, { weights: rows, texts: rows.map((row) => row.map((b) => data.weights[b])) }, colour);
     if (fresh) followCells(grid, (td) => setText(readout, td.ariaLabel));
     setText(readout, hint);
   }

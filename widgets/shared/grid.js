@@ -47,13 +47,14 @@ export function adoptGrid(table) {
 
 export const cellAt = (g, q, k) => (q < g.n && k <= q ? g.rows[q].cells[k] : null);
 
-/** Show tokens on both axes, with n = tokens.length rows of n cells, the masked ones named in names' words
-    (cell_names'); nothing to do if they are the tokens and names shown (a run's checkpoints share them). */
+/** Show tokens on both axes, with n = tokens.length rows of n cells, every cell named in names' words (cell_names':
+    the masked ones here, the drawn ones by paint); nothing to do if they are the tokens and names shown (a run's
+    checkpoints share them). */
 export function setTokens(g, tokens, names) {
   const shown = JSON.stringify([tokens, names]);
   if (shown === g.shown) return;
   g.shown = shown;
-  const name = cellNamer(names);
+  const name = (g.name = cellNamer(names));
   const n = tokens.length;
   for (let i = g.cols.length; i < n; i++) g.cols.push(label("key", i, "col"));
   for (let q = g.rows.length; q < n; q++) {
@@ -80,8 +81,8 @@ export function setTokens(g, tokens, names) {
 }
 
 /** Colour each drawn cell by its weight ({weights: [n, n], texts: [n, q + 1]}, row = query: the weights and the
-    texts Python wrote of them), record its text and name the cell name(q, k, text) for assistive technology. */
-export function paint(g, { weights, texts }, colour, name) {
+    texts Python wrote of them), record its text and name the cell in setTokens' words for assistive technology. */
+export function paint(g, { weights, texts }, colour) {
   for (let q = 0; q < g.n; q++) {
     const cells = g.rows[q].cells;
     for (let k = 0; k <= q; k++) {
@@ -89,7 +90,7 @@ export function paint(g, { weights, texts }, colour, name) {
       if (cells[k].dataset.weight === text && !g.renamed) continue;
       cells[k].dataset.weight = text;
       cells[k].style.backgroundColor = colour(weights[q][k]);
-      cells[k].ariaLabel = name(q, k, text);
+      cells[k].ariaLabel = g.name(q, k, text);
     }
   }
   g.renamed = false;

@@ -4,7 +4,7 @@
 // (shared/grid.js). w: the widget's state (training.js's mount).
 import { fill } from "../runtime/bind.js";
 import { output, setData, setText } from "../runtime/dom.js";
-import { cellNamer, paint, setTokens } from "../shared/grid.js";
+import { paint, setTokens } from "../shared/grid.js";
 import { drawThumb } from "../shared/palette.js";
 
 const WEIGHT_CHARS = 6; // mha_page.views.training's: each weight's text, as the cells read it ("0.1234")
@@ -30,7 +30,7 @@ function drawHeads(w, patterns, { labels, names }, captions, heatmapLater) {
   w.heatmapDue = () => {
     w.heatmapDue = null;
     setTokens(w.grid, labels, names);
-    paint(w.grid, patterns[l][h], w.palette.css, cellNamer(names));
+    paint(w.grid, patterns[l][h], w.palette.css);
   };
   if (heatmapLater) requestAnimationFrame(() => setTimeout(() => w.heatmapDue?.()));
   else w.heatmapDue();
